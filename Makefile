@@ -1,0 +1,17 @@
+# The two commands a newcomer runs (see README): `make demo` and `make test`.
+.PHONY: demo test lint env
+
+env:
+	scripts/setup-env.sh
+
+demo: env
+	.venv/bin/openclaw-dask config show --sources
+	.venv/bin/openclaw-dask config plan
+
+test: env
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+	.venv/bin/pytest -q
+
+lint: env
+	.venv/bin/ruff check . && .venv/bin/ruff format --check .

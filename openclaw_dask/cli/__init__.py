@@ -1,0 +1,1 @@
+"""The ``openclaw-dask`` command line: thin click commands over the library."""

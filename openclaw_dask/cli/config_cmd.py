@@ -1,0 +1,175 @@
+"""``openclaw-dask config {validate,show,plan,init}``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from openclaw_dask.cli.output import out, print_problems, warn
+from openclaw_dask.config import ConfigError, Hardware, detect_hardware, load_config
+from openclaw_dask.config.errors import Problem
+from openclaw_dask.config.render import starter_config, yaml_value
+from openclaw_dask.config.schema import KEYS
+from openclaw_dask.translate import load_and_plan, plan_cluster
+
+SET_OPTION = click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a key, e.g. --set parallel.thread_pool_size=4 (repeatable).",
+)
+
+
+@click.group("config")
+def config_group() -> None:
+    """Check, show, plan and create openclaw.config files."""
+
+
+@config_group.command("validate")
+@click.argument("paths", nargs=-1, type=click.Path(dir_okay=False))
+@SET_OPTION
+def validate_cmd(paths: tuple[str, ...], overrides: tuple[str, ...]) -> None:
+    """Check config files (default: the one the search order finds) against this machine."""
+    failed = 0
+    for path in paths or (None,):
+        try:
+            config, plan = load_and_plan(path, overrides)
+        except ConfigError as exc:
+            failed += 1
+            print_problems(exc, title=f"{path or 'openclaw.config'}: invalid")
+            continue
+        name = config.file or "built-in defaults"
+        layout = plan.layout
+        if "processes" in layout:
+            shape = f"{layout['processes']} worker(s) x {layout['threads_per_worker']} thread(s)"
+        else:
+            shape = f"{len(layout.get('nodes', []))} node(s)"
+        out.print(f"[green]ok[/] {name}: {plan.backend} cluster, {shape}")
+        for note in plan.notes:
+            out.print(f"   note: {note}")
+    if failed:
+        sys.exit(2)
+
+
+@config_group.command("show")
+@click.argument("path", required=False, type=click.Path(dir_okay=False))
+@click.option("--sources", is_flag=True, help="Show where each value came from.")
+@click.option("--json", "as_json", is_flag=True, help="Print the resolved config as JSON.")
+@SET_OPTION
+def show_cmd(path: str | None, sources: bool, as_json: bool, overrides: tuple[str, ...]) -> None:
+    """Print every resolved value (and, with --sources, its origin)."""
+    config = load_config(path, overrides)
+    if as_json:
+        data = config.to_nested()
+        if sources:
+            data = {"values": data, "sources": config.sources}
+        out.print_json(json.dumps(data, default=str))
+        return
+    out.print(f"# config file: {config.file or 'none (built-in defaults)'}", markup=False)
+    width = max(len(k.path) for k in KEYS)
+    for key in KEYS:
+        value = yaml_value(key.type.render(config[key.path]))
+        line = f"{key.path:<{width}}  {value}"
+        if sources:
+            line = f"{line:<{width + 24}}  # {config.sources[key.path]}"
+        out.print(line, markup=False)
+
+
+def _load_hardware(path: str | None) -> Hardware:
+    if not path:
+        return detect_hardware()
+    try:
+        return Hardware.from_dict(json.loads(Path(path).read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(
+            [
+                Problem(
+                    f"not a hardware description (JSON from `config plan --show-hardware`): {exc}",
+                    "",
+                    path,
+                )
+            ]
+        ) from None
+
+
+@config_group.command("plan")
+@click.argument("path", required=False, type=click.Path(dir_okay=False))
+@click.option(
+    "--backend",
+    type=click.Choice(["local", "cuda", "ssh", "mpi"]),
+    help="Plan for this backend instead of cluster.backend.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@click.option(
+    "--hardware",
+    "hardware_file",
+    type=click.Path(dir_okay=False),
+    help="Plan for the machine described in this JSON file (see --show-hardware).",
+)
+@click.option("--show-hardware", is_flag=True, help="Print this machine's description as JSON.")
+@SET_OPTION
+def plan_cmd(
+    path: str | None,
+    backend: str | None,
+    as_json: bool,
+    hardware_file: str | None,
+    show_hardware: bool,
+    overrides: tuple[str, ...],
+) -> None:
+    """Show the Dask cluster a config becomes, without starting anything."""
+    hw = _load_hardware(hardware_file)
+    if show_hardware:
+        out.print_json(json.dumps(hw.to_dict()))
+        return
+    config = load_config(path, overrides)
+    plan = plan_cluster(config, hw, backend=backend, strict=False)
+    for warning in plan.warnings:
+        warn(warning)
+    if as_json:
+        out.print(plan.to_json(), markup=False, highlight=False)
+        return
+    out.print(f"[bold]backend:[/] {plan.backend}    [bold]class:[/] {plan.cluster_class}")
+    for note in plan.notes:
+        out.print(f"  note: {note}", markup=False)
+    sections = [
+        ("cluster kwargs", plan.cluster_kwargs),
+        ("layout", plan.layout),
+        ("worker environment", plan.worker_env),
+        ("dask config", plan.dask_config),
+    ]
+    for title, data in sections:
+        out.print(f"[bold]{title}:[/]")
+        for key, value in data.items():
+            out.print(f"  {key}: {json.dumps(value, default=str)}", markup=False)
+    out.print("[bold]worker plugins:[/]")
+    for plugin in plan.worker_plugins:
+        out.print(f"  {plugin['class']}", markup=False)
+    if plan.launch_command:
+        out.print("[bold]launch:[/]")
+        out.print("  " + " ".join(plan.launch_command), markup=False)
+
+
+@config_group.command("init")
+@click.option(
+    "-o",
+    "--output",
+    default="openclaw.config",
+    show_default=True,
+    type=click.Path(dir_okay=False),
+    help="Where to write the starter config.",
+)
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+def init_cmd(output: str, force: bool) -> None:
+    """Write a commented starter config (every key at its default) for this machine."""
+    target = Path(output)
+    if target.exists() and not force:
+        raise ConfigError([Problem("already exists; pass --force to overwrite it", "", output)])
+    try:
+        target.write_text(starter_config(detect_hardware()))
+    except OSError as exc:
+        raise ConfigError([Problem(f"cannot write: {exc.strerror}", "", output)]) from None
+    out.print(f"wrote {target} (check it with `openclaw-dask config validate {target}`)")

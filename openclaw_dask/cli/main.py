@@ -1,0 +1,63 @@
+"""``openclaw-dask``: the root command and its error handling.
+
+Exit codes: 0 ok, 1 the run failed, 2 bad input (config, workflow, arguments). Bad input never
+shows a traceback; an unexpected error shows one line (and the traceback with
+``OPENCLAW_DEBUG=1``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from openclaw_dask import __version__
+from openclaw_dask.cli.config_cmd import config_group
+from openclaw_dask.cli.output import err, print_problems
+from openclaw_dask.config.errors import ConfigError
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class GuardedGroup(click.Group):
+    """A click group that turns our exceptions into messages and exit codes."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ConfigError as exc:
+            print_problems(exc)
+            sys.exit(EXIT_BAD_INPUT)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            err.print("[yellow]interrupted[/]")
+            sys.exit(130)
+        except Exception as exc:
+            if os.environ.get("OPENCLAW_DEBUG"):
+                traceback.print_exc()
+            err.print(f"[red]error:[/] {escape(f'{type(exc).__name__}: {exc}')}")
+            err.print("(set OPENCLAW_DEBUG=1 for the traceback)")
+            sys.exit(EXIT_FAILED)
+
+
+@click.group(cls=GuardedGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="openclaw-dask")
+def cli() -> None:
+    """openclaw-dask: one checked openclaw.config -> a real Dask cluster -> workflows."""
+
+
+cli.add_command(config_group)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="openclaw-dask")
+
+
+if __name__ == "__main__":
+    main()

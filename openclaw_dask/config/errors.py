@@ -1,0 +1,74 @@
+"""Problems found in user input, and the one exception that carries them all.
+
+Every check in the config and workflow layers reports :class:`Problem` objects instead of raising
+at the first one, so a user sees every mistake of a file at once. The CLI turns a
+:class:`ConfigError` into one line per problem and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the input.
+
+    Parameters
+    ----------
+    message
+        What is wrong and what was expected, in one sentence.
+    key
+        Dotted key path (``parallel.thread_pool_size``), or ``""`` for the whole file.
+    file
+        File the value came from, if any.
+    line
+        1-based line in ``file``, if known.
+    origin
+        Where a value came from when it is not a file (``env OPENCLAW_X__Y``, ``--set``).
+    """
+
+    message: str
+    key: str = ""
+    file: str | None = None
+    line: int | None = None
+    origin: str | None = None
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file:
+            where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
+        elif self.origin:
+            where = f"{self.origin}: "
+        key = f"{self.key}: " if self.key else ""
+        return f"{where}{key}{self.message}"
+
+
+class ConfigError(Exception):
+    """Bad user input: one or more :class:`Problem` objects.
+
+    Parameters
+    ----------
+    problems
+        Every problem found; at least one.
+    partial
+        The config as far as it could be read, if reading got that far.
+    """
+
+    def __init__(self, problems: Iterable[Problem], partial: Any = None) -> None:
+        self.problems = list(problems)
+        #: the config as far as it could be read (invalid values left at their defaults), so
+        #: that later checks (hardware) can still report their problems in the same run
+        self.partial = partial
+        if not self.problems:
+            raise ValueError("ConfigError needs at least one problem")
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """Return ``"; did you mean 'x'?"`` for the closest choice, or ``""`` when none is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""

@@ -1,0 +1,289 @@
+"""Find, read, override and check ``openclaw.config``: the resolved :class:`Config`.
+
+Search order for the file: ``--config``, ``$OPENCLAW_CONFIG``, ``./openclaw.config``,
+``~/.config/openclaw/openclaw.config``, then the built-in defaults alone. On top of the file,
+``OPENCLAW_SECTION__KEY`` environment variables and then ``--set section.key=value`` win.
+Every resolved value remembers where it came from (``config show --sources``).
+
+Dask's own ``dask.config`` merges YAML and ``DASK_*`` variables but keeps neither line numbers
+nor sources, and ignores unknown keys; we need all three, so this small loader is ours
+(DESIGN.md notes). Values are parsed as YAML scalars in both env and ``--set``, so the same
+strict types apply everywhere: ``OPENCLAW_PARALLEL__THREAD_POOL_SIZE=yes`` is an error.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openclaw_dask.config.errors import ConfigError, Problem, did_you_mean
+from openclaw_dask.config.schema import KEYS, KEYS_BY_PATH, defaults, groups
+from openclaw_dask.config.types import InvalidValueError, join_path
+from openclaw_dask.config.validate import check_static
+from openclaw_dask.config.yamlsource import YamlDocument, parse_scalar, read_yaml
+
+ENV_PREFIX = "OPENCLAW_"
+#: Environment variables of ours that are not config keys.
+ENV_RESERVED = {"OPENCLAW_CONFIG", "OPENCLAW_STATE_DIR"}
+USER_CONFIG = Path("~/.config/openclaw/openclaw.config")
+
+#: Keys whose values must agree on every node (the fingerprint of the runtime checks them):
+#: what the node computes and how, not where it is or how it is reached.
+NODE_RELEVANT_SECTIONS = (
+    "parallel.deterministic_mode",
+    "distributed.sync_interval",
+    "distributed.batch_size",
+    "distributed.compression",
+    "distributed.compression_level",
+    "memory.allocator",
+    "storage.",
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    """A validated ``openclaw.config``: flat dotted values plus where each came from.
+
+    Parameters
+    ----------
+    values
+        ``{dotted key: normalised value}`` for every key of the schema.
+    sources
+        ``{dotted key: source}``; a source is ``default``, ``FILE:LINE``, ``env NAME`` or
+        ``--set``.
+    file
+        The config file that was read, if any.
+    """
+
+    values: dict[str, Any]
+    sources: dict[str, str]
+    file: str | None = None
+    line_of: dict[str, int] = field(default_factory=dict, compare=False)
+
+    def __getitem__(self, path: str) -> Any:
+        return self.values[path]
+
+    def to_nested(self, render: bool = True) -> dict[str, Any]:
+        """Nested mapping of every key, values rendered in user units when ``render``."""
+        out: dict[str, Any] = {}
+        for key in KEYS:
+            value = self.values[key.path]
+            if render:
+                value = key.type.render(value)
+            node = out
+            *parents, leaf = key.path.split(".")
+            for p in parents:
+                node = node.setdefault(p, {})
+            node[leaf] = copy.deepcopy(value)
+        return out
+
+    def fingerprint(self) -> tuple[str, dict[str, Any]]:
+        """Hash of the node-relevant keys, and those keys' values.
+
+        Two nodes with different ``distributed.sync_interval`` (or allocator, deterministic mode,
+        storage codec...) get different hashes, so the runtime can refuse a mismatched worker.
+        """
+        relevant = {
+            k: v
+            for k, v in sorted(self.values.items())
+            if any(k == s or (s.endswith(".") and k.startswith(s)) for s in NODE_RELEVANT_SECTIONS)
+        }
+        blob = json.dumps(relevant, sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:16], relevant
+
+    def config_hash(self) -> str:
+        """Hash of every resolved value (the run record's ``config_hash``)."""
+        blob = json.dumps(self.values, sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    def with_values(self, **updates: Any) -> Config:
+        """Return a copy with ``{dotted key (with __ for .): value}`` replaced, re-checked.
+
+        Used by the tuner and tests to derive variants programmatically; the source of each
+        changed key becomes ``api``.
+        """
+        values = dict(self.values)
+        sources = dict(self.sources)
+        problems: list[Problem] = []
+        for name, raw in updates.items():
+            path = name.replace("__", ".")
+            _assign(path, raw, values, sources, "api", problems, None)
+        problems += check_static(values, sources, self.line_of)
+        if problems:
+            raise ConfigError(problems)
+        return Config(values, sources, self.file, self.line_of)
+
+
+def find_config_file(
+    explicit: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+) -> Path | None:
+    """Return the config file to read, by the documented search order, or ``None``."""
+    env = os.environ if env is None else env
+    if explicit:
+        return Path(explicit)
+    if env.get("OPENCLAW_CONFIG"):
+        return Path(env["OPENCLAW_CONFIG"])
+    for candidate in (Path("openclaw.config"), USER_CONFIG.expanduser()):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _assign(
+    path: str,
+    raw: Any,
+    values: dict[str, Any],
+    sources: dict[str, str],
+    source: str,
+    problems: list[Problem],
+    doc: YamlDocument | None,
+) -> None:
+    """Type-check ``raw`` for ``path`` and store it, or record problems."""
+
+    def problem(message: str, sub_path: str) -> Problem:
+        if doc is not None:
+            return Problem(message, sub_path, doc.file, doc.line_of(sub_path))
+        return Problem(message, sub_path, origin=source)
+
+    if path.startswith("dask."):
+        # raw dask passthrough addressed key by key (env or --set)
+        nested = copy.deepcopy(values["dask"])
+        node = nested
+        *parents, leaf = path.split(".")[1:]
+        for p in parents:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                problems.append(problem("conflicts with a non-mapping dask value", path))
+                return
+        node[leaf] = raw
+        values["dask"], sources["dask"] = nested, source
+        return
+    key = KEYS_BY_PATH.get(path)
+    if key is None:
+        if path in groups():
+            problems.append(problem("expected a mapping of keys, not a single value", path))
+        else:
+            choices = [k.path for k in KEYS] + sorted(groups())
+            problems.append(problem("unknown key" + did_you_mean(path, choices), path))
+        return
+    try:
+        values[path] = key.type.check(raw)
+        sources[path] = source
+    except InvalidValueError as exc:
+        for sub, message in exc.issues:
+            problems.append(problem(message, join_path(path, sub)))
+
+
+def _walk(
+    doc: YamlDocument,
+    data: Mapping[str, Any],
+    prefix: str,
+    values: dict[str, Any],
+    sources: dict[str, str],
+    problems: list[Problem],
+) -> None:
+    all_groups = groups()
+    for name, raw in data.items():
+        path = f"{prefix}.{name}" if prefix else name
+        source = f"{doc.file}:{doc.line_of(path)}"
+        if path in KEYS_BY_PATH:
+            _assign(path, raw, values, sources, source, problems, doc)
+        elif path in all_groups:
+            if isinstance(raw, dict):
+                _walk(doc, raw, path, values, sources, problems)
+            elif raw is not None:  # an empty section (``gpu:``) is fine
+                problems.append(
+                    Problem(
+                        f"expected a mapping of keys under '{path}'",
+                        path,
+                        doc.file,
+                        doc.line_of(path),
+                    )
+                )
+        else:
+            choices = [k.path for k in KEYS] + sorted(all_groups)
+            problems.append(
+                Problem(
+                    "unknown key" + did_you_mean(path, choices), path, doc.file, doc.line_of(path)
+                )
+            )
+
+
+def parse_overrides(
+    items: Iterable[str] | Mapping[str, Any] | None,
+) -> tuple[list[tuple[str, Any]], list[Problem]]:
+    """Turn ``["a.b=1", ...]`` (or a mapping) into ``[(path, value)]`` plus problems."""
+    if items is None:
+        return [], []
+    if isinstance(items, Mapping):
+        return list(items.items()), []
+    out, problems = [], []
+    for item in items:
+        path, sep, text = item.partition("=")
+        if not sep or not path.strip():
+            problems.append(Problem(f"expected KEY=VALUE, got {item!r}", origin="--set"))
+            continue
+        out.append((path.strip(), parse_scalar(text)))
+    return out, problems
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    overrides: Iterable[str] | Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    use_search_path: bool = True,
+) -> Config:
+    """Load, override and check ``openclaw.config``.
+
+    Parameters
+    ----------
+    path
+        Config file; ``None`` follows the search order (``$OPENCLAW_CONFIG``,
+        ``./openclaw.config``, ``~/.config/openclaw/openclaw.config``, defaults).
+    overrides
+        ``["section.key=value", ...]`` as given to ``--set``, or a ``{path: value}`` mapping.
+    env
+        Environment to read ``OPENCLAW_*`` overrides from (default ``os.environ``).
+    use_search_path
+        When false and ``path`` is ``None``, read no file (built-in defaults only).
+
+    Returns
+    -------
+    Config
+
+    Raises
+    ------
+    ConfigError
+        Listing every problem found (unknown keys, wrong types, conflicts).
+    """
+    env = os.environ if env is None else env
+    values, sources = defaults(), {k.path: "default" for k in KEYS}
+    problems: list[Problem] = []
+    file = find_config_file(path, env) if (path or use_search_path) else None
+    line_of: dict[str, int] = {}
+    if file is not None:
+        doc = read_yaml(file)
+        line_of = doc.lines
+        _walk(doc, doc.data, "", values, sources, problems)
+    for name in sorted(env):
+        if not name.startswith(ENV_PREFIX) or name in ENV_RESERVED:
+            continue
+        dotted = name[len(ENV_PREFIX) :].lower().replace("__", ".")
+        _assign(dotted, parse_scalar(env[name]), values, sources, f"env {name}", problems, None)
+    pairs, set_problems = parse_overrides(overrides)
+    problems += set_problems
+    for dotted, raw in pairs:
+        _assign(dotted, raw, values, sources, "--set", problems, None)
+    # cross-field rules run even when some values failed their type check (those stay at their
+    # defaults), so the user sees every problem in one go
+    problems += check_static(values, sources, line_of)
+    config = Config(values, sources, str(file) if file else None, line_of)
+    if problems:
+        raise ConfigError(problems, partial=config)
+    return config

@@ -1,0 +1,287 @@
+"""Cross-field rules and checks against the detected hardware.
+
+Type checks happen as values are read (:mod:`openclaw_dask.config.loader`); here are the rules
+that involve several keys (:func:`check_static`) or this machine (:func:`check_hardware`). Both
+return every problem rather than stopping at the first, each pointing at where the offending
+value came from.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from itertools import pairwise
+from typing import Any
+
+from openclaw_dask.config.errors import Problem, did_you_mean
+from openclaw_dask.config.hardware import ALLOCATOR_INSTALL, Hardware
+from openclaw_dask.config.layout import resolve_backend, resolve_layout
+from openclaw_dask.config.schema import BACKEND_ALIASES
+
+
+def locate(
+    path: str, sources: Mapping[str, str], message: str, lines: Mapping[str, int] | None = None
+) -> Problem:
+    """A :class:`Problem` for ``path`` placed where its value came from.
+
+    ``path`` may point inside a key (``parallel.thread_affinity[1]``); the source is that of the
+    key, and for values from a file the line of the element itself when ``lines`` has it.
+    """
+    key = path
+    while key not in sources and ("." in key or "[" in key):
+        key = key[: max(key.rfind("."), key.rfind("["))]
+    source = sources.get(key, "default")
+    if source in ("default", "api"):
+        return Problem(message, path, origin=source if source == "api" else None)
+    if source.startswith(("env ", "--set")):
+        return Problem(message, path, origin=source)
+    file, _, line = source.rpartition(":")
+    number = (lines or {}).get(path) or (int(line) if line.isdigit() else None)
+    return Problem(message, path, file or source, number)
+
+
+def transport(values: Mapping[str, Any]) -> str:
+    """The canonical transport after resolving seed aliases (``grpc`` -> ``tls``)."""
+    name = values["distributed.communication_backend"]
+    return BACKEND_ALIASES.get(name, name)
+
+
+def check_static(
+    values: Mapping[str, Any], sources: Mapping[str, str], lines: Mapping[str, int] | None = None
+) -> list[Problem]:
+    """Rules between keys that hold on any machine.
+
+    Parameters
+    ----------
+    values, sources
+        Flat resolved values and their sources (see :class:`~openclaw_dask.config.Config`).
+    lines
+        Line of every dotted path of the config file, to place problems inside a value.
+
+    Returns
+    -------
+    list of Problem
+    """
+    out: list[Problem] = []
+    v = values
+
+    def bad(path: str, message: str) -> None:
+        out.append(locate(path, sources, message, lines))
+
+    threads, procs = v["parallel.thread_pool_size"], v["parallel.processes"]
+    if isinstance(threads, int) and isinstance(procs, int):
+        if procs > threads:
+            bad(
+                "parallel.processes",
+                f"{procs} processes but only {threads} threads (parallel.thread_pool_size): "
+                "each process needs at least one thread",
+            )
+        elif threads % procs:
+            bad(
+                "parallel.thread_pool_size",
+                f"{threads} threads do not split evenly over {procs} processes; "
+                f"use a multiple of {procs}",
+            )
+
+    if v["gpu.unified_memory"] and v["gpu.peer_access"]:
+        bad(
+            "gpu.peer_access",
+            "cannot be combined with gpu.unified_memory (RMM managed memory does not support "
+            "NVLink peer transfers); turn one of them off",
+        )
+    if v["gpu.peer_access"] and transport(v) != "ucx":
+        bad(
+            "gpu.peer_access",
+            "needs distributed.communication_backend: ucx (NVLink goes through UCX)",
+        )
+    if v["distributed.rdma"] and transport(v) != "ucx":
+        bad("distributed.rdma", "needs distributed.communication_backend: ucx")
+
+    spill = [(k, v[f"memory.spill.{k}"]) for k in ("target", "spill", "pause", "terminate")]
+    active = [(k, f) for k, f in spill if f is not False]
+    for (k1, f1), (k2, f2) in pairwise(active):
+        if f1 > f2:
+            bad(
+                f"memory.spill.{k2}",
+                f"{f2} is below memory.spill.{k1} ({f1}); the fractions must rise: "
+                "target <= spill <= pause <= terminate",
+            )
+
+    if v["memory.per_thread_pool_size"] != "auto" and v["memory.global_pool"] != "auto":
+        bad(
+            "memory.global_pool",
+            "set either memory.per_thread_pool_size or memory.global_pool, not both",
+        )
+
+    backend, nodes = v["cluster.backend"], v["distributed.nodes"]
+    if backend == "ssh" and not nodes:
+        bad("cluster.backend", "ssh needs at least one entry in distributed.nodes")
+    if nodes and backend in ("local", "cuda", "mpi"):
+        bad(
+            "distributed.nodes",
+            f"nodes are used by the ssh backend only, but cluster.backend is {backend}",
+        )
+    if sum(1 for n in nodes if n["scheduler"]) > 1:
+        bad("distributed.nodes", "more than one node has scheduler: true")
+    seen: dict[tuple[str, int], int] = {}
+    for i, n in enumerate(nodes):
+        ident = (n["host"], n["ssh_port"])
+        if ident in seen and n["port"] is not None and nodes[seen[ident]]["port"] == n["port"]:
+            bad(
+                f"distributed.nodes[{i}]",
+                f"same host, ssh_port and port as distributed.nodes[{seen[ident]}]",
+            )
+        seen.setdefault(ident, i)
+
+    if transport(v) == "mpi" and backend not in ("auto", "mpi"):
+        bad(
+            "distributed.communication_backend",
+            f"mpi launches through dask-mpi and needs cluster.backend: mpi (not {backend})",
+        )
+    if v["gpu.devices"] and backend in ("local", "mpi"):
+        bad(
+            "gpu.devices",
+            f"GPUs are used by the cuda (or ssh) backend, but cluster.backend is {backend}",
+        )
+    if v["cluster.scheduler_address"] and backend not in ("auto", "local"):
+        bad(
+            "cluster.scheduler_address",
+            f"attaches to a running scheduler, but cluster.backend: {backend} starts one; "
+            "remove one of them",
+        )
+
+    if transport(v) == "tls":
+        for part in ("ca_file", "cert", "key"):
+            path = v[f"distributed.tls.{part}"]
+            if not path:
+                bad(
+                    f"distributed.tls.{part}",
+                    "required for communication_backend tls (a PEM file); "
+                    "make them with `openclaw-dask certs create DIR`",
+                )
+            elif not os.path.isfile(os.path.expanduser(path)):
+                bad(f"distributed.tls.{part}", f"file not found: {path}")
+    for part in ("known_hosts", "identity_file"):
+        path = v[f"distributed.ssh.{part}"]
+        if path and not os.path.isfile(os.path.expanduser(path)):
+            bad(f"distributed.ssh.{part}", f"file not found: {path}")
+    return out
+
+
+def check_hardware(
+    values: Mapping[str, Any],
+    sources: Mapping[str, str],
+    hw: Hardware,
+    backend: str | None = None,
+    lines: Mapping[str, int] | None = None,
+) -> list[Problem]:
+    """Rules that depend on this machine: GPUs, cores, allocator libraries, packages.
+
+    Parameters
+    ----------
+    values, sources, lines
+        Flat resolved values, their sources and the file's line numbers (see
+        :func:`check_static`).
+    hw
+        The machine the cluster will start on.
+    backend
+        Backend to check for (default: the one the config resolves to on ``hw``). SSH clusters
+        run on other machines, so only the client-side packages are checked for them.
+
+    Returns
+    -------
+    list of Problem
+    """
+    out: list[Problem] = []
+
+    def bad(path: str, message: str) -> None:
+        out.append(locate(path, sources, message, lines))
+
+    backend = backend or resolve_backend(values, hw)
+    t = transport(values)
+    if t == "ucx" and not hw.has_package("distributed-ucxx"):
+        bad(
+            "distributed.communication_backend",
+            "ucx needs distributed-ucxx: pip install 'openclaw-dask[ucx]' "
+            "(or conda install -c conda-forge distributed-ucxx)",
+        )
+    if backend == "ssh":
+        if not hw.has_package("asyncssh"):
+            bad("cluster.backend", "ssh needs asyncssh: pip install 'openclaw-dask[ssh]'")
+        return out
+    if backend == "mpi" and not hw.has_package("dask-mpi"):
+        bad("cluster.backend", "mpi needs dask-mpi and mpi4py: pip install 'openclaw-dask[mpi]'")
+
+    interface = values["cluster.interface"]
+    if interface and hw.interfaces and interface not in hw.interfaces:
+        bad(
+            "cluster.interface",
+            f"no network interface {interface!r} here (have: {', '.join(hw.interfaces)})"
+            + did_you_mean(interface, hw.interfaces),
+        )
+    devices = values["gpu.devices"]
+    if backend == "cuda":
+        if not hw.gpus:
+            bad(
+                "cluster.backend" if values["cluster.backend"] == "cuda" else "gpu.devices",
+                "the cuda backend needs an NVIDIA GPU, and none was found (NVML)",
+            )
+        if not hw.has_package("dask-cuda"):
+            bad(
+                "cluster.backend",
+                "the cuda backend needs dask-cuda: pip install 'openclaw-dask[gpu]'",
+            )
+    if isinstance(devices, list):
+        missing = [d for d in devices if d >= len(hw.gpus)]
+        if missing:
+            bad(
+                "gpu.devices",
+                f"GPU {', '.join(map(str, missing))} not present: this machine has "
+                f"{len(hw.gpus)} GPU(s)",
+            )
+
+    allocator = values["memory.allocator"]
+    if allocator != "system" and hw.allocator_path(allocator) is None:
+        bad(
+            "memory.allocator",
+            f"{allocator} library not found on this machine; install it: "
+            f"{ALLOCATOR_INSTALL[allocator]}",
+        )
+
+    layout = resolve_layout(values, hw, backend)
+    if layout.processes > layout.threads:
+        bad(
+            "parallel.processes",
+            f"{layout.processes} processes but only {layout.threads} threads on this machine: "
+            "each process needs at least one thread",
+        )
+    elif layout.threads % layout.processes:
+        bad(
+            "parallel.thread_pool_size",
+            f"{layout.threads} threads do not split evenly over {layout.processes} processes",
+        )
+    affinity = values["parallel.thread_affinity"]
+    if isinstance(affinity, list):
+        usable = set(hw.usable_cores)
+        for i, cores in enumerate(affinity):
+            absent = [c for c in cores if c not in usable]
+            if absent:
+                bad(
+                    f"parallel.thread_affinity[{i}]",
+                    f"core {', '.join(map(str, absent))} does not exist or is not usable here "
+                    f"(usable: {hw.cpulist()})",
+                )
+        if backend != "cuda" and len(affinity) != layout.processes:
+            bad(
+                "parallel.thread_affinity",
+                f"{len(affinity)} core lists for {layout.processes} worker processes; "
+                "give one list per worker",
+            )
+        flat = [c for cores in affinity for c in cores]
+        dup = sorted({c for c in flat if flat.count(c) > 1})
+        if dup:
+            bad(
+                "parallel.thread_affinity",
+                f"core {', '.join(map(str, dup))} given to more than one worker",
+            )
+    return out

@@ -1,0 +1,113 @@
+"""Pure translation of a validated config (+ hardware) into a :class:`ClusterPlan`.
+
+One module per backend, like distributed's ``deploy/``: user-facing classes only translate
+options onto specs; here the translation is explicit, printable and testable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from openclaw_dask.config.errors import ConfigError
+from openclaw_dask.config.hardware import Hardware, detect_hardware
+from openclaw_dask.config.layout import resolve_backend
+from openclaw_dask.config.loader import Config, load_config
+from openclaw_dask.config.validate import check_hardware, locate
+from openclaw_dask.translate.cuda import plan_cuda
+from openclaw_dask.translate.local import plan_local
+from openclaw_dask.translate.mpi import plan_mpi
+from openclaw_dask.translate.plan import ClusterPlan, worker_plugins
+from openclaw_dask.translate.ssh import plan_ssh
+
+PLANNERS = {"local": plan_local, "cuda": plan_cuda, "ssh": plan_ssh, "mpi": plan_mpi}
+
+
+def plan_cluster(
+    config: Config,
+    hardware: Hardware | None = None,
+    backend: str | None = None,
+    strict: bool = True,
+) -> ClusterPlan:
+    """Translate ``config`` into the plan of the cluster it asks for.
+
+    Parameters
+    ----------
+    config
+        A loaded config (:func:`openclaw_dask.load_config`).
+    hardware
+        The machine to plan for (default: this one). Pass another machine's description to
+        plan for it, e.g. a GPU workstation from a laptop.
+    backend
+        Force a backend (``local``, ``cuda``, ``ssh``, ``mpi``) instead of ``cluster.backend``.
+    strict
+        Raise :class:`ConfigError` when the config does not fit the machine (missing GPUs,
+        cores or allocator library). When false, those problems become ``plan.warnings``
+        (``config plan`` is a dry run and may describe a cluster for another machine).
+
+    Returns
+    -------
+    ClusterPlan
+    """
+    hw = hardware or detect_hardware()
+    values = config.values
+    if backend is None and values["cluster.scheduler_address"]:
+        plan = plan_local(config, hw)
+        plan.backend, plan.cluster_class, plan.cluster_kwargs = "attach", None, {}
+        plan.address = values["cluster.scheduler_address"]
+        plan.notes.append("attaching to a running scheduler; nothing is started")
+        return plan
+    chosen = backend or resolve_backend(values, hw)
+    if chosen == "ssh" and not values["distributed.nodes"]:
+        raise ConfigError(
+            [
+                locate(
+                    "distributed.nodes",
+                    config.sources,
+                    "the ssh backend needs at least one node here",
+                )
+            ]
+        )
+    problems = check_hardware(values, config.sources, hw, chosen, config.line_of)
+    if problems and strict:
+        raise ConfigError(problems)
+    plan = PLANNERS[chosen](config, hw)
+    plan.warnings += [str(p) for p in problems]
+    if values["cluster.backend"] == "auto" and backend is None:
+        plan.notes.insert(0, f"cluster.backend: auto resolved to {chosen!r} on this machine")
+        if values["gpu.devices"] and not hw.gpus:
+            plan.notes.insert(1, "gpu.devices is set but no GPU was found: using CPU workers")
+    return plan
+
+
+def load_and_plan(
+    path: str | None = None,
+    overrides: Iterable[str] | None = None,
+    hardware: Hardware | None = None,
+    backend: str | None = None,
+) -> tuple[Config, ClusterPlan]:
+    """Load a config and plan it strictly, reporting file *and* machine problems together.
+
+    :func:`load_config` stops before the hardware checks when the file itself has problems;
+    here the machine is still checked against what could be read, so a user fixing a config
+    sees every problem in one run.
+
+    Raises
+    ------
+    ConfigError
+        With every problem found.
+    """
+    hw = hardware or detect_hardware()
+    try:
+        config = load_config(path, overrides)
+    except ConfigError as exc:
+        partial = exc.partial
+        if partial is not None and not partial.values["cluster.scheduler_address"]:
+            chosen = backend or resolve_backend(partial.values, hw)
+            known = {p.key for p in exc.problems}
+            extra = check_hardware(partial.values, partial.sources, hw, chosen, partial.line_of)
+            exc.problems += [p for p in extra if p.key not in known]
+        raise
+    return config, plan_cluster(config, hw, backend=backend)
+
+
+__all__ = ["PLANNERS", "ClusterPlan", "load_and_plan", "plan_cluster", "worker_plugins"]

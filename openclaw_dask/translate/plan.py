@@ -1,0 +1,236 @@
+"""The :class:`ClusterPlan` and the translation rules every backend shares.
+
+A plan is plain data (strings, numbers, lists, dicts): printable as JSON, comparable in tests,
+and it creates no Dask object. Classes are named by import path; the runtime imports them.
+Values that Dask wants as objects (``security``) stay dicts here and are materialised by
+:func:`openclaw_dask.runtime.materialise_kwargs`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from openclaw_dask.config.hardware import ALLOCATOR_LIBS, Hardware
+from openclaw_dask.config.layout import Layout
+from openclaw_dask.config.loader import Config
+from openclaw_dask.config.schema import BACKEND_ALIASES
+from openclaw_dask.config.validate import transport
+
+#: Environment variable that carries the per-worker core lists into worker processes. It does
+#: not start with ``OPENCLAW_`` so that the config loader never mistakes it for an override.
+AFFINITY_ENV = "_OPENCLAW_AFFINITY"
+PLUGINS = "openclaw_dask.runtime.plugins"
+AFFINITY_PRELOAD = "openclaw_dask.runtime.affinity"
+#: Dask's own default of ``distributed.nanny.pre-spawn-environ`` for glibc malloc.
+GLIBC_TRIM = {"MALLOC_TRIM_THRESHOLD_": 65536}
+BLAS_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+@dataclass
+class ClusterPlan:
+    """Everything needed to start (or attach to) the cluster a config asks for.
+
+    Parameters
+    ----------
+    backend
+        ``local``, ``cuda``, ``ssh``, ``mpi`` or ``attach``.
+    cluster_class
+        Import path of the class (or function) to call with ``cluster_kwargs``.
+    cluster_kwargs
+        Keyword arguments, exactly those the class accepts.
+    dask_config
+        Flat ``{dotted dask key: value}`` to apply with ``dask.config.set`` before starting.
+    worker_env
+        Environment of each worker process, set before it spawns (allocator, BLAS threads,
+        pinning); goes to ``distributed.nanny.pre-spawn-environ`` (or ``mpirun -x``).
+    worker_plugins
+        ``[{"class": import path, "kwargs": {...}}]`` registered on every worker.
+    layout
+        Resolved threads, processes, memory limit and core lists per node.
+    launch_command
+        For ``mpi``: the ``mpirun`` command line.
+    address
+        For ``attach``: the scheduler address.
+    notes
+        What was translated and why (aliases, fallbacks), shown by ``config plan``.
+    warnings
+        Mismatches with this machine, reported instead of raised in dry runs.
+    """
+
+    backend: str
+    cluster_class: str | None
+    cluster_kwargs: dict[str, Any]
+    dask_config: dict[str, Any]
+    worker_env: dict[str, Any]
+    worker_plugins: list[dict[str, Any]]
+    layout: dict[str, Any]
+    launch_command: list[str] | None = None
+    address: str | None = None
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (what ``config plan --json`` prints)."""
+        return asdict(self)
+
+    def to_json(self) -> str:
+        """Indented JSON."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False, default=str)
+
+
+def layout_dict(layout: Layout) -> dict[str, Any]:
+    """JSON form of a :class:`Layout` including the derived threads per worker."""
+    return {
+        "threads": layout.threads,
+        "processes": layout.processes,
+        "threads_per_worker": layout.threads_per_worker,
+        "memory_limit": layout.memory_limit,
+        "affinity": layout.affinity,
+    }
+
+
+def protocol(config: Config) -> str:
+    """Dask protocol for the configured transport (mpi carries data over tcp)."""
+    return {"tcp": "tcp", "tls": "tls", "ucx": "ucx", "mpi": "tcp"}[transport(config.values)]
+
+
+def alias_notes(config: Config) -> list[str]:
+    """Notes that explain how seed transport names were translated."""
+    name = config["distributed.communication_backend"]
+    if name not in BACKEND_ALIASES:
+        return []
+    extra = " with NVLink (enable_nvlink)" if name.startswith("nccl") else ""
+    return [
+        f"distributed.communication_backend: {name!r} is a documented alias for "
+        f"{BACKEND_ALIASES[name]!r}{extra}"
+    ]
+
+
+def uses_nvlink(config: Config) -> bool:
+    """NVLink is on for ``gpu.peer_access`` and for the ``nccl`` seed aliases."""
+    return bool(config["gpu.peer_access"]) or config[
+        "distributed.communication_backend"
+    ].startswith("nccl")
+
+
+def allocator_preload(config: Config, hw: Hardware, remote: bool = False) -> str | None:
+    """``LD_PRELOAD`` value for the allocator: a full path here, a soname on remote nodes."""
+    allocator = config["memory.allocator"]
+    if allocator == "system":
+        return None
+    if remote:
+        return ALLOCATOR_LIBS[allocator][0]
+    return hw.allocator_path(allocator) or ALLOCATOR_LIBS[allocator][0]
+
+
+def worker_env(
+    config: Config, hw: Hardware, layout: Layout, remote: bool = False
+) -> dict[str, Any]:
+    """Environment for worker processes, set before they spawn.
+
+    BLAS/OpenMP pools get one thread each: a worker already runs ``threads_per_worker`` tasks at
+    once, so more BLAS threads would oversubscribe the cores it is pinned to.
+    """
+    env: dict[str, Any] = {name: 1 for name in BLAS_VARS}
+    preload = allocator_preload(config, hw, remote)
+    if preload:
+        env["LD_PRELOAD"] = preload
+    else:
+        env.update(GLIBC_TRIM)  # only glibc reads it; jemalloc/tcmalloc ignore it
+    if layout.affinity:
+        env[AFFINITY_ENV] = json.dumps(layout.affinity)
+    return env
+
+
+def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (the form ``dask.config.set`` accepts)."""
+    out: dict[str, Any] = {}
+    for key, value in mapping.items():
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, Mapping) and value:
+            out.update(flatten(value, path))
+        else:
+            out[path] = value
+    return out
+
+
+def common_dask_config(config: Config, env: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Dask config every backend gets, with the raw ``dask:`` section laid on top.
+
+    Returns
+    -------
+    dict, list of str
+        The flat dask config and notes about raw keys that override a derived one.
+    """
+    v = config.values
+    compression = {"none": False, "auto": "auto", "lz4": "lz4", "zstd": "zstd"}
+    out: dict[str, Any] = {
+        "distributed.comm.compression": compression[v["distributed.compression"]],
+        "distributed.comm.zstd.level": v["distributed.compression_level"],
+        "distributed.nanny.pre-spawn-environ": dict(env),
+    }
+    for part in ("target", "spill", "pause", "terminate"):
+        out[f"distributed.worker.memory.{part}"] = v[f"memory.spill.{part}"]
+    if transport(v) == "tls":
+        ca, cert, key = (v[f"distributed.tls.{p}"] for p in ("ca_file", "cert", "key"))
+        out["distributed.comm.require-encryption"] = True
+        out["distributed.comm.tls.ca-file"] = ca
+        for role in ("scheduler", "worker", "client"):
+            out[f"distributed.comm.tls.{role}.cert"] = cert
+            out[f"distributed.comm.tls.{role}.key"] = key
+    if transport(v) == "ucx":
+        out.update(ucx_dask_config(config))
+    if env.get(AFFINITY_ENV):
+        out["distributed.worker.preload"] = [AFFINITY_PRELOAD]
+    notes = []
+    for key, value in flatten(v["dask"]).items():
+        if key in out and out[key] != value:
+            notes.append(f"dask.{key} = {value!r} (raw dask section) overrides {out[key]!r}")
+        out[key] = value
+    return out, notes
+
+
+def ucx_dask_config(config: Config) -> dict[str, Any]:
+    """distributed-ucxx transport switches: TCP always (works without special hardware)."""
+    rdma = bool(config["distributed.rdma"])
+    return {
+        "distributed-ucxx.tcp": True,
+        "distributed-ucxx.nvlink": uses_nvlink(config),
+        "distributed-ucxx.infiniband": rdma,
+        "distributed-ucxx.rdmacm": rdma,
+    }
+
+
+def security_kwargs(config: Config) -> dict[str, Any] | None:
+    """``distributed.Security`` keyword arguments for tls, else ``None``."""
+    v = config.values
+    if transport(v) != "tls":
+        return None
+    ca, cert, key = (v[f"distributed.tls.{p}"] for p in ("ca_file", "cert", "key"))
+    out: dict[str, Any] = {"tls_ca_file": ca, "require_encryption": True}
+    for role in ("scheduler", "worker", "client"):
+        out[f"tls_{role}_cert"] = cert
+        out[f"tls_{role}_key"] = key
+    return out
+
+
+def worker_plugins(config: Config) -> list[dict[str, Any]]:
+    """Plugins that make the config real and verified inside every worker."""
+    fingerprint, relevant = config.fingerprint()
+    plugins = [
+        {
+            "class": f"{PLUGINS}.ConfigFingerprint",
+            "kwargs": {"fingerprint": fingerprint, "values": relevant},
+        }
+    ]
+    if config["memory.allocator"] != "system":
+        plugins.append(
+            {
+                "class": f"{PLUGINS}.AllocatorCheck",
+                "kwargs": {"allocator": config["memory.allocator"]},
+            }
+        )
+    return plugins

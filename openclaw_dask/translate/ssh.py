@@ -1,0 +1,148 @@
+"""Config -> plan for an SSH cluster with per-node options.
+
+``distributed.SSHCluster`` gives every worker the same options (distributed#4714). We build the
+same thing it builds, a ``SpecCluster`` of ``distributed.deploy.ssh.Scheduler`` and ``Worker``
+specs, but one worker spec per node, so each node gets its own thread count, memory limit and
+Dask resources (``GPU: 1``). Nothing of SSHCluster is forked: the spec classes are distributed's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openclaw_dask.config.hardware import Hardware
+from openclaw_dask.config.layout import Layout
+from openclaw_dask.config.loader import Config
+from openclaw_dask.translate.plan import (
+    ClusterPlan,
+    alias_notes,
+    common_dask_config,
+    protocol,
+    security_kwargs,
+    worker_env,
+    worker_plugins,
+)
+
+SSH_SCHEDULER = "distributed.deploy.ssh.Scheduler"
+SSH_WORKER = "distributed.deploy.ssh.Worker"
+
+
+def connect_options(config: Config, node: dict[str, Any]) -> dict[str, Any]:
+    """asyncssh ``connect`` options for one node.
+
+    Host keys are verified against ``distributed.ssh.known_hosts`` (asyncssh's default,
+    ``~/.ssh/known_hosts``, when unset); only the loudly named
+    ``insecure_skip_host_key_check`` turns verification off (``known_hosts=None``).
+    """
+    opts: dict[str, Any] = {"port": node["ssh_port"]}
+    if node["user"]:
+        opts["username"] = node["user"]
+    if config["distributed.ssh.insecure_skip_host_key_check"]:
+        opts["known_hosts"] = None
+    elif config["distributed.ssh.known_hosts"]:
+        opts["known_hosts"] = config["distributed.ssh.known_hosts"]
+    if config["distributed.ssh.identity_file"]:
+        opts["client_keys"] = [config["distributed.ssh.identity_file"]]
+    return opts
+
+
+def _node_threads(config: Config, node: dict[str, Any]) -> int | None:
+    cpus = node["resources"]["cpus"]
+    if cpus is not None:
+        return int(cpus)
+    setting = config["parallel.thread_pool_size"]
+    return setting if isinstance(setting, int) else None  # None: the remote's own core count
+
+
+def plan_ssh(config: Config, hw: Hardware) -> ClusterPlan:
+    """Plan a SpecCluster over ``distributed.nodes``.
+
+    The scheduler runs on the node marked ``scheduler: true`` (else the first node); every node
+    runs ``parallel.processes`` worker processes (1 when ``auto``). Each process binds to the
+    node's own address (``host``), which on a loopback test rig keeps it off other interfaces.
+    """
+    nodes = config["distributed.nodes"]
+    sched_node = next((n for n in nodes if n["scheduler"]), nodes[0])
+    procs = config["parallel.processes"]
+    procs = procs if isinstance(procs, int) else 1
+    proto = protocol(config)
+    security = security_kwargs(config)
+    # one environment for every node: remote library paths differ, so the allocator goes by soname
+    env = worker_env(config, hw, Layout(1, 1, "auto", None), remote=True)
+    dask_config, notes = common_dask_config(config, env)
+
+    scheduler_kwargs: dict[str, Any] = {
+        "host": sched_node["host"],
+        "port": 0,
+        "dashboard_address": config["cluster.dashboard_address"],
+        "protocol": proto,
+    }
+    scheduler = {
+        "cls": SSH_SCHEDULER,
+        "options": {
+            "address": sched_node["host"],
+            "connect_options": connect_options(config, sched_node),
+            "kwargs": scheduler_kwargs,
+            "remote_python": sched_node["python"],
+        },
+    }
+    workers: dict[str, Any] = {}
+    per_node = []
+    for node in nodes:
+        threads = _node_threads(config, node)
+        memory = node["resources"]["memory"]
+        name = f"{node['host']}-{node['ssh_port']}"
+        kw: dict[str, Any] = {"host": node["host"], "protocol": proto, "name": name}
+        if procs > 1:
+            kw["n_workers"] = procs  # distributed.deploy.ssh.Worker starts that many
+        if threads is not None:
+            kw["nthreads"] = max(1, threads // procs)
+        kw["memory_limit"] = int(memory) // procs if memory else "auto"
+        if node["port"] is not None and procs == 1:
+            kw["worker_port"] = node["port"]
+        if node["resources"]["gpus"]:
+            kw["resources"] = {"GPU": node["resources"]["gpus"] / procs}
+        if config["cluster.interface"]:
+            del kw["host"]
+            kw["interface"] = config["cluster.interface"]
+        workers[name] = {
+            "cls": SSH_WORKER,
+            "options": {
+                "address": node["host"],
+                "connect_options": connect_options(config, node),
+                "kwargs": kw,
+                "worker_class": "distributed.Nanny",
+                "remote_python": node["python"],
+                "name": name,
+            },
+        }
+        per_node.append(
+            {
+                "name": name,
+                "host": node["host"],
+                "ssh_port": node["ssh_port"],
+                "processes": procs,
+                "threads": threads,
+                "memory_limit": memory,
+                "gpus": node["resources"]["gpus"],
+            }
+        )
+    kwargs: dict[str, Any] = {"scheduler": scheduler, "workers": workers, "name": "openclaw-ssh"}
+    if security:
+        # the client's side; remote processes get TLS from the dask config they inherit
+        # (distributed.comm.tls.*), so the certificate paths must exist on every node too
+        kwargs["security"] = security
+    notes.append(
+        f"scheduler on {sched_node['host']}:{sched_node['ssh_port']}; "
+        f"{len(workers)} worker process(es) on {len(nodes)} node(s)"
+    )
+    return ClusterPlan(
+        backend="ssh",
+        cluster_class="distributed.SpecCluster",
+        cluster_kwargs=kwargs,
+        dask_config=dask_config,
+        worker_env=env,
+        worker_plugins=worker_plugins(config),
+        layout={"nodes": per_node},
+        notes=alias_notes(config) + notes,
+    )

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Create .venv and install openclaw-dask with what the tests need. Idempotent.
+# As root (or with passwordless sudo) it also installs the Debian packages the tests use
+# when they are missing: OpenMPI, openssh-server, jemalloc, tcmalloc, chromium + chromedriver.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEBS=(openmpi-bin libopenmpi-dev openssh-server openssh-client libjemalloc2
+      libgoogle-perftools4 chromium chromium-driver iproute2 procps)
+missing=()
+if command -v dpkg-query >/dev/null 2>&1; then
+  for p in "${DEBS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then
+    if sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO="none"; fi
+  fi
+  if [ "$SUDO" = none ]; then
+    echo "note: not root; missing Debian packages (tests that need them will fail): ${missing[*]}" >&2
+  else
+    echo "installing Debian packages: ${missing[*]}" >&2
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+      "${missing[@]}" >/dev/null
+  fi
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".[test,dev]"

@@ -1,0 +1,163 @@
+"""The ``openclaw-dask config`` commands, run as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from openclaw_dask.cli.main import cli
+from openclaw_dask.config import load_config
+from tests.conftest import ROOT
+
+SHIPPED = sorted((ROOT / "configs").glob("*.config"))
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the real console entry point in a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "openclaw_dask.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd or ROOT,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> Any:
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def test_every_shipped_config_validates() -> None:
+    assert len(SHIPPED) >= 6
+    result = run_cli("config", "validate", *map(str, SHIPPED))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("ok ") == len(SHIPPED)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "parallel:\n  thread_pool_sise: 4\n",
+            ":2: parallel.thread_pool_sise: unknown key; did you mean 'parallel.thread_pool_size'?",
+        ),
+        ("parallel:\n  thread_pool_size: -3\n", ":2: parallel.thread_pool_size: expected"),
+        ("cluster:\n  backend: kubernetes\n", ":2: cluster.backend: expected one of auto"),
+        ("parallel:\n  processes: 1\n  processes: 2\n", ":3: parallel.processes: duplicate key"),
+        ("parallel:\n  processes: [1,\n", "YAML syntax error"),
+    ],
+    ids=["typo", "negative", "backend", "duplicate", "syntax"],
+)
+def test_bad_configs_exit_2_without_traceback(tmp_path: Path, text: str, expected: str) -> None:
+    bad = tmp_path / "bad.config"
+    bad.write_text(text)
+    result = run_cli("config", "validate", str(bad))
+    assert result.returncode == 2
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_env_override_shown_with_its_source() -> None:
+    result = run_cli(
+        "config",
+        "show",
+        "--sources",
+        env={"OPENCLAW_PARALLEL__THREAD_POOL_SIZE": "3"},
+        cwd=ROOT / "docs",
+    )
+    line = next(x for x in result.stdout.splitlines() if x.startswith("parallel.thread_pool_size"))
+    assert line.split()[1] == "3"
+    assert line.endswith("# env OPENCLAW_PARALLEL__THREAD_POOL_SIZE")
+
+
+def test_show_json_and_set() -> None:
+    result = invoke("config", "show", "--json", "--sources", "--set", "distributed.batch_size=9")
+    data = json.loads(result.output)
+    assert data["values"]["distributed"]["batch_size"] == 9
+    assert data["sources"]["distributed.batch_size"] == "--set"
+
+
+@pytest.mark.parametrize(
+    ("config", "backend", "cls"),
+    [
+        ("openclaw.config", "local", "distributed.LocalCluster"),
+        ("workstation-gpu.config", "cuda", "dask_cuda.LocalCUDACluster"),
+        ("ssh-cluster.config", "ssh", "distributed.SpecCluster"),
+        ("mpi-hpc.config", "mpi", "dask_mpi.initialize"),
+    ],
+)
+def test_plan_json_for_each_backend(config: str, backend: str, cls: str) -> None:
+    result = invoke(
+        "config", "plan", str(ROOT / "configs" / config), "--backend", backend, "--json"
+    )
+    assert result.exit_code == 0
+    plan = json.loads(result.stdout)
+    assert plan["backend"] == backend and plan["cluster_class"] == cls
+    assert (plan["launch_command"] is not None) == (backend == "mpi")
+
+
+def test_plan_reports_aliases() -> None:
+    result = invoke(
+        "config",
+        "plan",
+        "--set",
+        "distributed.communication_backend=nccl",
+        "--set",
+        "cluster.backend=local",
+    )
+    assert result.exit_code == 0
+    assert "'nccl' is a documented alias for 'ucx' with NVLink" in result.stdout
+
+
+def test_plan_for_another_machine(tmp_path: Path) -> None:
+    from tests.conftest import make_hardware
+
+    desc = tmp_path / "h200.json"
+    desc.write_text(json.dumps(make_hardware(cores=16, gpus=1).to_dict()))
+    result = invoke(
+        "config",
+        "plan",
+        str(ROOT / "configs/workstation-gpu.config"),
+        "--hardware",
+        str(desc),
+        "--json",
+    )
+    plan = json.loads(result.stdout)
+    assert plan["backend"] == "cuda" and plan["cluster_kwargs"]["CUDA_VISIBLE_DEVICES"] == [0]
+    shown = json.loads(invoke("config", "plan", "--show-hardware").stdout)
+    assert shown["logical_cores"] >= 1
+
+
+def test_plan_with_bad_hardware_file(tmp_path: Path) -> None:
+    bad = tmp_path / "hw.json"
+    bad.write_text("{}")
+    result = CliRunner().invoke(cli, ["config", "plan", "--hardware", str(bad)])
+    assert result.exit_code == 2 and "not a hardware description" in result.output
+
+
+def test_init_writes_a_valid_config_and_never_overwrites(tmp_path: Path) -> None:
+    target = tmp_path / "openclaw.config"
+    result = invoke("config", "init", "-o", str(target))
+    assert result.exit_code == 0 and target.is_file()
+    assert load_config(target).file == str(target)
+    assert "Written by `openclaw-dask config init` for this machine" in target.read_text()
+    target.write_text("# mine\n")
+    again = CliRunner().invoke(cli, ["config", "init", "-o", str(target)])
+    assert again.exit_code == 2 and "already exists" in again.output
+    assert target.read_text() == "# mine\n"  # nothing lost
+    assert invoke("config", "init", "-o", str(target), "--force").exit_code == 0
+
+
+def test_unknown_command_and_option_exit_2() -> None:
+    assert CliRunner().invoke(cli, ["config", "frobnicate"]).exit_code == 2
+    assert CliRunner().invoke(cli, ["config", "plan", "--backend", "k8s"]).exit_code == 2

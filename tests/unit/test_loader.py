@@ -1,0 +1,233 @@
+"""Reading openclaw.config: strict YAML, search order, env and --set overrides, sources."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openclaw_dask.config import ConfigError, load_config
+from openclaw_dask.config.loader import find_config_file
+from openclaw_dask.config.yamlsource import parse_scalar, parse_yaml
+
+
+def problems_of(text: str, write_config: Any, **kw: Any) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        load_config(write_config(text), **kw)
+    return [str(p) for p in info.value.problems]
+
+
+# ---- strict YAML ------------------------------------------------------------------------------
+
+
+def test_duplicate_key_names_both_lines(write_config: Any) -> None:
+    (msg,) = problems_of("parallel:\n  processes: 2\n  processes: 3\n", write_config)
+    assert ":3: parallel.processes: duplicate key (first defined on line 2)" in msg
+
+
+def test_syntax_error_names_the_line(write_config: Any) -> None:
+    (msg,) = problems_of("cluster:\n  backend: local\n bad: [1,\n", write_config)
+    assert "YAML syntax error" in msg and "openclaw.config:" in msg
+
+
+@pytest.mark.parametrize("text", ["- a\n- b\n", "just a string\n", "42\n"])
+def test_top_level_must_be_a_mapping(text: str, write_config: Any) -> None:
+    (msg,) = problems_of(text, write_config)
+    assert "top level must be a mapping" in msg
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "parallel: !!python/object/apply:os.system ['echo hacked']\n",
+        "parallel:\n  processes: !!python/name:os.system\n",
+        "cluster: !custom {backend: local}\n",
+    ],
+)
+def test_unsafe_tags_are_refused(text: str, write_config: Any, capfd: Any) -> None:
+    (msg,) = problems_of(text, write_config)
+    assert "is not allowed" in msg
+    assert "hacked" not in capfd.readouterr().out
+
+
+def test_merge_keys_are_refused(write_config: Any) -> None:
+    msgs = problems_of("base: &b {processes: 2}\nparallel:\n  <<: *b\n", write_config)
+    assert any("merge keys" in m for m in msgs)
+
+
+def test_empty_file_and_empty_section_are_defaults(write_config: Any) -> None:
+    assert load_config(write_config("")).values == load_config(use_search_path=False).values
+    assert load_config(write_config("gpu:\n# nothing yet\n"))["gpu.devices"] == []
+
+
+def test_lines_of_nested_values() -> None:
+    doc = parse_yaml("a:\n  b:\n    - x: 1\n    - x: 2\n      y: 3\n", "f")
+    assert doc.lines["a.b[1].y"] == 5
+    assert doc.line_of("a.b[1].y.deeper") == 5
+
+
+def test_parse_scalar_is_yaml() -> None:
+    assert parse_scalar("3") == 3
+    assert parse_scalar("true") is True
+    assert parse_scalar("[0, 1]") == [0, 1]
+    assert parse_scalar("2GiB") == "2GiB"
+    assert parse_scalar("!!python/object:x") == "!!python/object:x"  # stays text, then refused
+
+
+def test_missing_and_unreadable_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="file not found"):
+        load_config(tmp_path / "nope.config")
+    with pytest.raises(ConfigError, match="is a directory"):
+        load_config(tmp_path)
+
+
+# ---- keys, types, did-you-mean ----------------------------------------------------------------
+
+
+def test_unknown_key_suggests_the_right_one(write_config: Any) -> None:
+    (msg,) = problems_of("parallel:\n  thread_pool_sise: 4\n", write_config)
+    assert msg.endswith(
+        "openclaw.config:2: parallel.thread_pool_sise: unknown key; "
+        "did you mean 'parallel.thread_pool_size'?"
+    )
+
+
+def test_unknown_section_suggests(write_config: Any) -> None:
+    (msg,) = problems_of("paralel:\n  processes: 2\n", write_config)
+    assert "did you mean 'parallel'" in msg
+
+
+def test_yaml_boolean_is_not_an_integer(write_config: Any) -> None:
+    (msg,) = problems_of("parallel:\n  processes: yes\n", write_config)
+    assert "got true (a YAML boolean)" in msg
+
+
+def test_every_problem_is_reported_at_once(write_config: Any) -> None:
+    msgs = problems_of(
+        "parallel:\n  thread_pool_sise: 4\n  processes: -1\ncluster:\n  backend: k8s\n"
+        "memory:\n  allocator: mimalloc\n",
+        write_config,
+    )
+    assert len(msgs) == 4
+    assert [m.split(": ")[1] for m in msgs] == [
+        "parallel.thread_pool_sise",
+        "parallel.processes",
+        "cluster.backend",
+        "memory.allocator",
+    ]
+
+
+def test_section_given_a_scalar(write_config: Any) -> None:
+    (msg,) = problems_of("parallel: 4\n", write_config)
+    assert "expected a mapping of keys under 'parallel'" in msg
+
+
+def test_node_problems_point_into_the_list(write_config: Any) -> None:
+    msgs = problems_of(
+        "distributed:\n  nodes:\n    - host: a.example.org\n    - host: 'not a host'\n"
+        "      ssh_port: 0\n      colour: red\n",
+        write_config,
+    )
+    assert any(":4: distributed.nodes[1].host:" in m for m in msgs)
+    assert any(":5: distributed.nodes[1].ssh_port:" in m for m in msgs)
+    assert any("distributed.nodes[1].colour: unknown key" in m for m in msgs)
+
+
+def test_sizes_and_durations_are_normalised(write_config: Any) -> None:
+    config = load_config(
+        write_config(
+            "memory:\n  per_thread_pool_size: 1.5GiB\ndistributed:\n  clock_skew_tolerance: 2s\n"
+        )
+    )
+    assert config["memory.per_thread_pool_size"] == int(1.5 * 2**30)
+    assert config["distributed.clock_skew_tolerance"] == 2.0
+    assert config.to_nested()["distributed"]["clock_skew_tolerance"] == "2s"
+
+
+# ---- search order and overrides ---------------------------------------------------------------
+
+
+def test_search_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home_cfg = Path.home() / ".config/openclaw/openclaw.config"
+    home_cfg.parent.mkdir(parents=True)
+    home_cfg.write_text("distributed:\n  batch_size: 1\n")
+    monkeypatch.chdir(tmp_path)
+    assert find_config_file() == home_cfg
+    assert load_config()["distributed.batch_size"] == 1
+
+    Path("openclaw.config").write_text("distributed:\n  batch_size: 2\n")
+    assert load_config()["distributed.batch_size"] == 2
+
+    env_cfg = tmp_path / "env.config"
+    env_cfg.write_text("distributed:\n  batch_size: 3\n")
+    monkeypatch.setenv("OPENCLAW_CONFIG", str(env_cfg))
+    assert load_config()["distributed.batch_size"] == 3
+
+    explicit = tmp_path / "explicit.config"
+    explicit.write_text("distributed:\n  batch_size: 4\n")
+    assert load_config(explicit)["distributed.batch_size"] == 4
+
+
+def test_no_file_means_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = load_config()
+    assert config.file is None
+    assert set(config.sources.values()) == {"default"}
+
+
+def test_env_and_set_win_in_order(write_config: Any) -> None:
+    file = write_config("parallel:\n  thread_pool_size: 2\n  processes: 1\n")
+    env = {"OPENCLAW_PARALLEL__THREAD_POOL_SIZE": "3", "OPENCLAW_DISTRIBUTED__BATCH_SIZE": "8"}
+    config = load_config(file, ["distributed.batch_size=16"], env=env)
+    assert config["parallel.thread_pool_size"] == 3
+    assert config.sources["parallel.thread_pool_size"] == "env OPENCLAW_PARALLEL__THREAD_POOL_SIZE"
+    assert config["distributed.batch_size"] == 16
+    assert config.sources["distributed.batch_size"] == "--set"
+    assert config.sources["parallel.processes"] == f"{file}:3"
+
+
+def test_env_values_are_checked(write_config: Any) -> None:
+    env = {"OPENCLAW_PARALLEL__THREAD_POOL_SIZE": "yes", "OPENCLAW_PARALEL__X": "1"}
+    with pytest.raises(ConfigError) as info:
+        load_config(write_config(""), env=env)
+    msgs = [str(p) for p in info.value.problems]
+    assert "env OPENCLAW_PARALLEL__THREAD_POOL_SIZE: parallel.thread_pool_size: expected" in msgs[
+        1
+    ] or any("env OPENCLAW_PARALLEL__THREAD_POOL_SIZE" in m for m in msgs)
+    assert any("env OPENCLAW_PARALEL__X: paralel.x: unknown key" in m for m in msgs)
+
+
+def test_bad_set_syntax(write_config: Any) -> None:
+    with pytest.raises(ConfigError, match="expected KEY=VALUE"):
+        load_config(write_config(""), ["parallel.processes"])
+
+
+def test_set_into_raw_dask_section(write_config: Any) -> None:
+    config = load_config(
+        write_config("dask:\n  array: {chunk-size: 64MiB}\n"),
+        ["dask.distributed.scheduler.work-stealing=false"],
+    )
+    assert config["dask"] == {
+        "array": {"chunk-size": "64MiB"},
+        "distributed": {"scheduler": {"work-stealing": False}},
+    }
+
+
+# ---- fingerprint ------------------------------------------------------------------------------
+
+
+def test_fingerprint_covers_node_relevant_keys_only(write_config: Any) -> None:
+    base = load_config(write_config(""))
+    other_sync = base.with_values(distributed__sync_interval=50)
+    other_dash = base.with_values(cluster__dashboard_address="127.0.0.1:9999")
+    assert other_sync.fingerprint()[0] != base.fingerprint()[0]
+    assert other_dash.fingerprint()[0] == base.fingerprint()[0]
+    assert other_dash.config_hash() != base.config_hash()
+    assert "distributed.sync_interval" in base.fingerprint()[1]
+
+
+def test_with_values_rechecks(write_config: Any) -> None:
+    base = load_config(write_config(""))
+    with pytest.raises(ConfigError, match=r"parallel\.processes"):
+        base.with_values(parallel__processes=0)

@@ -1,0 +1,134 @@
+"""Every key of the schema: its default, one valid and one invalid value; schema <-> files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from openclaw_dask.config import KEYS, ConfigError, load_config
+from openclaw_dask.config.render import DOCS, SHIPPED_DEFAULT, markdown_reference, starter_config
+from openclaw_dask.config.schema import KEYS_BY_PATH, defaults
+
+# key -> (a valid YAML value, what it normalises to, an invalid YAML value)
+EXAMPLES: dict[str, tuple[Any, Any, Any]] = {
+    "cluster.backend": ("mpi", "mpi", "kubernetes"),
+    "cluster.scheduler_address": ("tcp://10.0.0.1:8786", "tcp://10.0.0.1:8786", "10.0.0.1"),
+    "cluster.dashboard_address": (":9000", ":9000", "127.0.0.1:99999"),
+    "cluster.interface": ("lo", "lo", 7),
+    "parallel.thread_pool_size": ("physical", "physical", 0),
+    "parallel.processes": (2, 2, True),
+    "parallel.thread_affinity": (["0-1", [2, 3]], [[0, 1], [2, 3]], "spread"),
+    "parallel.deterministic_mode": (True, True, "yes please"),
+    "distributed.nodes": (
+        [{"host": "10.0.0.2", "resources": {"cpus": 8, "memory": "4GiB"}}],
+        [
+            {
+                "host": "10.0.0.2",
+                "ssh_port": 22,
+                "port": None,
+                "user": None,
+                "python": None,
+                "scheduler": False,
+                "resources": {"cpus": 8, "memory": 4 * 2**30, "gpus": 0},
+            }
+        ],
+        [{"ssh_port": 22}],
+    ),
+    "distributed.communication_backend": ("nccl", "nccl", "carrier-pigeon"),
+    "distributed.rdma": (False, False, 1),
+    "distributed.sync_interval": (10, 10, 0),
+    "distributed.batch_size": (16, 16, 2.5),
+    "distributed.compression": ("zstd", "zstd", "gzip"),
+    "distributed.compression_level": (9, 9, 23),
+    "distributed.clock_skew_tolerance": ("250ms", 0.25, "-1s"),
+    "distributed.clock_skew_action": ("warn", "warn", "ignore"),
+    "distributed.tls.ca_file": (None, None, ""),
+    "distributed.tls.cert": (None, None, 3),
+    "distributed.tls.key": (None, None, []),
+    "distributed.ssh.known_hosts": (None, None, {"a": 1}),
+    "distributed.ssh.identity_file": (None, None, False),
+    "distributed.ssh.insecure_skip_host_key_check": (True, True, "true"),
+    "gpu.devices": ([0, 2], [0, 2], [-1]),
+    "gpu.stream_count": (4, 4, 17),
+    "gpu.unified_memory": (True, True, None),
+    "gpu.peer_access": (False, False, "off"),
+    "gpu.async_prefetch": (False, False, 0),
+    "memory.allocator": ("jemalloc", "jemalloc", "mimalloc"),
+    "memory.per_thread_pool_size": ("2GiB", 2 * 2**30, "lots"),
+    "memory.global_pool": ("512 MB", 512 * 10**6, -5),
+    "memory.spill.target": (0.5, 0.5, 1.5),
+    "memory.spill.spill": (False, False, True),
+    "memory.spill.pause": (0.85, 0.85, 0),
+    "memory.spill.terminate": (1, 1.0, "most"),
+    "storage.codec": ("lz4", "lz4", "bzip2"),
+    "storage.level": (5, 5, 10),
+    "storage.shuffle": ("bit", "bit", "random"),
+    "dask": ({"array": {"chunk-size": "64MiB"}}, {"array": {"chunk-size": "64MiB"}}, [1]),
+}
+
+
+def nested(path: str, value: Any) -> dict[str, Any]:
+    """``("a.b.c", v)`` -> ``{"a": {"b": {"c": v}}}``."""
+    out: Any = value
+    for part in reversed(path.split(".")):
+        out = {part: out}
+    return out
+
+
+def test_every_key_has_examples() -> None:
+    assert set(EXAMPLES) == set(KEYS_BY_PATH)
+
+
+@pytest.mark.parametrize("key", KEYS, ids=lambda k: k.path)
+def test_key_is_documented_and_default_is_valid(key: Any) -> None:
+    assert key.doc and len(key.doc) < 110, "one line of doc"
+    # the default survives its own type check, also as written in the starter config
+    assert key.type.check(key.default) == key.default
+    assert key.type.check(yaml.safe_load(yaml.safe_dump(key.type.render(key.default)))) == (
+        key.default
+    )
+    assert key.env_var == "OPENCLAW_" + key.path.upper().replace(".", "__")
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES))
+def test_valid_value_is_accepted_and_normalised(path: str, write_config: Any) -> None:
+    valid, normalised, _ = EXAMPLES[path]
+    file = write_config(yaml.safe_dump(nested(path, valid)))
+    config = load_config(file)
+    assert config[path] == normalised
+    assert config.sources[path] == f"{file}:{config.line_of[path]}"
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES))
+def test_invalid_value_is_refused_with_key_and_line(path: str, write_config: Any) -> None:
+    _, _, invalid = EXAMPLES[path]
+    file = write_config("# a comment first\n" + yaml.safe_dump(nested(path, invalid)))
+    with pytest.raises(ConfigError) as info:
+        load_config(file)
+    problems = [p for p in info.value.problems if p.key.startswith(path)]
+    assert problems, info.value
+    assert all(p.file == str(file) and p.line and p.line >= 2 for p in problems)
+    assert "expected" in str(problems[0]) or "missing" in str(problems[0])
+
+
+def test_shipped_default_config_is_the_schema_defaults() -> None:
+    assert SHIPPED_DEFAULT.read_text() == starter_config(), (
+        "configs/openclaw.config is stale: run python -m openclaw_dask.config.render"
+    )
+    assert load_config(SHIPPED_DEFAULT).values == defaults()
+
+
+def test_docs_reference_lists_every_key() -> None:
+    assert DOCS.read_text() == markdown_reference(), (
+        "docs/config.md is stale: run python -m openclaw_dask.config.render"
+    )
+    for key in KEYS:
+        assert f"`{key.path}`" in DOCS.read_text()
+
+
+def test_starter_config_for_a_machine_validates(hw: Any, write_config: Any) -> None:
+    text = starter_config(hw(cores=4, numa=2, gpus=1))
+    assert "4 logical" in text and "NVIDIA H200" in text
+    assert load_config(write_config(text)).values == defaults()

@@ -1,0 +1,366 @@
+"""Every translation rule config -> ClusterPlan, and plans that real Dask classes accept."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from typing import Any
+
+import distributed
+import pytest
+from distributed.utils import import_term
+
+from openclaw_dask.config import load_config
+from openclaw_dask.config.layout import pin_cores
+from openclaw_dask.runtime import cluster_class, materialise_kwargs
+from openclaw_dask.translate import ClusterPlan, plan_cluster
+from openclaw_dask.translate.cuda import LOCAL_CUDA_CLUSTER_PARAMS
+from openclaw_dask.translate.plan import AFFINITY_ENV, AFFINITY_PRELOAD
+from tests.conftest import ROOT, make_hardware
+
+
+def plan(*sets: str, hw: Any = None, backend: str | None = None, path: Any = None) -> ClusterPlan:
+    config = load_config(path, list(sets), use_search_path=False)
+    return plan_cluster(config, hw or make_hardware(), backend=backend, strict=False)
+
+
+def params(func: Any) -> set[str]:
+    return set(inspect.signature(func).parameters) - {"self", "kwargs", "worker_kwargs"}
+
+
+NANNY_PARAMS = params(distributed.Nanny.__init__)
+# LocalCluster passes its **worker_kwargs on to the Nanny of each worker
+LOCAL_CLUSTER_PARAMS = params(distributed.LocalCluster.__init__) | NANNY_PARAMS
+SCHEDULER_PARAMS = params(distributed.Scheduler.__init__)
+
+
+# ---- local ------------------------------------------------------------------------------------
+
+
+def test_local_defaults() -> None:
+    p = plan(hw=make_hardware(cores=8))
+    assert p.backend == "local" and p.cluster_class == "distributed.LocalCluster"
+    assert set(p.cluster_kwargs) <= LOCAL_CLUSTER_PARAMS
+    kw = p.cluster_kwargs
+    assert (kw["n_workers"], kw["threads_per_worker"]) == (4, 2)  # Dask's heuristic for 8
+    assert kw["processes"] is True and kw["host"] == "127.0.0.1"
+    assert kw["dashboard_address"] == "127.0.0.1:8787" and kw["protocol"] == "tcp://"
+    assert "cluster.backend: auto resolved to 'local'" in p.notes[0]
+
+
+@pytest.mark.parametrize(
+    ("sets", "threads", "workers"),
+    [
+        (["parallel.thread_pool_size=6", "parallel.processes=3"], 6, 3),
+        (["parallel.thread_pool_size=physical", "parallel.processes=1"], 4, 1),
+        (["parallel.processes=8"], 8, 8),
+    ],
+)
+def test_threads_and_processes(sets: list[str], threads: int, workers: int) -> None:
+    p = plan(*sets, hw=make_hardware(cores=8, smt=2))
+    assert p.cluster_kwargs["n_workers"] == workers
+    assert p.cluster_kwargs["threads_per_worker"] * workers == threads
+
+
+def test_memory_limits() -> None:
+    p = plan("parallel.processes=2", "memory.per_thread_pool_size=1GiB", hw=make_hardware(cores=8))
+    assert p.cluster_kwargs["memory_limit"] == 4 * 2**30  # 4 threads per worker x 1 GiB
+    p = plan("parallel.processes=4", "memory.global_pool=8GiB", hw=make_hardware(cores=8))
+    assert p.cluster_kwargs["memory_limit"] == 2 * 2**30
+    assert plan().cluster_kwargs["memory_limit"] == "auto"
+
+
+def test_interface_and_dashboard_off() -> None:
+    kw = plan("cluster.interface=eth0", "cluster.dashboard_address=null").cluster_kwargs
+    assert kw["interface"] == "eth0" and "host" not in kw
+    assert kw["dashboard_address"] is None
+
+
+def test_allocator_goes_to_pre_spawn_environ() -> None:
+    p = plan("memory.allocator=jemalloc")
+    env = p.dask_config["distributed.nanny.pre-spawn-environ"]
+    assert env["LD_PRELOAD"] == "/usr/lib/libjemalloc.so"
+    assert "MALLOC_TRIM_THRESHOLD_" not in env  # glibc-only knob
+    assert p.worker_env == env
+    assert {
+        "class": "openclaw_dask.runtime.plugins.AllocatorCheck",
+        "kwargs": {"allocator": "jemalloc"},
+    } in p.worker_plugins
+    system = plan().dask_config["distributed.nanny.pre-spawn-environ"]
+    assert "LD_PRELOAD" not in system and system["MALLOC_TRIM_THRESHOLD_"] == 65536
+
+
+def test_blas_threads_are_one_per_task_thread() -> None:
+    env = plan().worker_env
+    assert env["OMP_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == env["MKL_NUM_THREADS"] == 1
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"), [("none", False), ("lz4", "lz4"), ("zstd", "zstd"), ("auto", "auto")]
+)
+def test_compression(setting: str, expected: Any) -> None:
+    p = plan(f"distributed.compression={setting}", "distributed.compression_level=7")
+    assert p.dask_config["distributed.comm.compression"] == expected
+    assert p.dask_config["distributed.comm.zstd.level"] == 7
+
+
+def test_spill_fractions() -> None:
+    p = plan("memory.spill.target=0.5", "memory.spill.spill=false")
+    assert p.dask_config["distributed.worker.memory.target"] == 0.5
+    assert p.dask_config["distributed.worker.memory.spill"] is False
+    assert p.dask_config["distributed.worker.memory.terminate"] == 0.95
+
+
+def test_fingerprint_plugin_always_present() -> None:
+    (fp,) = [x for x in plan().worker_plugins if x["class"].endswith("ConfigFingerprint")]
+    assert fp["kwargs"]["values"]["distributed.sync_interval"] == 100
+    other = [
+        x
+        for x in plan("distributed.sync_interval=5").worker_plugins
+        if x["class"].endswith("ConfigFingerprint")
+    ]
+    assert other[0]["kwargs"]["fingerprint"] != fp["kwargs"]["fingerprint"]
+
+
+# ---- affinity ---------------------------------------------------------------------------------
+
+
+def test_pin_compact_and_scatter_on_two_numa_nodes() -> None:
+    numa = {0: [0, 1, 2, 3], 1: [4, 5, 6, 7]}
+    pool = list(range(8))
+    assert pin_cores("compact", pool, numa, 4, 2) == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert pin_cores("scatter", pool, numa, 4, 2) == [[0, 1], [4, 5], [2, 3], [6, 7]]
+    assert pin_cores("compact", pool, numa, 2, 1) == [[0], [1]]
+    assert pin_cores("scatter", pool, numa, 2, 1) == [[0], [4]]
+    # more threads than cores wrap around rather than fail
+    assert pin_cores("compact", [0, 1], {0: [0, 1]}, 3, 1) == [[0], [1], [0]]
+
+
+def test_affinity_in_plan() -> None:
+    p = plan(
+        "parallel.thread_affinity=scatter",
+        "parallel.processes=2",
+        hw=make_hardware(cores=8, numa=2),
+    )
+    assert p.layout["affinity"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert json.loads(p.worker_env[AFFINITY_ENV]) == p.layout["affinity"]
+    assert p.dask_config["distributed.worker.preload"] == [AFFINITY_PRELOAD]
+    physical = plan(
+        "parallel.thread_affinity=compact",
+        "parallel.thread_pool_size=physical",
+        "parallel.processes=4",
+        hw=make_hardware(cores=8, smt=2),
+    )
+    assert physical.layout["affinity"] == [[0], [2], [4], [6]]
+    explicit = plan("parallel.thread_affinity=[[1],[0]]", "parallel.processes=2")
+    assert explicit.layout["affinity"] == [[1], [0]]
+    assert AFFINITY_ENV not in plan().worker_env
+
+
+# ---- transports -------------------------------------------------------------------------------
+
+
+def test_tls_wires_config_and_security(tmp_path: Any) -> None:
+    pem = tmp_path / "c.pem"
+    pem.write_text("x")
+    p = plan(
+        "distributed.communication_backend=grpc",
+        *(f"distributed.tls.{k}={pem}" for k in ("ca_file", "cert", "key")),
+    )
+    assert p.cluster_kwargs["protocol"] == "tls://"
+    assert p.dask_config["distributed.comm.require-encryption"] is True
+    assert p.dask_config["distributed.comm.tls.worker.cert"] == str(pem)
+    assert p.cluster_kwargs["security"]["tls_ca_file"] == str(pem)
+    assert any("'grpc' is a documented alias for 'tls'" in n for n in p.notes)
+    sec = materialise_kwargs(p)["security"]
+    assert isinstance(sec, distributed.Security) and sec.require_encryption
+
+
+def test_ucx_and_aliases() -> None:
+    p = plan("distributed.communication_backend=ucx", "distributed.rdma=true")
+    assert p.cluster_kwargs["protocol"] == "ucx://"
+    assert p.dask_config["distributed-ucxx.tcp"] is True
+    assert p.dask_config["distributed-ucxx.infiniband"] is True
+    assert p.dask_config["distributed-ucxx.nvlink"] is False
+    nccl = plan("distributed.communication_backend=nccl-style")
+    assert nccl.dask_config["distributed-ucxx.nvlink"] is True
+    assert any("'nccl-style' is a documented alias for 'ucx' with NVLink" in n for n in nccl.notes)
+
+
+def test_raw_dask_section_wins_and_says_so() -> None:
+    p = plan(
+        "distributed.compression=zstd",
+        "dask.distributed.comm.compression=lz4",
+        "dask.array.chunk-size=64MiB",
+    )
+    assert p.dask_config["distributed.comm.compression"] == "lz4"
+    assert p.dask_config["array.chunk-size"] == "64MiB"
+    assert any("overrides 'zstd'" in n for n in p.notes)
+
+
+# ---- cuda -------------------------------------------------------------------------------------
+
+
+def test_cuda_kwargs_are_local_cuda_cluster_arguments() -> None:
+    p = plan(
+        "gpu.devices=[0,2]",
+        "gpu.stream_count=3",
+        "gpu.unified_memory=true",
+        "memory.global_pool=16GiB",
+        hw=make_hardware(gpus=4),
+    )
+    assert p.backend == "cuda" and p.cluster_class == "dask_cuda.LocalCUDACluster"
+    assert set(p.cluster_kwargs) <= set(LOCAL_CUDA_CLUSTER_PARAMS) | LOCAL_CLUSTER_PARAMS
+    kw = p.cluster_kwargs
+    assert kw["CUDA_VISIBLE_DEVICES"] == [0, 2] and kw["n_workers"] == 2
+    assert kw["threads_per_worker"] == 3
+    assert kw["rmm_managed_memory"] is True and kw["rmm_pool_size"] == 16 * 2**30
+    assert kw["memory_limit"] == "auto"  # the global pool is the RMM pool here
+    assert p.worker_env["CUPY_CUDA_PER_THREAD_DEFAULT_STREAM"] == 1
+    assert p.layout["processes"] == 2
+
+
+def test_cuda_all_devices_and_nvlink() -> None:
+    p = plan(
+        "gpu.devices=all",
+        "gpu.peer_access=true",
+        "distributed.communication_backend=ucx",
+        "distributed.rdma=true",
+        hw=make_hardware(gpus=8),
+    )
+    kw = p.cluster_kwargs
+    assert kw["CUDA_VISIBLE_DEVICES"] == list(range(8))
+    assert kw["protocol"] == "ucx" and kw["enable_tcp_over_ucx"] is True
+    assert kw["enable_nvlink"] is True and kw["enable_infiniband"] is True
+    assert kw["enable_rdmacm"] is True
+
+
+def test_cuda_plan_without_gpu_or_dask_cuda() -> None:
+    # a plan for a GPU machine, made here: the machine problems are warnings, not errors
+    p = plan(
+        path=ROOT / "configs/workstation-gpu.config",
+        backend="cuda",
+        hw=make_hardware(gpus=0, packages=()),
+    )
+    assert p.cluster_kwargs["CUDA_VISIBLE_DEVICES"] is None  # all GPUs of that machine
+    assert any("needs an NVIDIA GPU" in w for w in p.warnings)
+    assert any("needs dask-cuda" in w for w in p.warnings)
+
+
+@pytest.mark.gpu
+def test_cuda_signature_matches_dask_cuda_when_installed() -> None:
+    dask_cuda = pytest.importorskip("dask_cuda", reason="dask-cuda not importable here")
+    real = params(dask_cuda.LocalCUDACluster.__init__)
+    assert set(LOCAL_CUDA_CLUSTER_PARAMS) <= real
+
+
+# ---- ssh --------------------------------------------------------------------------------------
+
+NODES = (
+    "distributed.nodes=[{host: 10.0.0.1, resources: {cpus: 2}},"
+    " {host: 10.0.0.2, ssh_port: 2222, user: bob, python: /opt/py/bin/python,"
+    "  scheduler: true, resources: {cpus: 8, memory: 16GiB, gpus: 2}}]"
+)
+
+
+def test_ssh_spec_has_per_node_options() -> None:
+    p = plan(NODES)
+    assert p.backend == "ssh" and p.cluster_class == "distributed.SpecCluster"
+    sched = p.cluster_kwargs["scheduler"]
+    assert sched["cls"] == "distributed.deploy.ssh.Scheduler"
+    assert sched["options"]["address"] == "10.0.0.2"  # the node marked scheduler
+    assert set(sched["options"]["kwargs"]) <= SCHEDULER_PARAMS
+    workers = p.cluster_kwargs["workers"]
+    a, b = workers["10.0.0.1-22"]["options"], workers["10.0.0.2-2222"]["options"]
+    assert a["kwargs"]["nthreads"] == 2 and a["kwargs"]["memory_limit"] == "auto"
+    assert "resources" not in a["kwargs"]
+    assert b["kwargs"]["nthreads"] == 8 and b["kwargs"]["memory_limit"] == 16 * 2**30
+    assert b["kwargs"]["resources"] == {"GPU": 2}
+    assert b["kwargs"]["host"] == "10.0.0.2"  # binds to the node's own address
+    assert b["connect_options"] == {"port": 2222, "username": "bob"}
+    assert b["remote_python"] == "/opt/py/bin/python"
+    for spec in workers.values():
+        assert spec["cls"] == "distributed.deploy.ssh.Worker"
+        assert set(spec["options"]["kwargs"]) - {"n_workers"} <= NANNY_PARAMS
+    assert [n["threads"] for n in p.layout["nodes"]] == [2, 8]
+
+
+def test_ssh_host_keys_and_processes() -> None:
+    insecure = plan(NODES, "distributed.ssh.insecure_skip_host_key_check=true")
+    for spec in insecure.cluster_kwargs["workers"].values():
+        assert spec["options"]["connect_options"]["known_hosts"] is None
+    two = plan(NODES, "parallel.processes=2")
+    kw = two.cluster_kwargs["workers"]["10.0.0.2-2222"]["options"]["kwargs"]
+    assert kw["n_workers"] == 2 and kw["nthreads"] == 4 and kw["memory_limit"] == 8 * 2**30
+    # remote library paths are unknown here: the allocator is preloaded by soname
+    assert plan(NODES, "memory.allocator=tcmalloc").worker_env["LD_PRELOAD"] == "libtcmalloc.so.4"
+
+
+# ---- mpi --------------------------------------------------------------------------------------
+
+
+def test_mpi_kwargs_and_command() -> None:
+    dask_mpi = pytest.importorskip("dask_mpi")
+    p = plan(
+        "cluster.backend=mpi",
+        "parallel.processes=2",
+        "memory.allocator=jemalloc",
+        hw=make_hardware(cores=4),
+    )
+    assert p.cluster_class == "dask_mpi.initialize"
+    assert set(p.cluster_kwargs) <= params(dask_mpi.initialize)
+    assert p.cluster_kwargs["nthreads"] == 2
+    cmd = p.launch_command
+    assert cmd[:5] == ["mpirun", "-np", "4", "--bind-to", "none"]
+    assert "LD_PRELOAD=/usr/lib/libjemalloc.so" in cmd
+    assert cmd[-2:] == ["-m", "openclaw_dask.runtime.mpi_entry"]
+    assert "--oversubscribe" not in cmd
+    assert (
+        "--oversubscribe"
+        in plan(
+            "cluster.backend=mpi", "parallel.processes=4", hw=make_hardware(cores=4)
+        ).launch_command
+    )
+
+
+# ---- attach, JSON, and the real classes -------------------------------------------------------
+
+
+def test_attach_plan_starts_nothing() -> None:
+    p = plan("cluster.scheduler_address=tcp://10.1.2.3:8786")
+    assert p.backend == "attach" and p.cluster_class is None
+    assert p.address == "tcp://10.1.2.3:8786"
+
+
+@pytest.mark.parametrize("backend", ["local", "cuda", "ssh", "mpi"])
+def test_plans_are_json_and_name_real_code(backend: str) -> None:
+    p = plan(
+        NODES if backend == "ssh" else "memory.allocator=tcmalloc",
+        "parallel.thread_affinity=compact",
+        backend=backend,
+        hw=make_hardware(gpus=1),
+    )
+    assert json.loads(p.to_json()) == p.to_dict()
+    for spec in p.worker_plugins:
+        plugin = import_term(spec["class"])(**spec["kwargs"])  # validates its arguments
+        assert isinstance(plugin, distributed.WorkerPlugin)
+    for module in p.dask_config.get("distributed.worker.preload", []):
+        assert callable(import_term(module + ".dask_setup"))
+    if p.launch_command:
+        import_term(p.launch_command[-1] + ".main")
+
+
+def test_real_cluster_objects_accept_the_plans() -> None:
+    """LocalCluster and SpecCluster (ssh) built from plans, without starting them."""
+
+    async def build() -> list[str]:
+        made = []
+        for p in (plan(), plan(NODES, "memory.allocator=jemalloc")):
+            cluster = cluster_class(p)(**materialise_kwargs(p), asynchronous=True)
+            made.append(type(cluster).__name__)
+            assert len(cluster.worker_spec) == (p.layout.get("processes") or 2)
+            await cluster.close()
+        return made
+
+    assert asyncio.run(build()) == ["LocalCluster", "SpecCluster"]

@@ -1,0 +1,211 @@
+"""Cross-field rules and checks against a machine: one test per rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openclaw_dask.config import ConfigError, load_config
+from openclaw_dask.config.validate import check_hardware, check_static
+from openclaw_dask.translate import load_and_plan, plan_cluster
+from tests.conftest import make_hardware, values_with
+
+
+def static(**kw: Any) -> list[str]:
+    return [str(p) for p in check_static(values_with(**kw), {})]
+
+
+def hardware(hw: Any = None, backend: str | None = None, **kw: Any) -> list[str]:
+    return [str(p) for p in check_hardware(values_with(**kw), {}, hw or make_hardware(), backend)]
+
+
+def test_defaults_are_clean() -> None:
+    assert static() == []
+    assert hardware() == []
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fragment"),
+    [
+        ({"parallel__thread_pool_size": 2, "parallel__processes": 4}, "4 processes but only 2"),
+        ({"parallel__thread_pool_size": 5, "parallel__processes": 2}, "do not split evenly"),
+        (
+            {
+                "gpu__unified_memory": True,
+                "gpu__peer_access": True,
+                "distributed__communication_backend": "ucx",
+            },
+            "cannot be combined",
+        ),
+        ({"gpu__peer_access": True}, "needs distributed.communication_backend: ucx"),
+        ({"distributed__rdma": True}, "distributed.rdma: needs"),
+        ({"memory__spill__target": 0.9, "memory__spill__spill": 0.5}, "fractions must rise"),
+        ({"memory__spill__pause": 0.99}, "memory.spill.terminate: 0.95 is below"),
+        ({"memory__per_thread_pool_size": 2**30, "memory__global_pool": 2**33}, "not both"),
+        ({"cluster__backend": "ssh"}, "ssh needs at least one entry"),
+        (
+            {
+                "cluster__backend": "local",
+                "distributed__nodes": [
+                    {"host": "a", "ssh_port": 22, "port": None, "scheduler": False}
+                ],
+            },
+            "ssh backend only",
+        ),
+        (
+            {
+                "distributed__nodes": [
+                    {"host": "a", "ssh_port": 22, "port": None, "scheduler": True},
+                    {"host": "b", "ssh_port": 22, "port": None, "scheduler": True},
+                ]
+            },
+            "more than one node has scheduler",
+        ),
+        (
+            {
+                "distributed__nodes": [
+                    {"host": "a", "ssh_port": 22, "port": 9000, "scheduler": False},
+                    {"host": "a", "ssh_port": 22, "port": 9000, "scheduler": False},
+                ]
+            },
+            "same host, ssh_port and port",
+        ),
+        (
+            {"distributed__communication_backend": "mpi", "cluster__backend": "local"},
+            "needs cluster.backend: mpi",
+        ),
+        ({"gpu__devices": [0], "cluster__backend": "local"}, "GPUs are used by the cuda"),
+        (
+            {
+                "cluster__scheduler_address": "tcp://1.2.3.4:8786",
+                "cluster__backend": "ssh",
+                "distributed__nodes": [
+                    {"host": "a", "ssh_port": 22, "port": None, "scheduler": False}
+                ],
+            },
+            "attaches to a running scheduler",
+        ),
+        ({"distributed__communication_backend": "grpc"}, "required for communication_backend tls"),
+        (
+            {
+                "distributed__communication_backend": "tls",
+                "distributed__tls__ca_file": "/nope.pem",
+                "distributed__tls__cert": "/nope.pem",
+                "distributed__tls__key": "/nope.pem",
+            },
+            "file not found: /nope.pem",
+        ),
+        ({"distributed__ssh__known_hosts": "/no/known_hosts"}, "file not found"),
+    ],
+)
+def test_static_rule(overrides: dict[str, Any], fragment: str) -> None:
+    msgs = static(**overrides)
+    assert any(fragment in m for m in msgs), msgs
+
+
+def test_tls_with_existing_files_is_fine(tmp_path: Path) -> None:
+    pem = tmp_path / "x.pem"
+    pem.write_text("-----")
+    assert (
+        static(
+            distributed__communication_backend="tls",
+            distributed__tls__ca_file=str(pem),
+            distributed__tls__cert=str(pem),
+            distributed__tls__key=str(pem),
+        )
+        == []
+    )
+
+
+@pytest.mark.parametrize(
+    ("machine", "backend", "overrides", "fragment"),
+    [
+        ({"gpus": 1}, None, {"gpu__devices": [0, 3]}, "GPU 3 not present: this machine has 1"),
+        ({}, "cuda", {}, "needs an NVIDIA GPU, and none was found"),
+        ({"gpus": 2, "packages": ()}, "cuda", {}, "needs dask-cuda"),
+        (
+            {"allocators": ()},
+            None,
+            {"memory__allocator": "jemalloc"},
+            "apt-get install libjemalloc2",
+        ),
+        (
+            {"allocators": ("jemalloc",)},
+            None,
+            {"memory__allocator": "tcmalloc"},
+            "libgoogle-perftools4",
+        ),
+        ({"cores": 2}, None, {"parallel__processes": 4}, "4 processes but only 2 threads"),
+        ({"cores": 6}, None, {"parallel__processes": 4}, "6 threads do not split evenly"),
+        (
+            {"cores": 4},
+            None,
+            {"parallel__thread_affinity": [[0, 1], [2, 9]], "parallel__processes": 2},
+            "core 9 does not exist",
+        ),
+        (
+            {"cores": 4},
+            None,
+            {"parallel__thread_affinity": [[0, 1]], "parallel__processes": 2},
+            "1 core lists for 2 worker processes",
+        ),
+        (
+            {"cores": 4},
+            None,
+            {"parallel__thread_affinity": [[0, 1], [1, 2]], "parallel__processes": 2},
+            "core 1 given to more than one worker",
+        ),
+        (
+            {"packages": ()},
+            None,
+            {"distributed__communication_backend": "ucx"},
+            "needs distributed-ucxx",
+        ),
+        ({"packages": ()}, "mpi", {}, "needs dask-mpi"),
+        ({"packages": ()}, "ssh", {}, "needs asyncssh"),
+        ({}, None, {"cluster__interface": "ib0"}, "no network interface 'ib0'"),
+    ],
+)
+def test_hardware_rule(
+    machine: dict[str, Any], backend: str | None, overrides: dict[str, Any], fragment: str
+) -> None:
+    msgs = hardware(make_hardware(**machine), backend, **overrides)
+    assert any(fragment in m for m in msgs), msgs
+
+
+def test_physical_threads_on_smt_machine() -> None:
+    hw = make_hardware(cores=8, smt=2)
+    assert hardware(hw, None, parallel__thread_pool_size="physical", parallel__processes=4) == []
+    assert hardware(hw, None, parallel__thread_pool_size="physical", parallel__processes=8)
+
+
+def test_ssh_skips_local_machine_checks() -> None:
+    # the GPUs and allocators live on the nodes, not here
+    msgs = hardware(
+        make_hardware(allocators=()), "ssh", memory__allocator="jemalloc", gpu__devices=[0, 1]
+    )
+    assert msgs == []
+
+
+def test_file_and_machine_problems_come_together(write_config: Any) -> None:
+    file = write_config(
+        "parallel:\n  thread_pool_sise: 2\n  thread_affinity: [[0], [99]]\n"
+        "memory:\n  allocator: jemalloc\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_and_plan(str(file), hardware=make_hardware(cores=2, allocators=()))
+    msgs = [str(p) for p in info.value.problems]
+    assert any("thread_pool_sise: unknown key" in m for m in msgs)
+    assert any(":3: parallel.thread_affinity[1]: core 99" in m for m in msgs)
+    assert any(":5: memory.allocator: jemalloc library not found" in m for m in msgs)
+
+
+def test_non_strict_plan_turns_problems_into_warnings() -> None:
+    config = load_config(use_search_path=False, overrides=["gpu.devices=[0]"])
+    plan = plan_cluster(config, make_hardware(gpus=0), backend="cuda", strict=False)
+    assert plan.backend == "cuda"
+    assert any("GPU 0 not present" in w for w in plan.warnings)
+    with pytest.raises(ConfigError):
+        plan_cluster(config, make_hardware(gpus=0), backend="cuda")
