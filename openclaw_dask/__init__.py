@@ -1,10 +1,12 @@
 """openclaw-dask: one strictly checked ``openclaw.config`` -> a real Dask cluster -> workflows.
 
-Public API: :func:`load_config`, :func:`plan_cluster` (more arrive with the runtime and the
-workflow engine: ``start_cluster``, ``run_workflow``, ``memory_compact``, ``benchmark``, ``tune``).
+Public API: :func:`load_config`, :func:`plan_cluster`, :func:`start_cluster` (a context manager
+yielding a ``distributed.Client``), :func:`memory_compact` (alias ``openclaw_memory_compact``).
+``run_workflow``, ``benchmark`` and ``tune`` arrive with the workflow engine and the benchmarks.
 """
 
 from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
+from openclaw_dask.runtime import memory_compact, openclaw_memory_compact, start_cluster
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 
 __version__ = "0.1.0"
@@ -17,5 +19,8 @@ __all__ = [
     "__version__",
     "detect_hardware",
     "load_config",
+    "memory_compact",
+    "openclaw_memory_compact",
     "plan_cluster",
+    "start_cluster",
 ]

@@ -16,6 +16,7 @@ import click
 from rich.markup import escape
 
 from openclaw_dask import __version__
+from openclaw_dask.cli.cluster_cmd import cluster_group, memory_group
 from openclaw_dask.cli.config_cmd import config_group
 from openclaw_dask.cli.output import err, print_problems
 from openclaw_dask.config.errors import ConfigError
@@ -52,6 +53,8 @@ def cli() -> None:
 
 
 cli.add_command(config_group)
+cli.add_command(cluster_group)
+cli.add_command(memory_group)
 
 
 def main() -> None:

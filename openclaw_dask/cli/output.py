@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 from rich.console import Console
 from rich.markup import escape
 
 from openclaw_dask.config.errors import ConfigError
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# In pipes and logs rich would assume 80 columns and fold table rows; give them room instead.
+_WIDTH = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
+out = Console(highlight=False, soft_wrap=True, width=_WIDTH)
+err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH)
 
 
 def print_problems(exc: ConfigError, title: str | None = None) -> None:

@@ -1,0 +1,261 @@
+"""Start (or attach to) the cluster a config plans, and check that it is what was asked for.
+
+:func:`start_cluster` is the one way the rest of openclaw-dask gets a ``distributed.Client``.
+After the workers are up it registers the plan's worker plugins (config fingerprint, allocator
+check) and reads the truth back from every worker: a refused worker, pinning that did not take,
+or a clock offset beyond ``distributed.clock_skew_tolerance`` is an error that names the key,
+and the cluster is shut down again. Nothing is left running after an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from dataclasses import replace
+from typing import Any
+
+import dask
+from distributed import Client
+from distributed.utils import import_term
+
+from openclaw_dask.config import Config, ConfigError, Hardware, load_config
+from openclaw_dask.config.errors import Problem
+from openclaw_dask.config.validate import locate
+from openclaw_dask.runtime.build import cluster_class, materialise_kwargs
+from openclaw_dask.runtime.inspect import inspect_workers, refused_workers
+from openclaw_dask.runtime.state import live_cluster_address
+from openclaw_dask.translate import ClusterPlan, plan_cluster
+
+logger = logging.getLogger("openclaw_dask.runtime")
+
+CONNECT_TIMEOUT = "10s"
+
+
+@contextmanager
+def preserved_environ(names: Any) -> Iterator[None]:
+    """Restore ``os.environ[name]`` for ``names`` when the block ends.
+
+    distributed's Nanny applies ``pre-spawn-environ`` with ``os.environ.update`` in *this*
+    process before spawning each worker and never undoes it, so ``LD_PRELOAD=libjemalloc``
+    would otherwise stay in the client and leak into every program it starts later.
+    """
+    names = set(names) | {"LD_PRELOAD"}
+    saved = {name: os.environ.get(name) for name in names}
+    try:
+        yield
+    finally:
+        restore_environ(saved)
+
+
+def restore_environ(saved: Mapping[str, str | None]) -> None:
+    """Put ``os.environ`` back to ``saved`` (``None``: unset)."""
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+def _resolve(
+    config: Config | str | os.PathLike[str] | None, overrides: Any, address: str | None
+) -> Config:
+    if not isinstance(config, Config):
+        config = load_config(config, overrides)
+    elif overrides:
+        raise TypeError("pass overrides only with a config path, not with a loaded Config")
+    if address:
+        config = config.with_values(cluster__scheduler_address=address)
+    return config
+
+
+def connect(address: str, where: Problem | None = None) -> Client:
+    """A client for a running scheduler; an unreachable address is bad input (exit 2).
+
+    ``where`` says where the address came from (a config key's location, ``--address``).
+    """
+    try:
+        return Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        where = where or Problem("", origin="--address")
+        raise ConfigError(
+            [replace(where, message=f"no scheduler answers at {address}: {reason}")]
+        ) from None
+
+
+def register_plugins(client: Client, plan: ClusterPlan) -> None:
+    """Register the plan's worker plugins (on current and future workers)."""
+    for spec in plan.worker_plugins:
+        plugin = import_term(spec["class"])(**spec["kwargs"])
+        client.register_plugin(plugin)
+
+
+def _worker_index(name: str) -> int | None:
+    try:
+        return int(name.rsplit("-", 1)[-1])
+    except ValueError:
+        return None
+
+
+def verify_cluster(
+    client: Client,
+    plan: ClusterPlan,
+    config: Config,
+    facts: dict[str, dict[str, Any]] | None = None,
+) -> list[str]:
+    """Check what the workers really run against the plan.
+
+    Returns
+    -------
+    list of str
+        Warnings (clock skew with ``clock_skew_action: warn``).
+
+    Raises
+    ------
+    ConfigError
+        Refused workers, pinning that did not take, clock skew beyond the tolerance.
+    """
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    for address, reason in refused_workers(client).items():
+        key = "memory.allocator" if "allocator" in reason else "distributed.sync_interval"
+        problems.append(locate(key, config.sources, f"worker {address} refused: {reason}"))
+    if problems:  # refused workers are closing: asking them anything more would race
+        raise ConfigError(problems)
+    facts = inspect_workers(client) if facts is None else facts
+    affinity = plan.layout.get("affinity")
+    for address, f in facts.items():
+        index = _worker_index(f["name"])
+        if affinity and index is not None:
+            want = sorted(affinity[index % len(affinity)])
+            if f["affinity"] != want or not f["threads_pinned_alike"]:
+                problems.append(
+                    locate(
+                        "parallel.thread_affinity",
+                        config.sources,
+                        f"worker {address} runs on cores {f['affinity']}, planned {want}",
+                    )
+                )
+    tolerance = config["distributed.clock_skew_tolerance"]
+    for address, f in facts.items():
+        skew = abs(f["clock_offset"])
+        if skew > tolerance:
+            message = (
+                f"worker {address} clock is {skew * 1000:.3g} ms off the scheduler's "
+                f"(tolerance {tolerance * 1000:g} ms)"
+            )
+            if config["distributed.clock_skew_action"] == "warn":
+                warnings.append(message)
+                logger.warning(message)
+            else:
+                problems.append(
+                    locate(
+                        "distributed.clock_skew_tolerance",
+                        config.sources,
+                        message + "; fix the node's clock (NTP) or set "
+                        "distributed.clock_skew_action: warn",
+                    )
+                )
+    if problems:
+        raise ConfigError(problems)
+    return warnings
+
+
+def _check_attached(client: Client, plan: ClusterPlan, config: Config) -> None:
+    """Refuse to attach to workers started from a different config (and leave them alone)."""
+    fingerprint = next(p for p in plan.worker_plugins if p["class"].endswith("Fingerprint"))
+    want = fingerprint["kwargs"]["fingerprint"]
+    facts = inspect_workers(client)
+    other = {a: f["config_hash"] for a, f in facts.items() if f["config_hash"] not in (None, want)}
+    if other:
+        raise ConfigError(
+            [
+                Problem(
+                    f"the running cluster's workers were started from another openclaw.config "
+                    f"(fingerprint {sorted(set(other.values()))}, this config {want}); "
+                    "use the same config, or `openclaw-dask cluster down` and start again",
+                    "cluster.scheduler_address",
+                    origin="attach",
+                )
+            ]
+        )
+
+
+@contextmanager
+def start_cluster(
+    config: Config | str | os.PathLike[str] | None = None,
+    *,
+    overrides: Any = None,
+    hardware: Hardware | None = None,
+    backend: str | None = None,
+    address: str | None = None,
+    verify: bool = True,
+) -> Iterator[Client]:
+    """Start the planned cluster (or attach to a running one) and yield a client.
+
+    Parameters
+    ----------
+    config
+        A loaded :class:`~openclaw_dask.config.Config`, a config path, or ``None`` for the
+        search order.
+    overrides
+        ``["key=value", ...]`` applied when ``config`` is a path or ``None``.
+    hardware
+        The machine (default: detected).
+    backend
+        Force a backend instead of ``cluster.backend``.
+    address
+        Attach to this scheduler (same as ``cluster.scheduler_address``). Without one, a
+        cluster started by ``openclaw-dask cluster up`` is attached to when it is running.
+    verify
+        Read every worker's settings back and refuse what does not match the plan.
+
+    Yields
+    ------
+    distributed.Client
+
+    Raises
+    ------
+    ConfigError
+        Bad config, a machine that cannot run it, an unreachable scheduler, or workers that do
+        not honour the config. Whatever was started is shut down first.
+    """
+    config = _resolve(config, overrides, address)
+    if not config["cluster.scheduler_address"] and backend is None:
+        running = live_cluster_address()
+        if running:
+            logger.info("attaching to the cluster started by `cluster up` at %s", running)
+            config = config.with_values(cluster__scheduler_address=running)
+    plan = plan_cluster(config, hardware, backend=backend)
+    if plan.backend == "mpi":
+        raise ConfigError(
+            [
+                locate(
+                    "cluster.backend",
+                    config.sources,
+                    "mpi clusters start under mpirun: run `openclaw-dask submit "
+                    "--backend mpi` (or the plan's launch command)",
+                )
+            ]
+        )
+    with ExitStack() as stack:
+        stack.enter_context(dask.config.set(plan.dask_config))
+        if plan.backend == "attach":
+            where = locate("cluster.scheduler_address", config.sources, "", config.line_of)
+            client = stack.enter_context(connect(plan.address or "", where))
+            if verify:
+                _check_attached(client, plan, config)
+            register_plugins(client, plan)
+        else:
+            with preserved_environ(plan.worker_env):
+                cluster = stack.enter_context(cluster_class(plan)(**materialise_kwargs(plan)))
+            client = stack.enter_context(Client(cluster, set_as_default=False))
+            register_plugins(client, plan)
+            if verify:
+                verify_cluster(client, plan, config)
+        link = client.dashboard_link if config["cluster.dashboard_address"] else None
+        if link:
+            logger.info("dashboard: %s", link)
+        yield client

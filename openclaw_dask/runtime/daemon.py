@@ -1,0 +1,57 @@
+"""The process that owns the long-lived cluster of ``openclaw-dask cluster up``.
+
+``python -m openclaw_dask.runtime.daemon [--config F] [--set K=V]...`` starts the cluster with
+:func:`start_cluster`, writes the state file (address, dashboard, pid) and waits; SIGTERM or
+SIGINT (``cluster down``) shuts the cluster down and removes the state file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+
+from openclaw_dask.config import ConfigError
+from openclaw_dask.runtime.cluster import start_cluster
+from openclaw_dask.runtime.state import clear_state, write_state
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run until signalled; exit 2 on bad input."""
+    parser = argparse.ArgumentParser(prog="openclaw-dask-cluster-daemon")
+    parser.add_argument("--config")
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        # cluster up starts a cluster of its own, never attaches to one
+        with start_cluster(args.config, overrides=args.overrides, backend=None) as client:
+            info = client.scheduler_info()
+            write_state(
+                {
+                    "address": client.scheduler.address,
+                    "dashboard": client.dashboard_link if info.get("services") else None,
+                    "pid": os.getpid(),
+                    "config": args.config,
+                    "overrides": args.overrides,
+                    "started": time.time(),
+                }
+            )
+            while not stop.wait(0.5):
+                pass
+    except ConfigError as exc:
+        for problem in exc.problems:
+            sys.stderr.write(f"error: {problem}\n")
+        return 2
+    finally:
+        clear_state(os.getpid())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Read the truth back from every worker: threads, cores, allocator, memory, config, clock.
+
+Everything here runs *inside* the workers through ``Client.run``, so what it reports is what is
+in force there, not what was asked for.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import dask
+from distributed.comm import get_address_host
+from distributed.metrics import time
+from distributed.protocol.pickle import dumps
+
+from openclaw_dask.runtime.plugins import OWN_FINGERPRINT, REFUSED_KEY, loaded_allocator
+
+
+def _thread_affinities() -> list[list[int]]:
+    """The CPU mask of every thread of this process (task threads included)."""
+    masks = []
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            masks.append(sorted(os.sched_getaffinity(int(tid))))
+        except (ProcessLookupError, OSError):
+            continue
+    return masks
+
+
+async def clock_offset(dask_worker: Any, samples: int = 5) -> tuple[float, float]:
+    """Offset of the scheduler's clock from this worker's, and the round trip it was read in.
+
+    NTP's rule: of several request/response exchanges, trust the one with the shortest round
+    trip; its midpoint is the best estimate of when the scheduler read its clock. The scheduler
+    reads its clock through its ``run_function`` handler (what ``Client.run_on_scheduler``
+    uses), which does nothing else.
+    """
+    best: tuple[float, float] | None = None
+    for _ in range(samples):
+        start = time()
+        response = await dask_worker.scheduler.run_function(
+            function=dumps(time), args=dumps(()), kwargs=dumps({}), wait=True
+        )
+        end = time()
+        if response.get("status") != "OK":
+            raise RuntimeError(f"cannot read the scheduler's clock: {response}")
+        sample = (end - start, response["result"] - (start + end) / 2)
+        if best is None or sample[0] < best[0]:
+            best = sample
+    assert best is not None
+    return best[1], best[0]
+
+
+async def worker_facts(dask_worker: Any) -> dict[str, Any]:
+    """What is in force in this worker process (run with ``Client.run``)."""
+    import psutil
+
+    offset, round_trip = await clock_offset(dask_worker)
+    with open("/proc/self/maps") as f:
+        allocator = loaded_allocator(f.read())
+    masks = _thread_affinities()
+    own = getattr(dask_worker, OWN_FINGERPRINT, None)
+    return {
+        "name": str(dask_worker.name),
+        "host": get_address_host(dask_worker.address),
+        "pid": os.getpid(),
+        "nthreads": dask_worker.state.nthreads,
+        "memory_limit": dask_worker.memory_manager.memory_limit,
+        "resources": dict(dask_worker.state.total_resources),
+        "affinity": sorted({c for m in masks for c in m}),
+        "threads_pinned_alike": all(m == masks[0] for m in masks),
+        "allocator": allocator,
+        "ld_preload": os.environ.get("LD_PRELOAD"),
+        "compression": dask.config.get("distributed.comm.compression"),
+        "config_hash": own[0] if own else None,
+        "clock_offset": offset,
+        "clock_round_trip": round_trip,
+        "rss": psutil.Process().memory_info().rss,
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+    }
+
+
+def inspect_workers(client: Any) -> dict[str, dict[str, Any]]:
+    """``{worker address: facts}`` for every worker of the cluster."""
+    return client.run(worker_facts)
+
+
+def refused_workers(client: Any) -> dict[str, str]:
+    """``{worker address: reason}`` of workers our plugins refused."""
+
+    def read(dask_scheduler: Any) -> dict[str, str]:
+        meta = dask_scheduler.get_metadata(keys=list(REFUSED_KEY), default={})
+        return dict(meta or {})
+
+    return client.run_on_scheduler(read)

@@ -1,0 +1,230 @@
+"""Real LocalClusters from plans; the truth is read back from each worker with Client.run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from distributed import get_worker
+
+from openclaw_dask.config import ConfigError, detect_hardware, load_config
+from openclaw_dask.runtime import inspect_workers, memory_compact, refused_workers, start_cluster
+
+BASE = ["cluster.dashboard_address=127.0.0.1:0"]
+
+
+def cluster(*sets: str, **kw: Any) -> Any:
+    return start_cluster(overrides=[*BASE, *sets], **kw)
+
+
+def task_thread_cores() -> tuple[str, list[int]]:
+    """Runs as a task: the cores of the task thread itself, and its worker's name."""
+    return str(get_worker().name), sorted(os.sched_getaffinity(0))
+
+
+def pinned(client: Any) -> dict[str, list[int]]:
+    """Worker name -> cores, checked for every thread and for task threads."""
+    facts = inspect_workers(client)
+    by_name = {}
+    for f in facts.values():
+        assert f["threads_pinned_alike"], f
+        by_name[f["name"]] = f["affinity"]
+    futures = [client.submit(task_thread_cores, pure=False, workers=[a]) for a in facts]
+    for name, cores in client.gather(futures):
+        assert by_name[name] == cores, "task threads must carry the worker's pinning"
+    return by_name
+
+
+@pytest.mark.parametrize(
+    ("sets", "expected"),
+    [
+        (["parallel.thread_affinity=compact", "parallel.processes=2"], {"0": [0], "1": [1]}),
+        (["parallel.thread_affinity=scatter", "parallel.processes=2"], {"0": [0], "1": [1]}),
+        (["parallel.thread_affinity=[[1],[0]]", "parallel.processes=2"], {"0": [1], "1": [0]}),
+        (["parallel.thread_affinity=compact", "parallel.processes=1"], {"0": [0, 1]}),
+        (
+            ["parallel.thread_affinity=[1]", "parallel.processes=1", "parallel.thread_pool_size=1"],
+            {"0": [1]},
+        ),
+    ],
+    ids=["compact", "scatter", "explicit", "compact-one-worker", "explicit-one-core"],
+)
+def test_affinity_is_in_force_in_every_thread(sets: list[str], expected: dict[str, Any]) -> None:
+    if len(detect_hardware().usable_cores) < 2:
+        pytest.fail("this test needs 2 usable cores")
+    with cluster(*sets) as client:
+        assert pinned(client) == expected
+
+
+def test_unpinned_workers_use_every_core() -> None:
+    with cluster("parallel.processes=2") as client:
+        usable = sorted(detect_hardware().usable_cores)
+        assert set(map(tuple, pinned(client).values())) == {tuple(usable)}
+
+
+@pytest.mark.parametrize("allocator", ["jemalloc", "tcmalloc"])
+def test_allocator_is_loaded_in_workers_not_left_in_client(allocator: str) -> None:
+    before = os.environ.get("LD_PRELOAD")
+    with cluster(f"memory.allocator={allocator}") as client:
+        facts = inspect_workers(client)
+        assert {f["allocator"] for f in facts.values()} == {allocator}
+        assert os.environ.get("LD_PRELOAD") == before  # the client is not preloaded
+        with open("/proc/self/maps") as f:
+            assert f"lib{allocator}" not in f.read()
+        result = memory_compact(client)  # the allocator's own release call, no crash
+        assert {r["allocator"] for r in result.values()} == {allocator}
+        assert all(r["rss_after"] > 0 for r in result.values())
+        assert client.submit(sum, [1, 2, 3]).result() == 6
+    assert os.environ.get("LD_PRELOAD") == before
+
+
+def test_memory_limit_and_compression_match_the_plan() -> None:
+    with cluster(
+        "memory.per_thread_pool_size=1GiB",
+        "parallel.processes=2",
+        "distributed.compression=zstd",
+        "memory.spill.pause=0.85",
+    ) as client:
+        facts = inspect_workers(client)
+        assert [f["memory_limit"] for f in facts.values()] == [2**30, 2**30]
+        assert {f["compression"] for f in facts.values()} == {"zstd"}
+        pause = client.run(lambda: __import__("dask").config.get("distributed.worker.memory.pause"))
+        assert set(pause.values()) == {0.85}
+        assert {f["omp_num_threads"] for f in facts.values()} == {"1"}
+
+
+def fragment_and_free(dask_worker: Any) -> int:
+    """Allocate ~400 MB in small objects, keep 1 % so the heap cannot shrink from the top."""
+    import psutil
+
+    junk = [bytes(1000) for _ in range(400_000)]
+    keep = junk[::100]
+    del junk
+    dask_worker.openclaw_test_keep = keep
+    return psutil.Process().memory_info().rss
+
+
+def test_memory_compact_returns_memory_on_glibc() -> None:
+    with cluster("parallel.processes=1") as client:
+        rss_freed = client.run(fragment_and_free)
+        (result,) = memory_compact(client).values()
+        (before,) = rss_freed.values()
+        assert result["allocator"] == "system" and result["call"] == "malloc_trim(0)"
+        assert result["rss_before"] > 300e6, "the freed memory should still be held"
+        assert result["rss_after"] < result["rss_before"] - 200e6
+        assert before >= result["rss_before"] - 50e6
+
+
+def test_mismatched_worker_is_refused_and_cluster_keeps_working(tmp_path: Path) -> None:
+    with cluster("parallel.processes=1") as client:
+        address = client.scheduler.address
+        env = {**os.environ, "OPENCLAW_DISTRIBUTED__SYNC_INTERVAL": "5"}
+        dask_cli = Path(sys.executable).with_name("dask")
+        proc = subprocess.Popen(
+            [
+                str(dask_cli),
+                "worker",
+                address,
+                "--nthreads",
+                "1",
+                "--name",
+                "stranger",
+                "--preload",
+                "openclaw_dask.runtime.preload",
+                "--no-dashboard",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            refused: dict[str, str] = {}
+            while time.monotonic() < deadline and not refused:
+                refused = refused_workers(client)
+                time.sleep(0.3)
+            (reason,) = refused.values()
+            assert "distributed.sync_interval: worker 5, client 100" in reason
+            assert proc.wait(timeout=60) is not None  # the worker and its nanny went away
+            assert "refused" in proc.stdout.read()  # type: ignore[union-attr]
+        finally:
+            proc.kill()
+        assert len(client.scheduler_info()["workers"]) == 1
+        assert client.submit(sum, [4, 5]).result() == 9
+
+
+def test_matching_hand_started_worker_is_accepted() -> None:
+    with cluster("parallel.processes=1") as client:
+        dask_cli = Path(sys.executable).with_name("dask")
+        proc = subprocess.Popen(
+            [
+                str(dask_cli),
+                "worker",
+                client.scheduler.address,
+                "--nthreads",
+                "1",
+                "--preload",
+                "openclaw_dask.runtime.preload",
+                "--no-dashboard",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            client.wait_for_workers(2, timeout=60)
+            time.sleep(1)
+            assert refused_workers(client) == {}
+            hashes = {f["config_hash"] for f in inspect_workers(client).values()}
+            assert len(hashes) == 1
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def test_allocator_that_does_not_load_is_refused_and_nothing_is_left() -> None:
+    from dataclasses import replace
+
+    hw = replace(detect_hardware(), allocators={"jemalloc": "/nonexistent/libjemalloc.so.2"})
+    with pytest.raises(ConfigError) as info, cluster("memory.allocator=jemalloc", hardware=hw):
+        pass
+    message = str(info.value)
+    assert "memory.allocator" in message and "runs with system" in message
+    assert os.environ.get("LD_PRELOAD") is None
+
+
+def test_clock_skew_beyond_tolerance() -> None:
+    skew = r"distributed\.clock_skew_tolerance: worker .* ms off"
+    with pytest.raises(ConfigError, match=skew), cluster("distributed.clock_skew_tolerance=1e-9"):
+        pass
+    with cluster(
+        "distributed.clock_skew_tolerance=1e-9",
+        "distributed.clock_skew_action=warn",
+        "parallel.processes=1",
+    ) as client:
+        assert client.submit(sum, [1]).result() == 1
+
+
+def test_unreachable_scheduler_is_bad_input() -> None:
+    t0 = time.monotonic()
+    unreachable = r"no scheduler answers at tcp://127\.0\.0\.1:1"
+    with pytest.raises(ConfigError, match=unreachable), start_cluster(address="tcp://127.0.0.1:1"):
+        pass
+    assert time.monotonic() - t0 < 30
+
+
+def test_attach_to_running_cluster_checks_the_config() -> None:
+    with cluster("parallel.processes=1") as client:
+        address = client.scheduler.address
+        with start_cluster(address=address) as other:
+            assert other.submit(sum, [2, 2]).result() == 4
+        config = load_config(overrides=["distributed.sync_interval=7"])
+        other_config = r"started from another openclaw\.config"
+        with pytest.raises(ConfigError, match=other_config), start_cluster(config, address=address):
+            pass
+        assert len(client.scheduler_info()["workers"]) == 1  # nobody was refused for it
