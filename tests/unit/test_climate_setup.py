@@ -1,0 +1,139 @@
+"""Grid, parameters and insolation of the climate model."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from openclaw_dask.workflows.climate import (
+    EBMParams,
+    LatLonGrid,
+    daily_insolation_factor,
+    heat_capacity,
+    idealized_land_mask,
+    insolation_factor,
+    max_stable_dt,
+    solar_declination,
+)
+from openclaw_dask.workflows.climate.insolation import legendre_p2
+
+
+# -- grid -------------------------------------------------------------------------------------
+def test_grid_two_degrees_is_90_by_180_with_unit_total_area() -> None:
+    g = LatLonGrid(2.0)
+    assert g.shape == (90, 180)
+    assert g.lat[0] == -89.0 and g.lat[-1] == 89.0
+    assert g.lon[0] == 1.0 and g.lon[-1] == 359.0
+    assert g.nlon * g.area_weights.sum() == pytest.approx(1.0, abs=1e-15)
+    # exact cell areas: each row's area is the spherical zone between its edges
+    assert g.cell_area.sum() * g.nlon == pytest.approx(4 * math.pi, rel=1e-15)
+    assert g.cos_edges[0] == 0.0 and g.cos_edges[-1] == 0.0
+    c_north, c_south = g.meridional_factors()
+    assert c_south[0] == 0.0 and c_north[-1] == 0.0  # nothing crosses the poles
+    # interior faces are shared: what leaves row j northward enters row j+1 from the south
+    assert np.allclose(c_north[:-1] * g.dx[:-1], c_south[1:] * g.dx[1:], rtol=1e-15)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, 7.0, 0.7])
+def test_grid_refuses_resolutions_that_do_not_divide_180(bad: float) -> None:
+    with pytest.raises(ValueError, match="resolution"):
+        LatLonGrid(bad)
+
+
+def test_land_mask_is_deterministic_and_resolution_independent() -> None:
+    coarse = idealized_land_mask(LatLonGrid(2.0))
+    fine = idealized_land_mask(LatLonGrid(0.5))
+    frac_coarse = coarse.mean(axis=1) @ LatLonGrid(2.0).dx / 2
+    frac_fine = fine.mean(axis=1) @ LatLonGrid(0.5).dx / 2
+    assert 0.25 < frac_fine < 0.35
+    assert abs(frac_coarse - frac_fine) < 0.01
+    assert np.array_equal(coarse, idealized_land_mask(LatLonGrid(2.0)))
+    # Antarctica is land; the equatorial Pacific (180°E) is ocean
+    g = LatLonGrid(2.0)
+    assert coarse[0].all()
+    assert not coarse[np.searchsorted(g.lat, 0.0), np.searchsorted(g.lon, 180.0)]
+
+
+# -- parameters -------------------------------------------------------------------------------
+def test_params_attrs_are_json_and_round_trip() -> None:
+    p = EBMParams().resolved(LatLonGrid(4.0))
+    attrs = json.loads(json.dumps(p.to_attrs()))
+    assert attrs["A"] == 203.3 and attrs["B"] == 2.09 and attrs["D"] == 0.649
+    assert attrs["Q"] == 334.4 and attrs["solar_constant"] == pytest.approx(1337.6)
+    assert EBMParams.from_attrs(attrs) == p
+
+
+def test_automatic_dt_is_stable_and_divides_the_year() -> None:
+    g = LatLonGrid(2.0)
+    p = EBMParams().resolved(g)
+    limit = max_stable_dt(p, g, p.heat_capacity_land)
+    assert p.dt is not None and p.dt <= p.dt_safety * limit
+    assert p.steps_per_year == pytest.approx(round(p.steps_per_year), abs=1e-6)
+    # the limit is the meridional one, ≈ C_min / (B + 4D/Δφ²)
+    approx = p.heat_capacity_land / (p.B + 4 * p.D / g.dlat**2)
+    assert limit == pytest.approx(approx, rel=1e-3)
+
+
+def test_explicit_dt_above_the_limit_is_refused() -> None:
+    g = LatLonGrid(2.0)
+    with pytest.raises(ValueError, match="stability limit"):
+        EBMParams(dt=86400.0).resolved(g)
+
+
+def test_ice_must_be_brighter_than_open_surface() -> None:
+    with pytest.raises(ValueError, match="albedo_ice"):
+        EBMParams(albedo_ice=0.3)
+
+
+def test_heat_capacity_uses_land_mask_or_uniform_ocean() -> None:
+    g = LatLonGrid(4.0)
+    p = EBMParams()
+    cap = heat_capacity(p, g)
+    land = idealized_land_mask(g)
+    assert np.all(cap[land] == p.heat_capacity_land)
+    assert np.all(cap[~land] == p.heat_capacity_ocean)
+    assert np.all(heat_capacity(EBMParams(land=False), g) == p.heat_capacity_ocean)
+    custom = np.zeros(g.shape, dtype=bool)
+    custom[:, :10] = True
+    assert (heat_capacity(p, g, custom) == p.heat_capacity_land).sum() == custom.sum()
+    with pytest.raises(ValueError, match="shape"):
+        heat_capacity(p, g, custom[:-1])
+
+
+# -- insolation -------------------------------------------------------------------------------
+def test_declination_follows_the_orbit() -> None:
+    p = EBMParams()
+    t_eq = p.vernal_equinox_day * 86400.0
+    assert solar_declination(p, t_eq) == pytest.approx(0.0, abs=1e-15)
+    assert math.degrees(solar_declination(p, t_eq + p.year_length / 4)) == pytest.approx(23.44)
+    assert math.degrees(solar_declination(p, t_eq + 3 * p.year_length / 4)) == pytest.approx(-23.44)
+
+
+def test_daily_insolation_known_values() -> None:
+    p = EBMParams()
+    delta = math.radians(p.obliquity)
+    lat = np.deg2rad(np.array([-89.999, -70.0, 0.0, 89.999]))
+    s = daily_insolation_factor(np.sin(lat), np.cos(lat), delta)
+    q_day = p.Q * s
+    assert q_day[0] == 0.0 and q_day[1] == 0.0  # polar night in the southern winter
+    # equator: S0/π cos δ; pole in polar day: S0 sin δ
+    assert q_day[2] == pytest.approx(p.solar_constant / math.pi * math.cos(delta), rel=1e-12)
+    assert q_day[3] == pytest.approx(p.solar_constant * math.sin(delta), rel=1e-6)
+
+
+def test_insolation_global_mean_is_one_and_annual_mean_is_north_p2() -> None:
+    g = LatLonGrid(1.0)
+    p = EBMParams().resolved(g)
+    w = g.dx / 2  # zonal-band area fractions
+    steps = np.linspace(0, p.steps_per_year, 73, endpoint=False).astype(int)
+    rows = np.stack([insolation_factor(p, g.sin_lat, g.cos_lat, int(n)) for n in steps])
+    assert np.allclose(rows @ w, 1.0, atol=2e-4)
+    annual = rows.mean(axis=0)
+    # Legendre P2 coefficient of the annual mean: (5/2) ∫ s P2 dx over [-1, 1]
+    s2 = 5.0 * float((annual * legendre_p2(g.sin_lat)) @ w)
+    assert s2 == pytest.approx(-0.482, abs=0.01)  # North (1975a) fits -0.482; we get ≈ -0.477
+    flat = insolation_factor(EBMParams(seasonal_cycle=False), g.sin_lat, g.cos_lat, 0)
+    assert np.array_equal(flat, 1.0 - 0.482 * legendre_p2(g.sin_lat))

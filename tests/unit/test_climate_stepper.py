@@ -1,0 +1,166 @@
+"""The chunked Dask driver: bit-identity with the reference, halos, splits, energy budget."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+
+from openclaw_dask.workflows.climate import (
+    EBMParams,
+    LatLonGrid,
+    advance,
+    band_chunks,
+    energy_budget,
+    heat_capacity,
+    run_reference,
+    to_bands,
+)
+
+STEP0 = 1789  # mid-April at 4°: seasons, polar night and polar day all present
+NSTEPS = 37  # not a multiple of any batch size below
+
+
+def _initial(grid: LatLonGrid) -> np.ndarray:
+    rng = np.random.default_rng(42)
+    smooth = 26.0 - 48.0 * grid.sin_lat[:, None] ** 2 + 4.0 * np.sin(np.deg2rad(grid.lon))[None]
+    return smooth + 2.0 * rng.standard_normal(grid.shape)
+
+
+@pytest.fixture(scope="module")
+def case() -> tuple[LatLonGrid, EBMParams, np.ndarray, np.ndarray]:
+    grid = LatLonGrid(4.0)  # 45 x 90
+    params = EBMParams().resolved(grid)  # seasons, ice albedo (ramped) and land all on
+    T0 = _initial(grid)
+    reference = run_reference(params, grid, NSTEPS, T0, step0=STEP0)
+    return grid, params, T0, reference
+
+
+LAYOUTS = [1, 2, 3, 5, (4, 17, 9, 15)]  # the last one uneven
+
+
+@pytest.mark.parametrize("bands", LAYOUTS, ids=str)
+@pytest.mark.parametrize("batch_size", [1, 3, 4, 16])
+@pytest.mark.parametrize("scheduler", ["sync", "threads"])
+def test_chunked_run_is_bit_identical_to_the_reference(case, bands, batch_size, scheduler) -> None:
+    grid, params, T0, reference = case
+    T = to_bands(T0, bands)
+    if len(T.chunks[0]) > 1 and batch_size > min(T.chunks[0]):
+        with pytest.raises(ValueError, match="deeper than the smallest latitude band"):
+            advance(T, params, grid, NSTEPS, batch_size, step0=STEP0)
+        return
+    out = advance(T, params, grid, NSTEPS, batch_size, step0=STEP0)
+    assert out.chunks == T.chunks
+    result = out.compute(scheduler=scheduler)
+    assert np.array_equal(result, reference)
+
+
+def test_bit_identity_at_two_degrees_with_deep_halos() -> None:
+    grid = LatLonGrid(2.0)
+    params = EBMParams()
+    T0 = _initial(grid)
+    reference = run_reference(params, grid, 40, T0, step0=5000)
+    for bands, batch_size in [((30, 16, 44), 16), (4, 7), (2, 40)]:
+        out = advance(to_bands(T0, bands), params, grid, 40, batch_size, step0=5000)
+        assert np.array_equal(out.compute(scheduler="threads"), reference), (bands, batch_size)
+
+
+def test_split_runs_continue_the_season_exactly(case) -> None:
+    """What the runner does: persist every sync_interval steps and call advance again."""
+    grid, params, T0, reference = case
+    T = to_bands(T0, 3)
+    step = STEP0
+    for chunk in (10, 1, 19, 7):  # 37 steps in uneven pieces
+        T = advance(T, params, grid, chunk, batch_size=4, step0=step).persist(scheduler="sync")
+        step += chunk
+    assert np.array_equal(T.compute(), reference)
+    # the season matters: the same steps started from another step0 differ
+    shifted = advance(to_bands(T0, 3), params, grid, NSTEPS, 4, step0=STEP0 + 1000)
+    assert not np.array_equal(shifted.compute(scheduler="sync"), reference)
+
+
+def test_capacity_from_caller_and_zero_steps(case) -> None:
+    grid, params, T0, _ = case
+    mask = np.zeros(grid.shape, dtype=bool)
+    mask[10:30, 20:50] = True
+    cap = heat_capacity(params, grid, mask)
+    reference = run_reference(params, grid, 9, T0, capacity=cap)
+    chunked_cap = da.from_array(cap, chunks=(7, 45))  # any chunking: it is aligned to T
+    out = advance(to_bands(T0, 4), params, grid, 9, 3, capacity=chunked_cap)
+    assert np.array_equal(out.compute(scheduler="sync"), reference)
+    same = advance(to_bands(T0, 4), params, grid, 0, 3).compute(scheduler="sync")
+    assert np.array_equal(same, T0)
+
+
+def test_longitude_chunks_are_merged_into_whole_rows(case) -> None:
+    grid, params, T0, reference = case
+    T = da.from_array(T0, chunks=(15, 30))
+    out = advance(T, params, grid, NSTEPS, 5, step0=STEP0)
+    assert out.chunks[1] == (grid.nlon,)
+    assert np.array_equal(out.compute(scheduler="sync"), reference)
+
+
+def test_graph_keys_differ_for_different_states(case) -> None:
+    """Runs that persist side by side on one cluster must never share task keys."""
+    grid, params, T0, _ = case
+    a = advance(to_bands(T0, 3), params, grid, 8, 4, step0=STEP0)
+    b = advance(to_bands(T0 + 1.0, 3), params, grid, 8, 4, step0=STEP0)
+    c = advance(to_bands(T0, 3), params, grid, 8, 4, step0=STEP0)
+    assert a.name.startswith(f"ebm-steps-{STEP0 + 4}-{STEP0 + 8}")
+    assert a.name != b.name
+    assert a.name == c.name  # deterministic: same inputs, same keys
+
+
+def test_bad_arguments_are_refused(case) -> None:
+    grid, params, T0, _ = case
+    T = to_bands(T0, 3)
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        advance(T, params, grid, 5, 0)
+    with pytest.raises(ValueError, match="shape"):
+        advance(T[:-1], params, grid, 5, 1)
+    with pytest.raises(ValueError, match="add up"):
+        to_bands(T0, (10, 10))
+    assert band_chunks(45, 4) == (12, 11, 11, 11)
+
+
+def test_fft_of_row_subsets_is_bit_identical() -> None:
+    """What the bit-identity rests on: a row's FFT does not depend on its batch-mates."""
+    rng = np.random.default_rng(7)
+    for nlon in (90, 180, 720):
+        rows = rng.standard_normal((61, nlon))
+        full = np.fft.rfft(rows, axis=1)
+        back = np.fft.irfft(full, n=nlon, axis=1)
+        for start, stop in [(0, 1), (3, 10), (5, 38), (17, 61), (60, 61)]:
+            assert np.array_equal(np.fft.rfft(rows[start:stop], axis=1), full[start:stop])
+            sub = np.fft.irfft(full[start:stop], n=nlon, axis=1)
+            assert np.array_equal(sub, back[start:stop])
+
+
+@pytest.mark.parametrize("bands", [2, (4, 17, 9, 15), 5], ids=str)
+def test_energy_budget_closes_on_chunked_runs(case, bands) -> None:
+    grid, params, T0, _ = case
+    T, budget = energy_budget(to_bands(T0, bands), params, grid, 6, step0=STEP0, scheduler="sync")
+    assert np.all(np.abs(budget.radiative_input) > 1e3)
+    assert budget.relative_error.max() < 1e-12
+    assert (np.abs(budget.residual) / np.abs(budget.radiative_input)).max() < 1e-12
+    reference = run_reference(params, grid, 6, T0, step0=STEP0)
+    assert np.array_equal(T.compute(), reference)
+
+
+@pytest.mark.gpu
+def test_cupy_state_matches_numpy(case) -> None:
+    """Same kernels on the device (cuFFT rounds differently: close, not bit-identical)."""
+    cupy = pytest.importorskip("cupy")
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("no GPU")
+    except cupy.cuda.runtime.CUDARuntimeError:
+        pytest.skip("no GPU")
+    grid, params, T0, reference = case
+    on_device = run_reference(params, grid, NSTEPS, cupy.asarray(T0), step0=STEP0)
+    assert isinstance(on_device, cupy.ndarray)
+    np.testing.assert_allclose(on_device.get(), reference, rtol=0, atol=1e-9)
+    chunked = advance(to_bands(cupy.asarray(T0), 3), params, grid, NSTEPS, 4, step0=STEP0)
+    result = chunked.compute(scheduler="threads")
+    assert isinstance(result, cupy.ndarray)
+    assert cupy.array_equal(result, on_device)
