@@ -2,12 +2,13 @@
 
 Public API: :func:`load_config`, :func:`plan_cluster`, :func:`start_cluster` (a context manager
 yielding a ``distributed.Client``), :func:`memory_compact` (alias ``openclaw_memory_compact``).
-``run_workflow``, ``benchmark`` and ``tune`` arrive with the workflow engine and the benchmarks.
+and :func:`run_workflow` (returns the run record). ``benchmark`` and ``tune`` are to come.
 """
 
 from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
 from openclaw_dask.runtime import memory_compact, openclaw_memory_compact, start_cluster
 from openclaw_dask.translate import ClusterPlan, plan_cluster
+from openclaw_dask.workflows.runner import run_workflow
 
 __version__ = "0.1.0"
 
@@ -22,5 +23,6 @@ __all__ = [
     "memory_compact",
     "openclaw_memory_compact",
     "plan_cluster",
+    "run_workflow",
     "start_cluster",
 ]

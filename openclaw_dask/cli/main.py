@@ -19,6 +19,7 @@ from openclaw_dask import __version__
 from openclaw_dask.cli.cluster_cmd import cluster_group, memory_group
 from openclaw_dask.cli.config_cmd import config_group
 from openclaw_dask.cli.output import err, print_problems
+from openclaw_dask.cli.submit_cmd import submit_cmd
 from openclaw_dask.config.errors import ConfigError
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -55,6 +56,7 @@ def cli() -> None:
 cli.add_command(config_group)
 cli.add_command(cluster_group)
 cli.add_command(memory_group)
+cli.add_command(submit_cmd)
 
 
 def main() -> None:

@@ -175,7 +175,7 @@ KEYS: tuple[Key, ...] = (
     Key(
         "distributed.batch_size",
         Int(1),
-        4,
+        16,
         "work fused per task: time steps per halo exchange, items per task in map steps",
         "steps",
     ),

@@ -1,0 +1,89 @@
+"""``openclaw-dask submit WORKFLOW``: validate, plan, run, record."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from openclaw_dask.cli.config_cmd import SET_OPTION
+from openclaw_dask.cli.output import err, out
+
+
+@click.command("submit")
+@click.argument("workflow", type=click.Path(dir_okay=False))
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="openclaw.config (default: the workflow's config:, then the search order).",
+)
+@click.option("--address", help="Attach to this scheduler instead of starting a cluster.")
+@click.option(
+    "--backend", type=click.Choice(["local", "cuda", "ssh", "mpi"]), help="Force a backend."
+)
+@click.option("--run-dir", type=click.Path(file_okay=False), help="Where the run writes.")
+@click.option(
+    "--resume",
+    type=click.Path(file_okay=False, exists=False),
+    help="Continue the run in this directory.",
+)
+@click.option("--dry-run", is_flag=True, help="Validate and print the plan; start nothing.")
+@SET_OPTION
+def submit_cmd(
+    workflow: str,
+    config_path: str | None,
+    address: str | None,
+    backend: str | None,
+    run_dir: str | None,
+    resume: str | None,
+    dry_run: bool,
+    overrides: tuple[str, ...],
+) -> None:
+    """Run a workflow on the cluster its config describes (params: --set params.x=...)."""
+    from openclaw_dask.workflows.runner import StepFailedError, run_workflow
+
+    if resume and run_dir:
+        raise click.UsageError("--resume continues a run in its own directory; drop --run-dir")
+    try:
+        record = run_workflow(
+            workflow,
+            config_path,
+            list(overrides),
+            address=address,
+            backend=backend,
+            run_dir=run_dir,
+            resume=resume,
+            dry_run=dry_run,
+            progress=sys.stderr.isatty(),
+            announce=lambda line: err.print(line, markup=False),
+        )
+    except StepFailedError as exc:
+        err.print(
+            f"[red]failed:[/] step {exc.step!r} (op {exc.op}): "
+            f"{type(exc.error).__name__}: {exc.error}",
+            markup=True,
+        )
+        err.print("completed steps and their outputs are kept; fix the step and --resume")
+        sys.exit(1)
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted:[/] run.json says so; continue with --resume")
+        sys.exit(130)
+    if dry_run:
+        plan = record["plan"]
+        out.print(
+            f"workflow {record['workflow']}: steps in order: " + " -> ".join(record["order"]),
+            markup=False,
+        )
+        out.print(
+            f"cluster: {plan['backend']} ({plan['cluster_class']}) {plan['layout']}", markup=False
+        )
+        for note in plan["notes"]:
+            out.print(f"  note: {note}", markup=False)
+        out.print("dry run: nothing started, nothing written")
+        return
+    run = record["run_dir"]
+    out.print(f"[green]completed[/] {record['workflow']['name']} in {record['wall_seconds']:.1f} s")
+    out.print(f"outputs:  {run}", markup=False)
+    out.print(f"record:   {run}/run.json", markup=False)
+    out.print(f"report:   {run}/performance-report.html", markup=False)

@@ -1,0 +1,127 @@
+"""The step contract: what an op receives (:class:`StepContext`) and what an iterative op is.
+
+A **map op** is ``fn(ctx, **args)`` returning ``{output name: xarray.Dataset}`` whose variables
+are dask arrays; the runner writes each to ``<run dir>/<name>.zarr`` with the configured codec.
+Folder outputs (``plots/``) are filled by the op itself under ``ctx.output_dir(name)``.
+
+An **iterative op** subclasses :class:`IterativeOp`. The runner asks it for its initial state,
+then calls :meth:`IterativeOp.advance` with at most ``distributed.sync_interval`` steps at a
+time; after each call it persists the state, appends the records the op emitted to their Zarr
+outputs and writes a checkpoint, so the task graph never grows with the length of the run and
+``--resume`` restarts from the last checkpoint. :meth:`IterativeOp.finish` gives the final
+outputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import xarray as xr
+
+from openclaw_dask.config import Config
+
+
+@dataclass
+class StepContext:
+    """Everything a step may use.
+
+    Parameters
+    ----------
+    step
+        The step's name.
+    config
+        The resolved ``openclaw.config``.
+    client
+        The ``distributed.Client`` of the run.
+    run_dir
+        The run directory (outputs live here).
+    params
+        The workflow's resolved parameter values.
+    inputs
+        ``{step: {output: Dataset}}`` of the steps named in ``needs``, opened lazily from Zarr.
+    """
+
+    step: str
+    config: Config
+    client: Any
+    run_dir: Path
+    params: dict[str, Any]
+    inputs: dict[str, dict[str, xr.Dataset]] = field(default_factory=dict)
+
+    def input(self, step: str, output: str | None = None) -> xr.Dataset:
+        """One input dataset; ``output`` may be left out when the step wrote only one."""
+        outputs = self.inputs[step]
+        if output is None:
+            if len(outputs) != 1:
+                raise KeyError(f"step {step!r} wrote {sorted(outputs)}; name the output")
+            return next(iter(outputs.values()))
+        return outputs[output]
+
+    def output_dir(self, name: str) -> Path:
+        """The folder of a ``NAME/`` output (created)."""
+        path = self.run_dir / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def deterministic(self) -> bool:
+        """``parallel.deterministic_mode``: fixed chunks and reduction trees, seeded blocks."""
+        return bool(self.config["parallel.deterministic_mode"])
+
+    @property
+    def batch_size(self) -> int:
+        """``distributed.batch_size``: work fused per task."""
+        return int(self.config["distributed.batch_size"])
+
+    @property
+    def worker_threads(self) -> int:
+        """Threads of the cluster in total (for choosing how many chunks to make)."""
+        if self.client is None:
+            return 1
+        return max(1, sum(w["nthreads"] for w in self.client.scheduler_info()["workers"].values()))
+
+
+class IterativeOp:
+    """Base class of ops that advance a state over many steps.
+
+    Subclasses set ``outputs`` (names of the Zarr outputs), ``append_dim`` (the dimension along
+    which records emitted during the run are appended) and implement the four methods. The
+    constructor receives the context and the step's ``with:`` arguments.
+    """
+
+    #: Output names: records appended during the run and/or outputs written at the end.
+    outputs: tuple[str, ...] = ()
+    #: Dimension along which emitted records are appended.
+    append_dim: str = "time"
+
+    def __init__(self, ctx: StepContext) -> None:
+        self.ctx = ctx
+
+    @property
+    def total_steps(self) -> int:
+        """Steps the run takes in all."""
+        raise NotImplementedError
+
+    def initial_state(self) -> xr.Dataset:
+        """The state at step 0 (dask-backed)."""
+        raise NotImplementedError
+
+    def advance(
+        self, state: xr.Dataset, step0: int, nsteps: int
+    ) -> tuple[xr.Dataset, dict[str, xr.Dataset]]:
+        """Lazily advance ``state`` from ``step0`` by ``nsteps`` steps.
+
+        Returns
+        -------
+        state, records
+            The new state, and ``{output: Dataset}`` records to append along ``append_dim``
+            (may be empty). Everything needed to continue, accumulators included, must be in
+            the state: the runner checkpoints only the state.
+        """
+        raise NotImplementedError
+
+    def finish(self, state: xr.Dataset) -> dict[str, xr.Dataset]:
+        """Outputs written once the last step is done (default: none)."""
+        return {}

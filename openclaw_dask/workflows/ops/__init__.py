@@ -1,0 +1,1 @@
+"""Built-in ops (importing a module registers its ops)."""

@@ -1,0 +1,83 @@
+"""Progress of a step, read from the scheduler while its graph runs.
+
+The runner submits a step's whole graph at once; this module asks the scheduler, a few times a
+second, how many of the graph's tasks are still waiting or running, and moves a rich progress
+bar. (Dask's own ``progress`` prints plain text or notebook widgets; we want one rich bar per
+step in the terminal, and nothing at all when output is not a terminal.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from dask.base import collections_to_expr
+
+PENDING = ("released", "waiting", "no-worker", "queued", "processing")
+POLL_SECONDS = 0.25
+
+
+def graph_keys(collections: Sequence[Any]) -> list[Any]:
+    """Every task key of ``collections`` (what the step will run)."""
+    if not collections:
+        return []
+    graph = collections_to_expr(list(collections)).__dask_graph__()
+    return list(graph.keys())
+
+
+def _pending(keys: list[Any], dask_scheduler: Any = None) -> int:
+    tasks = dask_scheduler.tasks
+    return sum(1 for k in keys if k in tasks and tasks[k].state in PENDING)
+
+
+def compute_with_progress(
+    client: Any,
+    collections: Sequence[Any],
+    progress: Any = None,
+    task_id: Any = None,
+    persist: bool = False,
+) -> tuple[list[Any], int]:
+    """Run ``collections`` on ``client`` in one submission; return results and task count.
+
+    Parameters
+    ----------
+    client
+        The run's ``distributed.Client``.
+    collections
+        Dask collections (or delayed writes).
+    progress, task_id
+        A ``rich.progress.Progress`` and the bar to move (optional).
+    persist
+        Return persisted collections (kept on the workers) instead of computed values. All of
+        ``collections`` go to the scheduler in one graph either way, so shared parts are
+        computed once and keep one definition.
+    """
+    from distributed import futures_of, wait
+
+    keys = graph_keys(collections)
+    if persist:
+        results = client.persist(list(collections))
+        futures = [f for r in results for f in futures_of(r)]
+    else:
+        futures = client.compute(list(collections))
+    if progress is not None:
+        progress.update(task_id, total=len(keys), completed=0)
+    while True:
+        try:  # returns as soon as everything is done, else after POLL_SECONDS
+            wait(futures, timeout=POLL_SECONDS)
+            break
+        except TimeoutError:
+            pass
+        if progress is None:
+            continue
+        try:
+            pending = client.run_on_scheduler(_pending, keys)
+        except Exception:  # progress is cosmetic; the futures tell the truth
+            pending = len(keys)
+        progress.update(task_id, completed=len(keys) - pending)
+    if progress is not None:
+        progress.update(task_id, completed=len(keys))
+    if persist:
+        client.gather(futures)  # raises the first error, if any
+        return list(results), len(keys)
+    return client.gather(futures), len(keys)

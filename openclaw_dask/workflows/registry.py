@@ -1,0 +1,145 @@
+"""Ops: the registry of built-in steps and the import of user ops (``pkg.module:function``).
+
+An op is either a function ``fn(ctx, **args) -> {output name: xarray.Dataset}`` (a *map* op) or
+a subclass of :class:`~openclaw_dask.workflows.context.IterativeOp` (an op that advances a state
+and is checkpointed every ``distributed.sync_interval`` steps). Built-in ops register with
+:func:`register`; other packages can add theirs through the ``openclaw_dask.ops`` entry-point
+group (the xarray-backend idea), and a workflow can name any importable op by path. Nothing is
+ever ``eval``-ed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from openclaw_dask.config.errors import did_you_mean
+
+ENTRY_POINT_GROUP = "openclaw_dask.ops"
+#: Modules whose import registers the built-in ops.
+BUILTIN_MODULES = ("openclaw_dask.workflows.ops.example",)
+
+_REGISTRY: dict[str, OpInfo] = {}
+_loaded = False
+
+
+class OpError(Exception):
+    """An op name that does not resolve (the message lists what is available)."""
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """What the runner and the validator know about an op.
+
+    Parameters
+    ----------
+    name
+        Registered name or import path.
+    target
+        The function, or the :class:`IterativeOp` subclass.
+    iterative
+        True for iterative ops.
+    outputs
+        Output names the op produces, or ``None`` when it does not declare them.
+    """
+
+    name: str
+    target: Any
+    iterative: bool
+    outputs: tuple[str, ...] | None
+
+    @property
+    def parameters(self) -> Mapping[str, inspect.Parameter]:
+        """The op's arguments (what ``with:`` may give), without the context."""
+        func = self.target.__init__ if self.iterative else self.target
+        params = list(inspect.signature(func).parameters.values())
+        skip = 2 if self.iterative else 1  # (self,) ctx
+        return {p.name: p for p in params[skip:] if p.kind is not inspect.Parameter.VAR_POSITIONAL}
+
+    @property
+    def doc(self) -> str:
+        """First line of the op's docstring."""
+        return (inspect.getdoc(self.target) or "").splitlines()[0] if self.target.__doc__ else ""
+
+
+def _info(name: str, target: Any, outputs: tuple[str, ...] | None) -> OpInfo:
+    from openclaw_dask.workflows.context import IterativeOp
+
+    iterative = inspect.isclass(target) and issubclass(target, IterativeOp)
+    if iterative:
+        outputs = tuple(target.outputs)
+    elif not callable(target):
+        raise OpError(f"{name} is not a function or an IterativeOp subclass")
+    return OpInfo(name, target, iterative, outputs)
+
+
+def register(name: str, outputs: tuple[str, ...] | None = None) -> Callable[[Any], Any]:
+    """Decorator: register a built-in op under ``name`` (``family.op``).
+
+    Parameters
+    ----------
+    name
+        The name workflows use in ``op:``.
+    outputs
+        The outputs a map op returns (iterative ops declare ``outputs`` as a class attribute).
+    """
+
+    def decorate(target: Any) -> Any:
+        info = _info(name, target, outputs)
+        target.__openclaw_op__ = info
+        _REGISTRY[name] = info
+        return target
+
+    return decorate
+
+
+def _load_builtins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for module in BUILTIN_MODULES:
+        importlib.import_module(module)
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in _REGISTRY:
+            _REGISTRY[ep.name] = _info(ep.name, ep.load(), None)
+
+
+def available_ops() -> dict[str, OpInfo]:
+    """Every registered op by name."""
+    _load_builtins()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def resolve_op(name: str) -> OpInfo:
+    """Find the op a workflow names.
+
+    Raises
+    ------
+    OpError
+        Unknown name (with the list of registered ops), a module that does not import, or a
+        missing attribute.
+    """
+    if ":" in name:
+        module_name, _, attr = name.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise OpError(f"cannot import {module_name!r} for op {name!r}: {exc}") from None
+        target = getattr(module, attr, None)
+        if target is None:
+            names = [n for n in dir(module) if not n.startswith("_")]
+            raise OpError(f"module {module_name!r} has no {attr!r}" + did_you_mean(attr, names))
+        info = getattr(target, "__openclaw_op__", None)
+        return info if isinstance(info, OpInfo) else _info(name, target, None)
+    ops = available_ops()
+    if name in ops:
+        return ops[name]
+    raise OpError(
+        f"unknown op {name!r}{did_you_mean(name, ops)}; available: "
+        f"{', '.join(ops)} (or a user op as pkg.module:function)"
+    )

@@ -1,0 +1,573 @@
+"""Run a workflow: steps in dependency order on the cluster, outputs to Zarr, a run record.
+
+Every run has a directory ``runs/<workflow>/<run id>/`` holding the outputs, ``run.json`` (the
+resolved config and its hash, versions, hardware, the cluster as it really ran, per-step wall
+time, task counts, bytes written, output checksums and the status) and Dask's
+``performance-report.html``. ``run.json`` is rewritten after every step and every checkpoint, so
+an interrupted or killed run leaves a true record behind, and ``--resume`` continues it: steps
+completed with the same op, arguments, inputs and result-relevant config are skipped, and an
+iterative step restarts from its last complete checkpoint.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import platform
+import shutil
+import signal
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import dask
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from openclaw_dask.config import Config, ConfigError, detect_hardware, load_config
+from openclaw_dask.config.errors import Problem
+from openclaw_dask.config.yamlsource import parse_scalar
+from openclaw_dask.runtime.cluster import start_cluster
+from openclaw_dask.runtime.inspect import inspect_workers
+from openclaw_dask.translate import ClusterPlan, plan_cluster
+from openclaw_dask.workflows import zarrio
+from openclaw_dask.workflows.context import IterativeOp, StepContext
+from openclaw_dask.workflows.progress import compute_with_progress, graph_keys
+from openclaw_dask.workflows.spec import StepSpec, Workflow, load_workflow
+
+logger = logging.getLogger("openclaw_dask.workflows")
+
+RUN_RECORD = "run.json"
+CHECKPOINTS = ".checkpoints"
+VERSIONED = ("dask", "distributed", "numpy", "xarray", "zarr", "numcodecs")
+
+
+class StepFailedError(Exception):
+    """A step's op raised: the run is marked failed (exit code 1)."""
+
+    def __init__(self, step: str, op: str, error: BaseException) -> None:
+        self.step, self.op, self.error = step, op, error
+        super().__init__(f"step {step!r} (op {op}) failed: {type(error).__name__}: {error}")
+
+
+def split_overrides(overrides: Sequence[str] | None) -> tuple[list[str], dict[str, str]]:
+    """``--set`` items: config ones, and ``params.x=value`` ones for the workflow."""
+    config, params = [], {}
+    for item in overrides or ():
+        key, sep, value = item.partition("=")
+        if sep and key.strip().startswith("params."):
+            params[key.strip()[len("params.") :]] = value
+        else:
+            config.append(item)
+    return config, params
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for name in ("openclaw-dask", *VERSIONED):
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            continue
+    return out
+
+
+def _sha256_file(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _load_config(
+    workflow: Workflow, config_arg: Config | str | None, overrides: Sequence[str] | None
+) -> Config:
+    """The run's config: the argument, else the workflow's ``config:``, else the search order."""
+    config_overrides, _ = split_overrides(overrides)
+    if not isinstance(config_arg, Config):
+        return load_config(config_arg or workflow.config_path, config_overrides)
+    updates = {}
+    for item in config_overrides:
+        key, _, value = item.partition("=")
+        updates[key.strip().replace(".", "__")] = parse_scalar(value)
+    return config_arg.with_values(**updates) if updates else config_arg
+
+
+class _NoWorkflow:
+    config_path = None
+
+
+_NO_WORKFLOW: Any = _NoWorkflow()
+
+
+def step_fingerprint(step: StepSpec, record: Mapping[str, Any], config: Config) -> str:
+    """What a completed step's result depends on: op, arguments, inputs, result config."""
+    inputs = {need: record["steps"].get(need, {}).get("checksums") for need in step.needs}
+    blob = json.dumps(
+        {
+            "op": step.op,
+            "args": step.args,
+            "inputs": inputs,
+            "config": config.fingerprint()[0],
+            "outputs": step.outputs,
+        },
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class Run:
+    """One run of a workflow (a run directory and its record)."""
+
+    def __init__(
+        self,
+        workflow: Workflow,
+        config: Config,
+        plan: ClusterPlan,
+        run_dir: Path,
+        record: dict[str, Any],
+        show_progress: bool,
+    ) -> None:
+        self.workflow, self.config, self.plan = workflow, config, plan
+        self.run_dir, self.record = run_dir, record
+        self.show_progress = show_progress
+
+    # -- record ---------------------------------------------------------------------------
+    def save(self) -> None:
+        """Rewrite run.json (atomically)."""
+        zarrio.atomic_write_text(
+            self.run_dir / RUN_RECORD, json.dumps(self.record, indent=2, default=str)
+        )
+
+    def step_record(self, name: str) -> dict[str, Any]:
+        return self.record["steps"].setdefault(name, {})
+
+    # -- steps ----------------------------------------------------------------------------
+    def _context(self, step: StepSpec, client: Any) -> StepContext:
+        inputs = {}
+        for need in step.needs:
+            dep = self.workflow.steps[need]
+            inputs[need] = {
+                name: zarrio.open_output(self.run_dir / f"{name}.zarr") for name in dep.zarr_outputs
+            }
+        return StepContext(
+            step.name, self.config, client, self.run_dir, dict(self.workflow.values), inputs
+        )
+
+    def _outputs_present(self, step: StepSpec) -> bool:
+        return all((self.run_dir / o.rstrip("/")).exists() for o in step.outputs)
+
+    def _finish_step(self, step: StepSpec, rec: dict[str, Any]) -> None:
+        for name in step.zarr_outputs:
+            zarrio.consolidate(self.run_dir / f"{name}.zarr")
+        rec["checksums"] = {
+            name: zarrio.checksums(self.run_dir / f"{name}.zarr") for name in step.zarr_outputs
+        }
+        rec["bytes_written"] = sum(
+            zarrio.tree_bytes(self.run_dir / o.rstrip("/")) for o in step.outputs
+        )
+        rec["status"] = "completed"
+
+    def run_map_step(
+        self, step: StepSpec, ctx: StepContext, progress: Any, bar: Any, rec: dict[str, Any]
+    ) -> None:
+        result = step.info.target(ctx, **step.args) or {}
+        if not isinstance(result, Mapping) or set(result) != set(step.zarr_outputs):
+            got = sorted(result) if isinstance(result, Mapping) else type(result).__name__
+            raise TypeError(
+                f"op returned {got}; the workflow expects outputs {sorted(step.zarr_outputs)}"
+            )
+        writes = [
+            zarrio.write(ds, self.run_dir / f"{name}.zarr", self.config)
+            for name, ds in result.items()
+        ]
+        _, tasks = compute_with_progress(ctx.client, writes, progress, bar)
+        rec["tasks"] = tasks
+
+    def run_iterative_step(
+        self,
+        step: StepSpec,
+        ctx: StepContext,
+        progress: Any,
+        bar: Any,
+        rec: dict[str, Any],
+        fingerprint: str,
+    ) -> None:
+        op: IterativeOp = step.info.target(ctx, **step.args)
+        client = ctx.client
+        total = int(op.total_steps)
+        interval = int(self.config["distributed.sync_interval"])
+        ckpt_dir = self.run_dir / CHECKPOINTS / step.name
+        state = op.initial_state()
+        start = 0
+        saved = self._read_checkpoint(ckpt_dir)
+        if saved and saved.get("fingerprint") == fingerprint:
+            start = int(saved["step"])
+            stored = zarrio.open_output(ckpt_dir / saved["store"])
+            state = stored.chunk(dict(state.chunksizes)) if state.chunksizes else stored
+            for name, length in saved["extents"].items():
+                zarrio.truncate(self.run_dir / f"{name}.zarr", op.append_dim, length)
+            rec["resumed_from_step"] = start
+        else:
+            shutil.rmtree(ckpt_dir, ignore_errors=True)
+            for name in step.zarr_outputs:
+                shutil.rmtree(self.run_dir / f"{name}.zarr", ignore_errors=True)
+        state = client.persist(state)
+        rec.update(total_steps=total, sync_interval=interval, tasks=0)
+        progress.update(bar, total=total, completed=start)
+        pending: tuple[list[Any], dict[str, Any]] | None = None
+        s = start
+        while s < total:
+            n = min(interval, total - s)
+            new_state, records = op.advance(state, s, n)
+            unknown = set(records) - set(step.zarr_outputs)
+            if unknown:
+                raise TypeError(
+                    f"op emitted records for {sorted(unknown)}, not outputs of "
+                    f"the step {sorted(step.zarr_outputs)}"
+                )
+            rec["tasks"] += len(graph_keys([new_state, *records.values()]))
+            # submit the window and go on: its writes run while the next window computes
+            new_state, records = dask.persist(new_state, records)  # on the run's client
+            if pending:
+                self._commit(ckpt_dir, op, step, rec, *pending)
+                progress.update(bar, completed=pending[1]["step"])
+            store = f"state-{s + n}.zarr"
+            writes = [
+                zarrio.write(
+                    ds, self.run_dir / f"{name}.zarr", self.config, append_dim=op.append_dim
+                )
+                for name, ds in records.items()
+            ]
+            writes.append(zarrio.write(new_state, ckpt_dir / store, self.config))
+            rec["tasks"] += len(graph_keys(writes))
+            pending = (
+                client.compute(writes),
+                {"step": s + n, "store": store, "fingerprint": fingerprint},
+            )
+            state, s = new_state, s + n
+        if pending:
+            self._commit(ckpt_dir, op, step, rec, *pending)
+            progress.update(bar, completed=pending[1]["step"])
+        final = op.finish(state)
+        if final:
+            writes = [
+                zarrio.write(ds, self.run_dir / f"{name}.zarr", self.config)
+                for name, ds in final.items()
+            ]
+            _, tasks = compute_with_progress(client, writes)
+            rec["tasks"] += tasks
+        shutil.rmtree(ckpt_dir, ignore_errors=True)
+
+    def _commit(
+        self,
+        ckpt_dir: Path,
+        op: IterativeOp,
+        step: StepSpec,
+        rec: dict[str, Any],
+        futures: list[Any],
+        info: dict[str, Any],
+    ) -> None:
+        """Wait for a window's writes, then commit its checkpoint (and the record)."""
+        from distributed import wait
+
+        wait(futures)
+        for future in futures:
+            future.result()  # raise a failed write here
+        info["extents"] = {
+            name: zarrio.extent(self.run_dir / f"{name}.zarr", op.append_dim)
+            for name in step.zarr_outputs
+        }
+        self._write_checkpoint(ckpt_dir, info)
+        rec["checkpoint_step"] = info["step"]
+        self.save()
+
+    @staticmethod
+    def _read_checkpoint(ckpt_dir: Path) -> dict[str, Any] | None:
+        try:
+            saved = json.loads((ckpt_dir / "checkpoint.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return saved if (ckpt_dir / saved.get("store", "")).exists() else None
+
+    @staticmethod
+    def _write_checkpoint(ckpt_dir: Path, info: dict[str, Any]) -> None:
+        """Commit a checkpoint: its state store is complete; then drop older ones."""
+        zarrio.atomic_write_text(ckpt_dir / "checkpoint.json", json.dumps(info))
+        for old in ckpt_dir.glob("state-*.zarr"):
+            if old.name != info["store"]:
+                shutil.rmtree(old, ignore_errors=True)
+
+    def run_steps(self, client: Any) -> None:
+        progress = Progress(
+            TextColumn("{task.description:<24}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+            disable=not self.show_progress,
+            transient=False,
+        )
+        with progress:
+            for name in self.workflow.order:
+                step = self.workflow.steps[name]
+                rec = self.step_record(name)
+                fingerprint = step_fingerprint(step, self.record, self.config)
+                bar = progress.add_task(name, total=None)
+                if (
+                    rec.get("status") == "completed"
+                    and rec.get("fingerprint") == fingerprint
+                    and self._outputs_present(step)
+                ):
+                    rec["skipped"] = "completed in an earlier attempt (resume)"
+                    progress.update(bar, total=1, completed=1, description=f"{name} (resumed)")
+                    continue
+                rec.clear()
+                rec.update(
+                    op=step.op, status="running", fingerprint=fingerprint, started=time.time()
+                )
+                self.save()
+                t0 = time.perf_counter()
+                ctx = self._context(step, client)
+                try:
+                    if step.info.iterative:
+                        self.run_iterative_step(step, ctx, progress, bar, rec, fingerprint)
+                    else:
+                        self.run_map_step(step, ctx, progress, bar, rec)
+                    self._finish_step(step, rec)
+                except (KeyboardInterrupt, ConfigError):
+                    raise
+                except Exception as exc:
+                    rec.update(
+                        status="failed",
+                        error=f"{type(exc).__name__}: {exc}",
+                        wall_seconds=time.perf_counter() - t0,
+                    )
+                    raise StepFailedError(name, step.op, exc) from exc
+                rec["wall_seconds"] = time.perf_counter() - t0
+                self.save()
+
+
+def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
+    if run_dir is not None:
+        path = Path(run_dir)
+        if path.exists() and any(path.iterdir()):
+            raise ConfigError(
+                [
+                    Problem(
+                        "run directory exists and is not empty; pass --resume to continue that "
+                        "run, or choose another --run-dir (nothing there is overwritten)",
+                        "",
+                        str(path),
+                    )
+                ]
+            )
+    else:
+        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        base = Path("runs") / workflow.name
+        path = base / stamp
+        n = 1
+        while path.exists():
+            n += 1
+            path = base / f"{stamp}-{n}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _resume_dir(resume: str | Path) -> tuple[Path, dict[str, Any]]:
+    path = Path(resume)
+    try:
+        record = json.loads((path / RUN_RECORD).read_text())
+    except FileNotFoundError:
+        raise ConfigError(
+            [Problem(f"no {RUN_RECORD} here: not a run directory", "", str(path))]
+        ) from None
+    except ValueError as exc:
+        raise ConfigError(
+            [Problem(f"{RUN_RECORD} is not valid JSON: {exc}", "", str(path))]
+        ) from None
+    return path, record
+
+
+@contextmanager
+def _termination_as_interrupt() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C, so both mark the run interrupted."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_workflow(
+    path: str | Path,
+    config: Config | str | None = None,
+    overrides: Sequence[str] | None = None,
+    *,
+    address: str | None = None,
+    backend: str | None = None,
+    run_dir: str | Path | None = None,
+    resume: str | Path | None = None,
+    dry_run: bool = False,
+    progress: bool = False,
+    announce: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run a workflow file and return its run record.
+
+    Parameters
+    ----------
+    path
+        The workflow YAML.
+    config
+        A :class:`Config`, a config path, or ``None``: the workflow's ``config:``, else the
+        usual search order.
+    overrides
+        ``["section.key=value", "params.name=value", ...]``.
+    address
+        Attach to this scheduler instead of starting a cluster.
+    backend
+        Force a backend.
+    run_dir
+        Where the run writes (default ``runs/<workflow>/<timestamp>``); must be new or empty.
+    resume
+        A run directory to continue.
+    dry_run
+        Validate and plan only: no cluster, nothing written.
+    progress
+        Show rich progress bars.
+    announce
+        Called with one-line news for the user (run directory, dashboard link).
+
+    Returns
+    -------
+    dict
+        The run record (also in ``run_dir/run.json``); ``status`` is ``completed``,
+        ``failed`` (an op raised: :class:`StepFailedError`) or ``interrupted``.
+    """
+    _, param_overrides = split_overrides(overrides)
+    problems: list[Problem] = []
+    workflow = cfg = None
+    try:
+        workflow = load_workflow(path, param_overrides)
+    except ConfigError as exc:
+        problems += exc.problems
+    try:  # the config is checked even when the workflow is bad: every problem at once
+        cfg = (
+            _load_config(workflow, config, overrides)
+            if workflow
+            else _load_config(_NO_WORKFLOW, config, overrides)
+        )
+    except ConfigError as exc:
+        problems += exc.problems
+    if problems or workflow is None or cfg is None:
+        raise ConfigError(problems)
+    if address:
+        cfg = cfg.with_values(cluster__scheduler_address=address)
+    plan = plan_cluster(cfg, backend=backend)
+    summary = {"workflow": workflow.name, "order": list(workflow.order), "plan": plan.to_dict()}
+    if dry_run:
+        return {"status": "dry-run", **summary}
+
+    previous: dict[str, Any] = {}
+    if resume is not None:
+        directory, previous = _resume_dir(resume)
+    else:
+        directory = _new_run_dir(workflow, run_dir)
+    record: dict[str, Any] = {
+        "workflow": {
+            "name": workflow.name,
+            "file": str(Path(path).resolve()),
+            "sha256": _sha256_file(str(path)),
+            "params": workflow.values,
+            "param_sources": workflow.param_sources,
+        },
+        "run_dir": str(directory.resolve()),
+        "config": {
+            "file": cfg.file,
+            "hash": cfg.config_hash(),
+            "fingerprint": cfg.fingerprint()[0],
+            "values": cfg.to_nested(),
+            "sources": cfg.sources,
+        },
+        "versions": _versions(),
+        "hardware": detect_hardware().to_dict(),
+        "plan": {"backend": plan.backend, "layout": plan.layout, "notes": plan.notes},
+        "order": list(workflow.order),
+        "steps": previous.get("steps", {}),
+        "attempts": previous.get("attempts", 0) + 1,
+        "started": time.time(),
+        "status": "running",
+    }
+    run = Run(workflow, cfg, plan, directory, record, progress)
+    run.save()
+    t0 = time.perf_counter()
+    try:
+        with ExitStack() as stack:
+            stack.enter_context(_termination_as_interrupt())
+            client = stack.enter_context(start_cluster(cfg, backend=backend))
+            stack.enter_context(client.as_current())
+            from distributed import performance_report
+
+            stack.enter_context(
+                performance_report(filename=str(directory / "performance-report.html"))
+            )
+            record["dashboard"] = client.dashboard_link
+            if announce:
+                announce(f"run directory: {directory}")
+                if cfg["cluster.dashboard_address"]:
+                    announce(f"dashboard: {client.dashboard_link}")
+            record["cluster"] = _cluster_summary(client)
+            run.save()
+            run.run_steps(client)
+        record["status"] = "completed"
+    except StepFailedError as exc:
+        record.update(
+            status="failed",
+            error={
+                "step": exc.step,
+                "op": exc.op,
+                "message": f"{type(exc.error).__name__}: {exc.error}",
+            },
+        )
+        raise
+    except KeyboardInterrupt:
+        record["status"] = "interrupted"
+        for rec in record["steps"].values():
+            if rec.get("status") == "running":
+                rec["status"] = "interrupted"
+        raise
+    finally:
+        record["wall_seconds"] = time.perf_counter() - t0
+        record["finished"] = time.time()
+        run.save()
+    return record
+
+
+def _cluster_summary(client: Any) -> dict[str, Any]:
+    """The workers as they really run (threads, cores, allocator, memory, resources)."""
+    facts = inspect_workers(client)
+    keep = (
+        "name",
+        "host",
+        "nthreads",
+        "memory_limit",
+        "resources",
+        "affinity",
+        "allocator",
+        "config_hash",
+        "clock_offset",
+    )
+    return {
+        "scheduler": client.scheduler.address,
+        "workers": {a: {k: f[k] for k in keep} for a, f in sorted(facts.items())},
+    }

@@ -1,0 +1,425 @@
+"""The workflow file: parse, resolve parameters and check it as strictly as the config.
+
+A workflow file (YAML)::
+
+    name: example-smoothing              # letters, digits, - and _
+    description: what it computes
+    config: ../configs/openclaw.config   # optional, relative to this file; --config wins
+    params:
+      size: {type: int, default: 256, doc: grid points per side, min: 8}
+    steps:
+      field:
+        op: example.field                # a registered op, or pkg.module:function
+        with: {size: ${params.size}}     # arguments; ${params.x} is replaced by the value
+        outputs: [field.zarr]            # what the op writes into the run directory
+      smooth:
+        op: example.diffuse
+        needs: [field]                   # runs after these steps and reads their outputs
+        outputs: [smoothed.zarr]
+
+Each output is ``NAME.zarr`` (a Zarr store the runner writes) or ``NAME/`` (a folder the op
+fills, e.g. plots); ``NAME`` must be one of the outputs the op declares. Every mistake is one
+:class:`~openclaw_dask.config.Problem` with file, line and dotted key, all reported together.
+"""
+
+from __future__ import annotations
+
+import graphlib
+import inspect
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openclaw_dask.config.errors import ConfigError, Problem, did_you_mean
+from openclaw_dask.config.yamlsource import YamlDocument, parse_scalar, read_yaml
+from openclaw_dask.workflows.registry import OpError, OpInfo, resolve_op
+
+TOP_FIELDS = ("name", "description", "config", "params", "steps")
+STEP_FIELDS = ("op", "with", "needs", "outputs", "description")
+PARAM_FIELDS = ("type", "default", "doc", "unit", "min", "max", "choices")
+PARAM_TYPES: dict[str, type | tuple[type, ...]] = {
+    "int": int,
+    "float": (int, float),
+    "bool": bool,
+    "str": str,
+}
+NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+REF_RE = re.compile(r"\$\{params\.([A-Za-z_][A-Za-z0-9_]*)\}")
+OUTPUT_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*)(\.zarr|/)$")
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """A typed workflow parameter."""
+
+    name: str
+    type: str
+    default: Any
+    doc: str = ""
+    unit: str = ""
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[Any, ...] = ()
+
+    def check(self, value: Any) -> str | None:
+        """``None`` if ``value`` fits, else what was expected."""
+        expected = PARAM_TYPES[self.type]
+        if isinstance(value, bool) and self.type != "bool":
+            return f"expected {self.type}, got {value!r} (a YAML boolean)"
+        if not isinstance(value, expected):
+            return f"expected {self.type}, got {value!r}"
+        if self.min is not None and value < self.min:
+            return f"expected {self.type} >= {self.min}, got {value!r}"
+        if self.max is not None and value > self.max:
+            return f"expected {self.type} <= {self.max}, got {value!r}"
+        if self.choices and value not in self.choices:
+            return f"expected one of {', '.join(map(str, self.choices))}, got {value!r}"
+        return None
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """One step: its op, resolved arguments, dependencies and outputs."""
+
+    name: str
+    op: str
+    info: OpInfo
+    args: dict[str, Any]
+    needs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    description: str = ""
+
+    @property
+    def zarr_outputs(self) -> tuple[str, ...]:
+        """Output names written as Zarr stores (``x.zarr`` -> ``x``)."""
+        return tuple(o[:-5] for o in self.outputs if o.endswith(".zarr"))
+
+    @property
+    def dir_outputs(self) -> tuple[str, ...]:
+        """Output folders the op fills (``plots/`` -> ``plots``)."""
+        return tuple(o[:-1] for o in self.outputs if o.endswith("/"))
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """A validated workflow with its parameters resolved."""
+
+    name: str
+    description: str
+    file: str
+    config_path: str | None
+    params: dict[str, ParamSpec]
+    values: dict[str, Any]
+    steps: dict[str, StepSpec]
+    order: tuple[str, ...]
+    param_sources: dict[str, str] = field(default_factory=dict)
+
+
+def _substitute(value: Any, values: Mapping[str, Any]) -> Any:
+    """Replace ``${params.x}`` in strings (a whole-string reference keeps the value's type)."""
+    if isinstance(value, str):
+        whole = REF_RE.fullmatch(value.strip())
+        if whole:
+            return values[whole.group(1)]
+        return REF_RE.sub(lambda m: str(values[m.group(1)]), value)
+    if isinstance(value, list):
+        return [_substitute(v, values) for v in value]
+    if isinstance(value, dict):
+        return {k: _substitute(v, values) for k, v in value.items()}
+    return value
+
+
+def _references(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield from REF_RE.findall(value)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _references(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _references(v)
+
+
+class _Checker:
+    def __init__(self, doc: YamlDocument) -> None:
+        self.doc = doc
+        self.problems: list[Problem] = []
+
+    def bad(self, path: str, message: str) -> None:
+        self.problems.append(Problem(message, path, self.doc.file, self.doc.line_of(path)))
+
+    def unknown(self, path: str, key: str, allowed: Iterable[str]) -> None:
+        self.bad(f"{path}.{key}" if path else key, "unknown field" + did_you_mean(key, allowed))
+
+
+def _params(chk: _Checker, raw: Any) -> dict[str, ParamSpec]:
+    out: dict[str, ParamSpec] = {}
+    if raw is None:
+        return out
+    if not isinstance(raw, dict):
+        chk.bad("params", "expected a mapping of parameter names to {type, default, ...}")
+        return out
+    for name, spec in raw.items():
+        path = f"params.{name}"
+        if not NAME_RE.match(name) or "-" in name:
+            chk.bad(path, "parameter names are letters, digits and _ (they appear in ${...})")
+            continue
+        if not isinstance(spec, dict):
+            chk.bad(path, "expected {type: int|float|bool|str, default: ...}")
+            continue
+        for key in spec:
+            if key not in PARAM_FIELDS:
+                chk.unknown(path, key, PARAM_FIELDS)
+        kind = spec.get("type")
+        if kind not in PARAM_TYPES:
+            chk.bad(
+                f"{path}.type",
+                f"expected one of {', '.join(PARAM_TYPES)}, got {kind!r}"
+                + (did_you_mean(str(kind), PARAM_TYPES) if kind else ""),
+            )
+            continue
+        if "default" not in spec:
+            chk.bad(path, "missing default")
+            continue
+        default = spec["default"]
+        if kind == "float" and isinstance(default, int) and not isinstance(default, bool):
+            default = float(default)
+        choices = spec.get("choices") or ()
+        param = ParamSpec(
+            name,
+            kind,
+            default,
+            str(spec.get("doc", "")),
+            str(spec.get("unit", "")),
+            spec.get("min"),
+            spec.get("max"),
+            tuple(choices),
+        )
+        problem = param.check(default)
+        if problem:
+            chk.bad(f"{path}.default", problem)
+            continue
+        out[name] = param
+    return out
+
+
+def _outputs(chk: _Checker, path: str, raw: Any, info: OpInfo | None) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not raw:
+        chk.bad(path, "expected a list of outputs such as [result.zarr] or [plots/]")
+        return ()
+    names = []
+    for i, item in enumerate(raw):
+        m = OUTPUT_RE.match(item) if isinstance(item, str) else None
+        if not m:
+            chk.bad(
+                f"{path}[{i}]",
+                f"expected NAME.zarr or NAME/ (a plain name inside the run "
+                f"directory), got {item!r}",
+            )
+            continue
+        if info is not None and info.outputs is not None and m.group(1) not in info.outputs:
+            chk.bad(
+                f"{path}[{i}]",
+                f"op {info.name} has no output {m.group(1)!r}; it writes "
+                + ", ".join(info.outputs)
+                + did_you_mean(m.group(1), info.outputs),
+            )
+        names.append(item)
+    return tuple(names)
+
+
+def _check_args(chk: _Checker, path: str, args: dict[str, Any], info: OpInfo) -> None:
+    params = info.parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    for name in args:
+        if name not in params and not takes_any:
+            chk.bad(
+                f"{path}.with.{name}",
+                f"op {info.name} takes no argument {name!r}"
+                + did_you_mean(name, params)
+                + f" (it takes: {', '.join(params) or 'none'})",
+            )
+    for name, p in params.items():
+        required = p.default is inspect.Parameter.empty and p.kind in (
+            inspect.Parameter.KEYWORD_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        )
+        if required and name not in args:
+            chk.bad(f"{path}.with", f"op {info.name} needs argument {name!r}")
+
+
+def apply_param_overrides(
+    params: Mapping[str, ParamSpec], overrides: Mapping[str, Any], problems: list[Problem]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Parameter values: defaults, then ``--set params.x=value`` (checked against the type)."""
+    values = {name: p.default for name, p in params.items()}
+    sources = {name: "default" for name in params}
+    for name, raw in overrides.items():
+        if name not in params:
+            problems.append(
+                Problem(
+                    "unknown parameter"
+                    + did_you_mean(name, params)
+                    + f" (parameters: {', '.join(params) or 'none'})",
+                    f"params.{name}",
+                    origin="--set",
+                )
+            )
+            continue
+        value = parse_scalar(raw) if isinstance(raw, str) else raw
+        spec = params[name]
+        if spec.type == "float" and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if spec.type == "str" and not isinstance(value, str):
+            value = str(raw)
+        problem = spec.check(value)
+        if problem:
+            problems.append(Problem(problem, f"params.{name}", origin="--set"))
+            continue
+        values[name], sources[name] = value, "--set"
+    return values, sources
+
+
+def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> Workflow:
+    """Read and check a workflow file.
+
+    Parameters
+    ----------
+    path
+        The workflow YAML.
+    params
+        ``{name: value}`` overrides (values may be strings, parsed as YAML).
+
+    Returns
+    -------
+    Workflow
+
+    Raises
+    ------
+    ConfigError
+        With every problem found.
+    """
+    doc = read_yaml(path)
+    chk = _Checker(doc)
+    data = doc.data
+    for key in data:
+        if key not in TOP_FIELDS:
+            chk.unknown("", key, TOP_FIELDS)
+    name = data.get("name")
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        chk.bad("name", f"expected a name of letters, digits, - and _, got {name!r}")
+    description = data.get("description", "")
+    config_path = data.get("config")
+    if config_path is not None:
+        if not isinstance(config_path, str):
+            chk.bad("config", "expected a path to an openclaw.config")
+            config_path = None
+        else:
+            resolved = (Path(path).parent / config_path).resolve()
+            if not resolved.is_file():
+                chk.bad("config", f"file not found: {config_path} (looked at {resolved})")
+            config_path = str(resolved)
+    param_specs = _params(chk, data.get("params"))
+    values, sources = apply_param_overrides(param_specs, params or {}, chk.problems)
+
+    steps_raw = data.get("steps")
+    steps: dict[str, StepSpec] = {}
+    if not isinstance(steps_raw, dict) or not steps_raw:
+        chk.bad("steps", "expected a mapping of step names to {op, with, needs, outputs}")
+        steps_raw = {}
+    output_owner: dict[str, str] = {}
+    for step, raw in steps_raw.items():
+        path = f"steps.{step}"
+        if not NAME_RE.match(step):
+            chk.bad(path, "step names are letters, digits, - and _")
+            continue
+        if not isinstance(raw, dict):
+            chk.bad(path, "expected {op, with, needs, outputs}")
+            continue
+        for key in raw:
+            if key not in STEP_FIELDS:
+                chk.unknown(path, key, STEP_FIELDS)
+        op_name = raw.get("op")
+        info = None
+        if not isinstance(op_name, str) or not op_name:
+            chk.bad(f"{path}.op", "missing op (a registered name or pkg.module:function)")
+        else:
+            try:
+                info = resolve_op(op_name)
+            except OpError as exc:
+                chk.bad(f"{path}.op", str(exc))
+        args = raw.get("with") or {}
+        if not isinstance(args, dict):
+            chk.bad(f"{path}.with", "expected a mapping of argument names to values")
+            args = {}
+        for ref in _references(args):
+            if ref not in param_specs:
+                chk.bad(
+                    f"{path}.with",
+                    f"${{params.{ref}}} is not a parameter" + did_you_mean(ref, param_specs),
+                )
+        needs = raw.get("needs") or []
+        if isinstance(needs, str):
+            needs = [needs]
+        if not isinstance(needs, list) or not all(isinstance(n, str) for n in needs):
+            chk.bad(f"{path}.needs", "expected a list of step names")
+            needs = []
+        for i, need in enumerate(needs):
+            if need not in steps_raw:
+                chk.bad(
+                    f"{path}.needs[{i}]", f"no step named {need!r}" + did_you_mean(need, steps_raw)
+                )
+        outputs = _outputs(chk, f"{path}.outputs", raw.get("outputs"), info)
+        for out in outputs:
+            stem = OUTPUT_RE.match(out).group(1)  # type: ignore[union-attr]
+            if stem in output_owner:
+                chk.bad(
+                    f"{path}.outputs",
+                    f"output {out!r} is also written by step "
+                    f"{output_owner[stem]!r}; output names must be unique",
+                )
+            output_owner.setdefault(stem, step)
+        resolved_args = (
+            _substitute(args, values)
+            if not any(r not in param_specs for r in _references(args))
+            else args
+        )
+        if info is not None:
+            _check_args(chk, path, resolved_args, info)
+        steps[step] = StepSpec(
+            step,
+            str(op_name),
+            info,
+            resolved_args,  # type: ignore[arg-type]
+            tuple(needs),
+            outputs,
+            str(raw.get("description", "")),
+        )
+
+    order: tuple[str, ...] = ()
+    sorter = graphlib.TopologicalSorter(
+        {s: [n for n in st.needs if n in steps] for s, st in steps.items()}
+    )
+    try:
+        order = tuple(sorter.static_order())
+    except graphlib.CycleError as exc:
+        cycle = exc.args[1]
+        chk.bad(
+            f"steps.{cycle[0]}.needs",
+            "steps depend on each other in a cycle: " + " -> ".join(cycle),
+        )
+    if chk.problems:
+        raise ConfigError(chk.problems)
+    return Workflow(
+        str(name),
+        str(description),
+        str(path),
+        config_path,
+        param_specs,
+        values,
+        steps,
+        order,
+        sources,
+    )

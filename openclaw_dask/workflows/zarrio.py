@@ -1,0 +1,164 @@
+"""Zarr I/O of the runner: codecs from the config, chunk-aligned writes, checksums.
+
+Outputs are zarr v3 stores written through xarray, so ``xarray.open_zarr`` opens them with
+dimension names, coordinates and attributes (units). Every dask chunk maps onto exactly one
+Zarr chunk (chunks are made regular before writing), so each chunk is written by exactly one
+task: a task that fails leaves the chunks of other tasks whole and its own unwritten, never
+half-written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+import zarr
+from zarr.codecs import BloscCodec, BloscShuffle
+
+from openclaw_dask.config import Config
+
+SHUFFLES = {
+    "byte": BloscShuffle.shuffle,
+    "bit": BloscShuffle.bitshuffle,
+    "none": BloscShuffle.noshuffle,
+}
+
+
+def compressor(config: Config) -> BloscCodec | None:
+    """The Blosc codec ``storage.codec``/``level``/``shuffle`` ask for (``None``: no codec)."""
+    codec = config["storage.codec"]
+    if codec == "none":
+        return None
+    return BloscCodec(
+        cname=codec,
+        clevel=int(config["storage.level"]),
+        shuffle=SHUFFLES[config["storage.shuffle"]],
+    )
+
+
+def regular_chunks(ds: xr.Dataset) -> xr.Dataset:
+    """Rechunk dask variables so all chunks but the last along each dim have one size.
+
+    Zarr chunks are regular; a dask chunk that straddled two Zarr chunks would be written by
+    two tasks. Dimensions keep their largest chunk size.
+    """
+    sizes: dict[str, int] = {}
+    for var in ds.variables.values():
+        if var.chunks is None:
+            continue
+        for dim, chunks in zip(var.dims, var.chunks, strict=True):
+            sizes[dim] = max(sizes.get(dim, 0), max(chunks))
+    if not sizes:
+        return ds
+    return ds.chunk(sizes)
+
+
+def encoding(ds: xr.Dataset, config: Config) -> dict[str, dict[str, Any]]:
+    """Per-variable encoding: the codec, and Zarr chunks equal to the dask chunks."""
+    codec = compressor(config)
+    out: dict[str, dict[str, Any]] = {}
+    for name, var in ds.variables.items():
+        enc: dict[str, Any] = {"compressors": [codec] if codec else []}
+        if var.chunks is not None:
+            enc["chunks"] = tuple(c[0] for c in var.chunks)
+        out[str(name)] = enc
+    return out
+
+
+def write(ds: xr.Dataset, path: Path, config: Config, append_dim: str | None = None) -> Any:
+    """Lazily write ``ds`` to a zarr v3 store; returns the delayed write.
+
+    With ``append_dim`` and an existing store, ``ds`` is appended along that dimension.
+    """
+    ds = regular_chunks(ds)
+    if append_dim and path.exists():
+        return ds.to_zarr(
+            path, mode="a", append_dim=append_dim, compute=False, zarr_format=3, consolidated=False
+        )
+    return ds.to_zarr(
+        path,
+        mode="w",
+        encoding=encoding(ds, config),
+        compute=False,
+        zarr_format=3,
+        consolidated=False,
+    )
+
+
+def consolidate(path: Path) -> None:
+    """Consolidate a finished store's metadata, so ``xarray.open_zarr(path)`` opens it fast
+    and without a warning (zarr says v3 consolidation is an extension; xarray relies on it)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)
+        zarr.consolidate_metadata(str(path), zarr_format=3)
+
+
+def open_output(path: Path) -> xr.Dataset:
+    """Open an output lazily (dask arrays)."""
+    return xr.open_zarr(path, consolidated=False, zarr_format=3)
+
+
+def truncate(path: Path, dim: str, length: int) -> None:
+    """Cut every array of a store that has ``dim`` back to ``length`` along it (resume)."""
+    if not path.exists():
+        return
+    group = zarr.open_group(path, mode="r+", zarr_format=3)
+    for _, array in group.arrays():
+        dims = array.metadata.dimension_names or ()
+        if dim in dims:
+            axis = list(dims).index(dim)
+            shape = list(array.shape)
+            if shape[axis] > length:
+                shape[axis] = length
+                array.resize(tuple(shape))
+
+
+def extent(path: Path, dim: str) -> int:
+    """Length of ``dim`` in a store (0 if it does not exist yet)."""
+    if not path.exists():
+        return 0
+    group = zarr.open_group(path, mode="r", zarr_format=3)
+    for _, array in group.arrays():
+        dims = array.metadata.dimension_names or ()
+        if dim in dims:
+            return int(array.shape[list(dims).index(dim)])
+    return 0
+
+
+def checksums(path: Path) -> dict[str, str]:
+    """SHA-256 of every array's values in C order (independent of chunking and codec).
+
+    Arrays are read slab by slab along their first dimension, so memory stays bounded.
+    """
+    group = zarr.open_group(path, mode="r", zarr_format=3)
+    out = {}
+    for name, array in sorted(group.arrays()):
+        h = hashlib.sha256()
+        h.update(f"{array.dtype}{array.shape}".encode())
+        if array.ndim == 0:
+            h.update(np.ascontiguousarray(array[()]).tobytes())
+        else:
+            step = max(1, array.chunks[0])
+            for start in range(0, array.shape[0], step):
+                h.update(np.ascontiguousarray(array[start : start + step]).tobytes())
+        out[name] = h.hexdigest()
+    return out
+
+
+def tree_bytes(path: Path) -> int:
+    """Bytes on disk under ``path``."""
+    if path.is_file():
+        return path.stat().st_size
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write a small file so readers never see it half-written."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    tmp.replace(path)

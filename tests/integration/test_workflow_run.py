@@ -1,0 +1,181 @@
+"""``openclaw-dask submit`` end to end: outputs, run record, dry run, failure, kill and resume."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import xarray as xr
+
+from openclaw_dask.workflows.runner import run_workflow
+from tests.conftest import ROOT
+
+EXE = Path(sys.executable).with_name("openclaw-dask")
+EXAMPLE = ROOT / "workflows/example.yaml"
+QUIET = ["--set", "cluster.dashboard_address=127.0.0.1:0"]
+SMALL = ["--set", "params.size=128", "--set", "params.chunk=64", "--set", "params.steps=120"]
+
+
+def submit(*args: str, timeout: float = 300, **kw: Any) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [str(EXE), "submit", *args], capture_output=True, text=True, timeout=timeout, env=env, **kw
+    )
+
+
+def record_of(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "run.json").read_text())
+
+
+def test_example_end_to_end(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    result = submit(str(EXAMPLE), "--run-dir", str(run_dir), *QUIET, *SMALL)
+    assert result.returncode == 0, result.stderr
+    assert f"outputs:  {run_dir.resolve()}" in result.stdout
+    assert "dashboard: http://127.0.0.1:" in result.stderr
+    rec = record_of(run_dir)
+    assert rec["status"] == "completed"
+    assert rec["order"] == ["field", "diffuse", "profile"]
+    assert rec["workflow"]["params"]["steps"] == 120
+    assert rec["config"]["hash"] and rec["versions"]["dask"] and rec["hardware"]["memory"] > 0
+    assert len(rec["cluster"]["workers"]) == 2
+    for name, step in rec["steps"].items():
+        assert step["status"] == "completed", name
+        assert step["wall_seconds"] > 0 and step["tasks"] > 0 and step["bytes_written"] > 0
+        assert all(len(h) == 64 for c in step["checksums"].values() for h in c.values())
+    assert rec["steps"]["diffuse"]["checkpoint_step"] == 120
+    assert (run_dir / "performance-report.html").stat().st_size > 10_000
+    assert not (run_dir / ".checkpoints" / "diffuse").exists()
+
+    field = xr.open_zarr(run_dir / "field.zarr")
+    assert field["temperature"].dims == ("y", "x") and field["temperature"].attrs["units"] == "K"
+    assert field["x"].attrs["units"] == "m" and field.sizes == {"y": 128, "x": 128}
+    history = xr.open_zarr(run_dir / "history.zarr")
+    assert history["time"].attrs["units"] == "s"
+    assert history.sizes["time"] == 120 // 80 + 2  # every 80 steps, plus the end
+    assert float(history["variance"][-1]) < float(history["variance"][0])  # it smooths
+    profile = xr.open_zarr(run_dir / "profile.zarr")
+    assert profile["mean"].dims == ("y",) and profile["mean"].attrs["units"] == "K"
+
+
+def test_dry_run_starts_nothing(tmp_path: Path) -> None:
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    result = submit(str(EXAMPLE), "--dry-run", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "steps in order: field -> diffuse -> profile" in result.stdout
+    assert "cluster: local (distributed.LocalCluster)" in result.stdout
+    assert not (tmp_path / "runs").exists()
+    assert {p.pid for p in psutil.Process().children(recursive=True)} <= before
+
+
+def test_failing_op_reports_and_keeps_completed_outputs(tmp_path: Path) -> None:
+    wf = tmp_path / "fails.yaml"
+    wf.write_text(
+        "name: fails\nsteps:\n"
+        "  field:\n    op: example.field\n    with: {size: 64, chunk: 32}\n"
+        "    outputs: [field.zarr]\n"
+        "  bad:\n    op: tests.integration.user_ops:explode\n    needs: [field]\n"
+        "    with: {message: kaboom}\n    outputs: [nothing.zarr]\n"
+    )
+    run_dir = tmp_path / "run"
+    result = submit(str(wf), "--run-dir", str(run_dir), *QUIET)
+    assert result.returncode == 1
+    assert "step 'bad' (op tests.integration.user_ops:explode)" in result.stderr
+    assert "the op's own error: kaboom" in result.stderr
+    assert "Traceback" not in result.stderr
+    rec = record_of(run_dir)
+    assert rec["status"] == "failed"
+    assert rec["error"]["step"] == "bad" and "kaboom" in rec["error"]["message"]
+    assert rec["steps"]["field"]["status"] == "completed"
+    assert xr.open_zarr(run_dir / "field.zarr")["temperature"].shape == (64, 64)
+
+
+def test_user_op_by_import_path_and_resume_skips_done_steps(tmp_path: Path) -> None:
+    wf = tmp_path / "user.yaml"
+    wf.write_text(
+        "name: user\nsteps:\n"
+        "  field:\n    op: example.field\n    with: {size: 64, chunk: 32}\n"
+        "    outputs: [field.zarr]\n"
+        "  double:\n    op: tests.integration.user_ops:double\n    needs: [field]\n"
+        "    with: {factor: 3.0}\n    outputs: [doubled.zarr]\n"
+    )
+    run_dir = tmp_path / "run"
+    rec = run_workflow(wf, overrides=QUIET[1:], run_dir=run_dir)
+    assert rec["status"] == "completed"
+    doubled = xr.open_zarr(run_dir / "doubled.zarr")
+    field = xr.open_zarr(run_dir / "field.zarr")
+    assert (doubled["temperature"] == 3.0 * field["temperature"]).all()
+    again = run_workflow(wf, overrides=QUIET[1:], resume=run_dir)
+    assert again["attempts"] == 2
+    assert all("skipped" in s for s in again["steps"].values())
+    for name, step in again["steps"].items():
+        assert step["checksums"] == rec["steps"][name]["checksums"]
+        assert step["fingerprint"] == rec["steps"][name]["fingerprint"]
+
+
+def test_existing_run_dir_is_never_overwritten(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "precious.txt").write_text("keep me")
+    result = submit(str(EXAMPLE), "--run-dir", str(run_dir), *QUIET)
+    assert result.returncode == 2 and "not empty" in result.stderr
+    assert (run_dir / "precious.txt").read_text() == "keep me"
+
+
+def test_sigkill_mid_iteration_then_resume_is_bit_identical(tmp_path: Path) -> None:
+    args = [
+        *QUIET,
+        "--set",
+        "params.size=256",
+        "--set",
+        "params.chunk=128",
+        "--set",
+        "params.steps=1000",
+        "--set",
+        "distributed.sync_interval=100",
+    ]
+    reference_dir = tmp_path / "reference"
+    done = submit(str(EXAMPLE), "--run-dir", str(reference_dir), *args)
+    assert done.returncode == 0, done.stderr
+    reference = record_of(reference_dir)
+
+    run_dir = tmp_path / "killed"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [str(EXE), "submit", str(EXAMPLE), "--run-dir", str(run_dir), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+    checkpoint = run_dir / ".checkpoints" / "diffuse" / "checkpoint.json"
+    deadline = time.monotonic() + 240
+    seen = 0
+    while time.monotonic() < deadline and seen < 300:
+        with contextlib.suppress(OSError, ValueError, KeyError):  # not written yet
+            seen = json.loads(checkpoint.read_text())["step"]
+        time.sleep(0.05)
+    assert 300 <= seen < 1000, f"the run should be mid-way, checkpoint at {seen}"
+    os.killpg(proc.pid, signal.SIGKILL)  # the submit process and its whole cluster
+    proc.wait(timeout=30)
+    killed_at = json.loads(checkpoint.read_text())["step"]
+    assert record_of(run_dir)["status"] == "running"  # nobody could mark it
+
+    resumed = submit(str(EXAMPLE), "--resume", str(run_dir), *args)
+    assert resumed.returncode == 0, resumed.stderr
+    rec = record_of(run_dir)
+    assert rec["status"] == "completed" and rec["attempts"] == 2
+    assert "skipped" in rec["steps"]["field"]
+    diffuse = rec["steps"]["diffuse"]
+    # restarted from the last committed checkpoint: at most one sync interval is redone
+    assert diffuse["resumed_from_step"] == killed_at
+    for name in ("diffuse", "profile"):
+        assert rec["steps"][name]["checksums"] == reference["steps"][name]["checksums"], name

@@ -1,0 +1,18 @@
+"""User ops for the workflow tests, named by import path (tests.integration.user_ops:...)."""
+
+from __future__ import annotations
+
+import xarray as xr
+
+from openclaw_dask.workflows.context import StepContext
+
+
+def double(ctx: StepContext, *, factor: float = 2.0) -> dict[str, xr.Dataset]:
+    """A user op: scale the example field."""
+    field = ctx.input("field")
+    return {"doubled": (field * factor).assign_attrs(factor=factor)}
+
+
+def explode(ctx: StepContext, *, message: str = "boom") -> dict[str, xr.Dataset]:
+    """A user op that fails with its own message."""
+    raise ValueError(f"the op's own error: {message}")

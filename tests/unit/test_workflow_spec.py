@@ -1,0 +1,186 @@
+"""Workflow files: the shipped ones load, and every kind of bad file is refused clearly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openclaw_dask.config import ConfigError
+from openclaw_dask.workflows.registry import available_ops, resolve_op
+from openclaw_dask.workflows.spec import load_workflow
+from tests.conftest import ROOT
+
+OP_PATH = "openclaw_dask.workflows.ops.example"
+GOOD = """\
+name: demo
+params:
+  size: {type: int, default: 64, min: 16}
+  label: {type: str, default: run}
+steps:
+  field:
+    op: example.field
+    with: {size: "${params.size}", chunk: 32}
+    outputs: [field.zarr]
+  diffuse:
+    op: example.diffuse
+    needs: [field]
+    with: {steps: 10}
+    outputs: [history.zarr, smoothed.zarr]
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "wf.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_shipped_example_loads() -> None:
+    wf = load_workflow(ROOT / "workflows/example.yaml")
+    assert wf.order == ("field", "diffuse", "profile")
+    assert wf.steps["field"].args["size"] == 512  # ${params.size} keeps its type
+    assert wf.steps["diffuse"].info.iterative
+
+
+def test_params_are_substituted_and_overridden(tmp_path: Path) -> None:
+    wf = load_workflow(write(tmp_path, GOOD), {"size": "128"})
+    assert wf.values == {"size": 128, "label": "run"}
+    assert wf.steps["field"].args == {"size": 128, "chunk": 32}
+    assert wf.param_sources["size"] == "--set"
+
+
+# (workflow text, expected line or None, fragment of the message)
+BAD: dict[str, tuple[str, int | None, str]] = {
+    "syntax": ("name: x\nsteps: [\n", 3, "YAML syntax error"),
+    "not-a-mapping": ("- a\n- b\n", 1, "top level must be a mapping"),
+    "duplicate-key": (GOOD.replace("name: demo", "name: demo\nname: again"), 2, "duplicate key"),
+    "unknown-top-field": (GOOD + "stpes: {}\n", 15, "unknown field; did you mean 'steps'"),
+    "bad-name": (GOOD.replace("name: demo", "name: 'my workflow!'"), 1, "expected a name"),
+    "no-steps": ("name: x\n", None, "steps: expected a mapping of step names"),
+    "unknown-step-field": (
+        GOOD.replace("    needs: [field]", "    need: [field]"),
+        12,
+        "unknown field; did you mean 'needs'",
+    ),
+    "missing-op": (GOOD.replace("    op: example.field\n", ""), 6, "missing op"),
+    "unknown-op": (
+        GOOD.replace("example.field", "example.feild"),
+        7,
+        "unknown op 'example.feild'; did you mean 'example.field'?; available:",
+    ),
+    "bad-import-path": (
+        GOOD.replace("example.field", "no_such_pkg.mod:fn"),
+        7,
+        "cannot import 'no_such_pkg.mod'",
+    ),
+    "missing-attribute": (
+        GOOD.replace("example.field", f"{OP_PATH}:feild"),
+        7,
+        "has no 'feild'; did you mean 'field'?",
+    ),
+    "needs-unknown-step": (
+        GOOD.replace("needs: [field]", "needs: [fields]"),
+        12,
+        "no step named 'fields'; did you mean 'field'?",
+    ),
+    "cycle": (
+        GOOD.replace("    op: example.field\n", "    op: example.field\n    needs: [diffuse]\n"),
+        None,
+        "cycle",
+    ),
+    "unknown-param-ref": (
+        GOOD.replace("${params.size}", "${params.sise}"),
+        8,
+        "${params.sise} is not a parameter; did you mean 'size'?",
+    ),
+    "param-wrong-default": (
+        GOOD.replace("default: 64, min: 16", "default: many"),
+        3,
+        "expected int, got 'many'",
+    ),
+    "param-bad-type": (
+        GOOD.replace("type: int, default: 64", "type: integer, default: 64"),
+        3,
+        "expected one of int, float, bool, str",
+    ),
+    "param-below-min": (
+        GOOD.replace("default: 64, min: 16", "default: 8, min: 16"),
+        3,
+        "expected int >= 16",
+    ),
+    "unknown-op-argument": (
+        GOOD.replace("chunk: 32", "chunks: 32"),
+        8,
+        "takes no argument 'chunks'; did you mean 'chunk'?",
+    ),
+    "bad-output-name": (
+        GOOD.replace("[field.zarr]", "[../field.zarr]"),
+        9,
+        "expected NAME.zarr or NAME/",
+    ),
+    "output-not-of-op": (
+        GOOD.replace("[field.zarr]", "[feld.zarr]"),
+        9,
+        "op example.field has no output 'feld'; it writes field",
+    ),
+    "duplicate-output": (
+        GOOD.replace("[history.zarr, smoothed.zarr]", "[history.zarr, smoothed.zarr, field.zarr]"),
+        14,
+        "also written by step 'field'",
+    ),
+    "missing-config-file": ("config: nowhere.config\n" + GOOD, 1, "file not found: nowhere"),
+    "needs-not-a-list": (
+        GOOD.replace("needs: [field]", "needs: {field: 1}"),
+        12,
+        "expected a list of step names",
+    ),
+    "unsafe-tag": (
+        GOOD.replace("chunk: 32", "chunk: !!python/object:os.system 32"),
+        8,
+        "is not allowed",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD))
+def test_bad_workflow_is_refused(kind: str, tmp_path: Path) -> None:
+    text, line, fragment = BAD[kind]
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_workflow(path)
+    messages = [str(p) for p in info.value.problems]
+    hit = [m for m in messages if fragment in m]
+    assert hit, messages
+    assert hit[0].startswith(str(path))
+    if line is not None:
+        assert hit[0].startswith(f"{path}:{line}:"), hit[0]
+
+
+@pytest.mark.parametrize(
+    ("params", "fragment"),
+    [
+        ({"size": "abc"}, "params.size: expected int, got 'abc'"),
+        ({"size": "8"}, "expected int >= 16"),
+        ({"sise": "100"}, "params.sise: unknown parameter; did you mean 'size'?"),
+    ],
+)
+def test_bad_param_overrides(params: dict[str, Any], fragment: str, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, GOOD), params)
+    assert any(fragment in str(p) for p in info.value.problems), info.value
+
+
+def test_all_problems_of_a_file_at_once(tmp_path: Path) -> None:
+    text = GOOD.replace("example.field", "example.feild").replace("needs: [field]", "needs: [nope]")
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, text))
+    assert len(info.value.problems) == 2
+
+
+def test_registry_lists_builtin_ops() -> None:
+    ops = available_ops()
+    assert {"example.field", "example.diffuse", "example.profile"} <= set(ops)
+    assert resolve_op("openclaw_dask.workflows.ops.example:field") is ops["example.field"]
+    assert ops["example.diffuse"].outputs == ("history", "smoothed")
