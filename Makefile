@@ -5,8 +5,7 @@ env:
 	scripts/setup-env.sh
 
 demo: env
-	.venv/bin/openclaw-dask config show --sources
-	.venv/bin/openclaw-dask config plan
+	.venv/bin/openclaw-dask submit workflows/climate.yaml
 
 test: env
 	.venv/bin/ruff check .

@@ -87,3 +87,9 @@ def submit_cmd(
     out.print(f"outputs:  {run}", markup=False)
     out.print(f"record:   {run}/run.json", markup=False)
     out.print(f"report:   {run}/performance-report.html", markup=False)
+    for name, step in record["steps"].items():
+        for png in step.get("metrics", {}).get("plots", []):
+            out.print(f"plot:     {run}/plots/{png}", markup=False)
+        for key, value in step.get("metrics", {}).items():
+            if isinstance(value, float):
+                out.print(f"{name}.{key}: {value:.2f}", markup=False)

@@ -168,7 +168,7 @@ KEYS: tuple[Key, ...] = (
     Key(
         "distributed.sync_interval",
         Int(1),
-        100,
+        1000,
         "steps between global synchronisation points (persist + checkpoint); same on every node",
         "steps",
     ),

@@ -41,6 +41,8 @@ class StepContext:
         The workflow's resolved parameter values.
     inputs
         ``{step: {output: Dataset}}`` of the steps named in ``needs``, opened lazily from Zarr.
+    metrics
+        Small JSON-able results the op wants in ``run.json`` (e.g. the ice-edge latitude).
     """
 
     step: str
@@ -49,6 +51,7 @@ class StepContext:
     run_dir: Path
     params: dict[str, Any]
     inputs: dict[str, dict[str, xr.Dataset]] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
 
     def input(self, step: str, output: str | None = None) -> xr.Dataset:
         """One input dataset; ``output`` may be left out when the step wrote only one."""

@@ -21,7 +21,7 @@ from openclaw_dask.config.errors import did_you_mean
 
 ENTRY_POINT_GROUP = "openclaw_dask.ops"
 #: Modules whose import registers the built-in ops.
-BUILTIN_MODULES = ("openclaw_dask.workflows.ops.example",)
+BUILTIN_MODULES = ("openclaw_dask.workflows.ops.example", "openclaw_dask.workflows.ops.climate")
 
 _REGISTRY: dict[str, OpInfo] = {}
 _loaded = False

@@ -337,6 +337,8 @@ class Run:
                     else:
                         self.run_map_step(step, ctx, progress, bar, rec)
                     self._finish_step(step, rec)
+                    if ctx.metrics:
+                        rec["metrics"] = ctx.metrics
                 except (KeyboardInterrupt, ConfigError):
                     raise
                 except Exception as exc:

@@ -150,7 +150,7 @@ def test_mismatched_worker_is_refused_and_cluster_keeps_working(tmp_path: Path) 
                 refused = refused_workers(client)
                 time.sleep(0.3)
             (reason,) = refused.values()
-            assert "distributed.sync_interval: worker 5, client 100" in reason
+            assert "distributed.sync_interval: worker 5, client 1000" in reason
             assert proc.wait(timeout=60) is not None  # the worker and its nanny went away
             assert "refused" in proc.stdout.read()  # type: ignore[union-attr]
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -164,3 +165,20 @@ def test_cupy_state_matches_numpy(case) -> None:
     result = chunked.compute(scheduler="threads")
     assert isinstance(result, cupy.ndarray)
     assert cupy.array_equal(result, on_device)
+
+
+@pytest.mark.parametrize("bands", [1, (23, 22), 3])
+def test_accumulated_sum_matches_the_reference(bands) -> None:
+    """advance(accumulate=True): the sum of T after each step, on any banding."""
+    grid = LatLonGrid(4.0)
+    params = EBMParams().resolved(grid)
+    T0 = 5.0 + np.cos(np.deg2rad(grid.lat))[:, None] * np.ones(grid.shape)
+    expected_sum = np.zeros(grid.shape)
+    T = T0
+    for k in range(7):
+        T = run_reference(params, grid, 1, T, step0=100 + k)
+        expected_sum += T
+    end, total = advance(to_bands(T0, bands), params, grid, 7, 2, step0=100, accumulate=True)
+    end, total = dask.compute(end, total, scheduler="sync")
+    assert np.array_equal(end, T)
+    np.testing.assert_allclose(total, expected_sum, rtol=1e-14)

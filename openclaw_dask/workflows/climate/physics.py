@@ -313,6 +313,7 @@ def advance_band(
     step0: int,
     nsteps: int,
     block_rows: int | None = None,
+    accumulate: bool = False,
 ) -> Any:
     """Advance a band of whole rows by ``nsteps`` steps (returns a new array).
 
@@ -334,21 +335,25 @@ def advance_band(
         Number of steps.
     block_rows : int, optional
         Cache-block height (see :func:`make_band_operators`); does not change the result.
+    accumulate : bool, optional
+        Also return the sum of the temperatures after each step (for time means).
 
     Returns
     -------
-    array
-        Temperatures at step ``step0 + nsteps``.
+    array, or (array, array) with ``accumulate``
+        Temperatures at step ``step0 + nsteps`` (and the sum over the steps).
     """
     xp = get_namespace(T, capacity)
     out = xp.array(T, dtype=xp.float64, copy=True, order="C")
-    if nsteps <= 0:
-        return out
-    cap = xp.asarray(capacity, dtype=xp.float64)
-    ops = make_band_operators(params, grid, cap, row0, block_rows)
-    for n in range(step0, step0 + nsteps):
-        step_band(out, ops, n)
-    return out
+    total = xp.zeros_like(out) if accumulate else None
+    if nsteps > 0:
+        cap = xp.asarray(capacity, dtype=xp.float64)
+        ops = make_band_operators(params, grid, cap, row0, block_rows)
+        for n in range(step0, step0 + nsteps):
+            step_band(out, ops, n)
+            if total is not None:
+                total += out
+    return (out, total) if accumulate else out
 
 
 def north_analytic_solution(params: EBMParams, x: Any) -> Any:

@@ -35,6 +35,7 @@ import dask.array as da
 import numpy as np
 
 from openclaw_dask.workflows.climate.grid import LatLonGrid
+from openclaw_dask.workflows.climate.namespace import get_namespace
 from openclaw_dask.workflows.climate.params import EBMParams, heat_capacity
 from openclaw_dask.workflows.climate.physics import (
     advance_band,
@@ -113,28 +114,51 @@ def _batch_task(
     heights: tuple[int, ...],
     depth: int,
     step0: int,
+    accumulate: bool = False,
     block_id: tuple[int, int] | None = None,
 ) -> Any:
-    """Advance one extended band by ``depth`` steps and trim it to the band it owns."""
+    """Advance one extended band by ``depth`` steps and trim it to the band it owns.
+
+    With ``accumulate`` the block holds ``[T, sum of T over the steps]`` stacked on a new
+    first axis (one task, two results).
+    """
     assert block_id is not None
-    i = block_id[0]
+    i = block_id[-2]  # the row-band index (accumulate adds a leading axis)
     row0 = max(starts[i] - depth, 0)
     expected = min(starts[i] + heights[i] + depth, grid.nlat) - row0
     if T_block.shape[0] != expected:  # guards the halo arithmetic against dask changes
         raise RuntimeError(f"band {i}: got {T_block.shape[0]} rows, expected {expected}")
-    out = advance_band(T_block, C_block, params, grid, row0, step0, depth)
     lo = starts[i] - row0
+    if accumulate:
+        out, total = advance_band(
+            T_block, C_block, params, grid, row0, step0, depth, accumulate=True
+        )
+        xp = get_namespace(out)
+        return xp.stack([out[lo : lo + heights[i]], total[lo : lo + heights[i]]])
+    out = advance_band(T_block, C_block, params, grid, row0, step0, depth)
     return out[lo : lo + heights[i]]
 
 
 def _one_batch(
-    T: da.Array, cap: da.Array, params: EBMParams, grid: LatLonGrid, depth: int, step0: int
-) -> da.Array:
+    T: da.Array,
+    cap: da.Array,
+    params: EBMParams,
+    grid: LatLonGrid,
+    depth: int,
+    step0: int,
+    accumulate: bool = False,
+) -> Any:
     heights = T.chunks[0]
     starts = tuple(int(s) for s in np.cumsum((0, *heights[:-1])))
-    extend = functools.partial(
-        da.overlap.overlap, depth={0: depth, 1: 0}, boundary={0: "none", 1: "none"}
-    )
+    if len(heights) == 1:  # one band: no neighbours, nothing to exchange
+
+        def extend(x: da.Array) -> da.Array:
+            return x
+
+    else:
+        extend = functools.partial(
+            da.overlap.overlap, depth={0: depth, 1: 0}, boundary={0: "none", 1: "none"}
+        )
     task = functools.partial(
         _batch_task,
         params=params,
@@ -143,7 +167,20 @@ def _one_batch(
         heights=heights,
         depth=depth,
         step0=step0,
+        accumulate=accumulate,
     )
+    if accumulate:
+        both = da.map_blocks(
+            task,
+            extend(T),
+            extend(cap),
+            chunks=((2,), *T.chunks),
+            new_axis=0,
+            dtype=np.float64,
+            meta=T._meta,
+            token=f"ebm-steps-sum-{step0}-{step0 + depth}",
+        )
+        return both[0], both[1]
     return da.map_blocks(
         task,
         extend(T),
@@ -163,7 +200,8 @@ def advance(
     batch_size: int,
     step0: int = 0,
     capacity: Any = None,
-) -> da.Array:
+    accumulate: bool = False,
+) -> Any:
     """Build the graph that advances the chunked state by ``nsteps`` steps.
 
     Parameters
@@ -183,11 +221,14 @@ def advance(
         Global index of the first step, so a run continued from a checkpoint keeps its season.
     capacity : array or dask.array.Array, optional
         Heat-capacity field; default :func:`~.params.heat_capacity` of ``params``.
+    accumulate : bool, optional
+        Also return the sum of the temperatures after each of the ``nsteps`` steps (the
+        numerator of a time mean), computed in the same tasks.
 
     Returns
     -------
-    dask.array.Array
-        Lazy temperatures at step ``step0 + nsteps``, chunked like ``T``.
+    dask.array.Array, or (dask.array.Array, dask.array.Array) with ``accumulate``
+        Lazy temperatures at step ``step0 + nsteps``, chunked like ``T`` (and their sum).
 
     Raises
     ------
@@ -214,10 +255,17 @@ def advance(
     cap, c_min = _aligned_capacity(capacity, params, grid, T)
     params = params.resolved(grid, c_min)
     done = 0
+    total = None
     while done < nsteps:
         depth = min(batch_size, nsteps - done)
-        T = _one_batch(T, cap, params, grid, depth, step0 + done)
+        if accumulate:
+            T, part = _one_batch(T, cap, params, grid, depth, step0 + done, accumulate=True)
+            total = part if total is None else total + part
+        else:
+            T = _one_batch(T, cap, params, grid, depth, step0 + done)
         done += depth
+    if accumulate:
+        return T, (da.zeros_like(T) if total is None else total)
     return T
 
 

@@ -1,0 +1,369 @@
+"""The ops of ``workflows/climate.yaml``: forcing, the energy-balance model run, its analysis.
+
+``climate.forcing`` builds the grid, land mask, heat capacity and annual-mean insolation;
+``climate.ebm`` spins the model up and runs it (iterative: persisted and checkpointed every
+``distributed.sync_interval`` steps), emitting monthly-mean temperature ``T(time, lat, lon)``;
+``climate.analyse`` computes annual zonal means, the global-mean series, the ice edge per
+hemisphere, the seasonal-amplitude map and PNG plots. All model parameters travel in the
+outputs' attributes, so anyone can recompute North's analytic solution from the files.
+
+Bands: the state is chunked in latitude bands of whole rows. A halo of ``K = batch_size`` rows
+costs ``2K/height`` redundant work, and each task should carry well over 100 ms (Dask's per-task
+cost here is 3-6 ms), so the op uses as many bands as there are worker threads only while each
+band stays at least ``8 K`` rows tall; below that (e.g. the 2° default: 90 rows) it runs one
+band, and a single band needs no halo exchange at all, so one task then advances a whole segment
+(up to a month or a sync window) instead of ``K`` steps.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from openclaw_dask.workflows.climate import (
+    EBMParams,
+    LatLonGrid,
+    advance,
+    global_mean,
+    heat_capacity,
+    ice_edge_latitude,
+    idealized_land_mask,
+    insolation_factor,
+)
+from openclaw_dask.workflows.climate.stepper import band_chunks
+from openclaw_dask.workflows.context import IterativeOp, StepContext
+from openclaw_dask.workflows.registry import register
+
+DAYS_PER_YEAR = 365.25
+MIN_ROWS_PER_HALO = 8
+
+
+def _coords(grid: LatLonGrid) -> dict[str, Any]:
+    return {
+        "lat": ("lat", grid.lat, {"units": "degrees_north", "long_name": "latitude"}),
+        "lon": ("lon", grid.lon, {"units": "degrees_east", "long_name": "longitude"}),
+    }
+
+
+#: Bands used in deterministic mode, whatever the cluster (chunking fixes reduction order).
+DETERMINISTIC_MAX_BANDS = 4
+
+
+def choose_bands(nlat: int, ctx: StepContext) -> int:
+    """Latitude bands: one per thread while each band is at least ``8 K`` rows tall.
+
+    In deterministic mode the count depends on the grid only, never on the cluster: the
+    stepper is bit-identical for any banding, but the analysis reductions sum chunk by chunk.
+    """
+    tall_enough = nlat // (MIN_ROWS_PER_HALO * ctx.batch_size)
+    if ctx.deterministic:
+        return max(1, min(DETERMINISTIC_MAX_BANDS, tall_enough))
+    return max(1, min(ctx.worker_threads, tall_enough))
+
+
+@register("climate.forcing", outputs=("forcing",))
+def forcing(
+    ctx: StepContext,
+    *,
+    resolution: float = 2.0,
+    land: bool = True,
+    seasonal_cycle: bool = True,
+    ice_albedo: bool = True,
+) -> dict[str, xr.Dataset]:
+    """Grid, land mask, heat capacity and annual-mean insolation; the parameters as attrs."""
+    grid = LatLonGrid(resolution)
+    params = EBMParams(seasonal_cycle=seasonal_cycle, ice_albedo=ice_albedo, land=land)
+    mask = idealized_land_mask(grid) if land else np.zeros(grid.shape, dtype=bool)
+    params = params.resolved(grid, float(heat_capacity(params, grid, mask).min()))
+    capacity = heat_capacity(params, grid, mask)
+    spy = round(params.steps_per_year)
+    # annual mean of the orbital insolation at every row (what the seasons average to)
+    s = np.mean(
+        [insolation_factor(params, grid.sin_lat, grid.cos_lat, k) for k in range(spy)], axis=0
+    )
+    rows = band_chunks(grid.nlat, choose_bands(grid.nlat, ctx))
+    chunks = (rows, -1)
+    attrs = {**params.to_attrs(), "resolution": resolution, "steps_per_year": spy}
+    ds = xr.Dataset(
+        {
+            "land_mask": (
+                ("lat", "lon"),
+                da.from_array(mask.astype(np.int8), chunks=chunks),
+                {"long_name": "land (1) or ocean (0)", "source": "idealised"},
+            ),
+            "heat_capacity": (
+                ("lat", "lon"),
+                da.from_array(capacity, chunks=chunks),
+                {"units": "J m-2 K-1"},
+            ),
+            "insolation": (
+                "lat",
+                params.Q * s,
+                {"units": "W m-2", "long_name": "annual-mean insolation"},
+            ),
+            "area_weight": (
+                "lat",
+                grid.area_weights,
+                {"units": "1", "long_name": "cell area / sphere area"},
+            ),
+        },
+        coords=_coords(grid),
+        attrs=attrs,
+    )
+    return {"forcing": ds}
+
+
+@register("climate.ebm")
+class EnergyBalanceModel(IterativeOp):
+    """Spin up and run the 2-D energy-balance model; emit monthly means of T.
+
+    The state holds the temperature and the running sum of the current month, so a checkpoint
+    restarts the month exactly.
+    """
+
+    outputs = ("monthly", "final")
+    append_dim = "time"
+
+    def __init__(
+        self,
+        ctx: StepContext,
+        *,
+        years: int = 2,
+        spinup_years: int = 3,
+        initial_temperature: float = 10.0,
+        bands: int = 0,
+    ) -> None:
+        super().__init__(ctx)
+        if years < 1 or spinup_years < 0:
+            raise ValueError(
+                f"years must be >= 1 and spinup_years >= 0, got {years}, {spinup_years}"
+            )
+        forcing_ds = ctx.input("forcing")
+        self.attrs = dict(forcing_ds.attrs)
+        self.grid = LatLonGrid(float(self.attrs["resolution"]))
+        self.params = EBMParams.from_attrs(self.attrs)
+        self.capacity = np.asarray(forcing_ds["heat_capacity"].values)
+        self.spy = int(self.attrs["steps_per_year"])
+        self.record_start = spinup_years * self.spy
+        self.years, self.spinup_years = years, spinup_years
+        self.initial_temperature = initial_temperature
+        # bands=0: choose from the grid, batch size and cluster (see the module docstring)
+        self.bands = band_chunks(self.grid.nlat, bands or choose_bands(self.grid.nlat, ctx))
+        # one band exchanges no halo: a task may then advance a whole segment
+        self.batch = ctx.batch_size if len(self.bands) > 1 else 2**31
+
+    @property
+    def total_steps(self) -> int:
+        return (self.spinup_years + self.years) * self.spy
+
+    def month_end(self, step: int) -> int:
+        """First month boundary after ``step`` (12 near-equal months per model year)."""
+        year, within = divmod(step, self.spy)
+        month = math.floor(12 * within / self.spy) + 1
+        return year * self.spy + math.ceil(month * self.spy / 12)
+
+    def initial_state(self) -> xr.Dataset:
+        # a warm, pole-cold start: the ice caps grow to their equilibrium edge in the spin-up
+        profile = self.initial_temperature + 20.0 * (1.0 / 3.0 - self.grid.sin_lat**2)
+        T0 = np.repeat(profile[:, None], self.grid.nlon, axis=1)
+        chunks = (self.bands, -1)
+        return self._state(
+            da.from_array(T0, chunks=chunks), da.zeros(self.grid.shape, chunks=chunks), 0
+        )
+
+    def _state(self, T: da.Array, total: da.Array, count: int) -> xr.Dataset:
+        return xr.Dataset(
+            {
+                "T": (("lat", "lon"), T, {"units": "degC", "long_name": "surface temperature"}),
+                "month_sum": (("lat", "lon"), total, {"units": "degC"}),
+                "month_steps": ((), np.int64(count)),
+            },
+            coords=_coords(self.grid),
+            attrs=self.attrs,
+        )
+
+    def _record(self, mean: da.Array, month_index: int) -> xr.Dataset:
+        days = (month_index + 0.5) * DAYS_PER_YEAR / 12
+        return xr.Dataset(
+            {
+                "T": (
+                    ("time", "lat", "lon"),
+                    mean[None],
+                    {"units": "degC", "long_name": "monthly-mean surface temperature"},
+                )
+            },
+            coords={
+                "time": (
+                    "time",
+                    [days],
+                    {"units": "days", "long_name": "model days since the end of the spin-up"},
+                ),
+                **_coords(self.grid),
+            },
+            attrs=self.attrs,
+        )
+
+    def advance(
+        self, state: xr.Dataset, step0: int, nsteps: int
+    ) -> tuple[xr.Dataset, dict[str, xr.Dataset]]:
+        T = state["T"].data.rechunk((self.bands, -1))
+        total = state["month_sum"].data.rechunk((self.bands, -1))
+        count = int(state["month_steps"].values)
+        records = []
+        s, end = step0, step0 + nsteps
+        while s < end:
+            stop = min(end, self.month_end(s))
+            if s < self.record_start:
+                stop = min(stop, self.record_start)
+                T = advance(T, self.params, self.grid, stop - s, self.batch, s, self.capacity)
+            else:
+                T, part = advance(
+                    T,
+                    self.params,
+                    self.grid,
+                    stop - s,
+                    self.batch,
+                    s,
+                    self.capacity,
+                    accumulate=True,
+                )
+                total, count = total + part, count + (stop - s)
+                if stop == self.month_end(stop - 1):  # the month is complete
+                    month = (stop - 1 - self.record_start) * 12 // self.spy
+                    records.append(self._record(total / count, month))
+                    total, count = da.zeros_like(total), 0
+            s = stop
+        emitted = {"monthly": xr.concat(records, dim="time")} if records else {}
+        return self._state(T, total, count), emitted
+
+    def finish(self, state: xr.Dataset) -> dict[str, xr.Dataset]:
+        final = state[["T"]].assign_attrs(self.attrs, steps=self.total_steps)
+        return {"final": final}
+
+
+def _plot(
+    ctx: StepContext,
+    global_series: np.ndarray,
+    days: np.ndarray,
+    annual_map: np.ndarray,
+    zonal: np.ndarray,
+    grid: LatLonGrid,
+) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder = ctx.output_dir("plots")
+    written = []
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    ax.plot(days / DAYS_PER_YEAR, global_series)
+    ax.set(
+        xlabel="years after spin-up",
+        ylabel="global mean T (°C)",
+        title="Global-mean surface temperature (monthly)",
+    )
+    fig.tight_layout()
+    fig.savefig(folder / "global_mean.png", dpi=100)
+    plt.close(fig)
+    written.append("global_mean.png")
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    mesh = ax.pcolormesh(grid.lon, grid.lat, annual_map, cmap="RdBu_r", shading="nearest")
+    fig.colorbar(mesh, ax=ax, label="°C")
+    ax.set(xlabel="longitude", ylabel="latitude", title="Final annual-mean temperature")
+    fig.tight_layout()
+    fig.savefig(folder / "annual_mean_map.png", dpi=100)
+    plt.close(fig)
+    written.append("annual_mean_map.png")
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(grid.lat, zonal)
+    ax.axhline(-10.0, color="0.5", lw=0.8, ls="--", label="ice threshold (−10 °C)")
+    ax.set(xlabel="latitude", ylabel="T (°C)", title="Final annual zonal-mean temperature")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(folder / "zonal_mean.png", dpi=100)
+    plt.close(fig)
+    written.append("zonal_mean.png")
+    return written
+
+
+@register(
+    "climate.analyse",
+    outputs=("zonal_mean", "global_mean", "ice_edge", "seasonal_amplitude", "plots"),
+)
+def analyse(ctx: StepContext, *, source: str = "simulate") -> dict[str, xr.Dataset]:
+    """Annual zonal means, global-mean series, ice edge per hemisphere, seasonal amplitude."""
+    monthly = ctx.input(source, "monthly")
+    T = monthly["T"]
+    grid = LatLonGrid(float(monthly.attrs["resolution"]))
+    threshold = float(monthly.attrs["ice_threshold"])
+    years = T.sizes["time"] // 12
+    if years < 1:
+        raise ValueError("the simulation holds less than one model year of monthly means")
+    annual = T.isel(time=slice(0, 12 * years)).coarsen(time=12).mean()
+    annual = annual.rename(time="year").assign_coords(year=np.arange(years))
+    zonal = annual.mean("lon")  # cells of a row have equal areas
+    weights = xr.DataArray(grid.area_weights, dims="lat")
+    global_series = (T * weights).sum(("lat", "lon"))
+    last_year = T.isel(time=slice(12 * (years - 1), 12 * years))
+    amplitude = last_year.max("time") - last_year.min("time")
+
+    zonal_values = zonal.values  # small: (years, nlat)
+    edges = np.array([ice_edge_latitude(row, grid.lat, threshold) for row in zonal_values])
+    attrs = dict(monthly.attrs)
+    out = {
+        "zonal_mean": xr.Dataset(
+            {"T": zonal.assign_attrs(units="degC", long_name="annual zonal-mean temperature")},
+            attrs=attrs,
+        ),
+        "global_mean": xr.Dataset(
+            {
+                "T": global_series.assign_attrs(units="degC", long_name="global-mean temperature"),
+                "T_annual": (
+                    ("year",),
+                    global_mean(annual.values, grid),
+                    {"units": "degC", "long_name": "annual global mean"},
+                ),
+            },
+            coords={"year": annual["year"]},
+            attrs=attrs,
+        ),
+        "ice_edge": xr.Dataset(
+            {
+                "south": ("year", edges[:, 0], {"units": "degrees_north"}),
+                "north": ("year", edges[:, 1], {"units": "degrees_north"}),
+            },
+            coords={"year": np.arange(years)},
+            attrs={**attrs, "definition": f"zonal-mean annual T crosses {threshold} °C"},
+        ),
+        "seasonal_amplitude": xr.Dataset(
+            {
+                "T": amplitude.assign_attrs(
+                    units="K", long_name="max - min of the monthly means, last year"
+                )
+            },
+            attrs=attrs,
+        ),
+    }
+    ctx.metrics.update(
+        ice_edge_north=float(edges[-1, 1]),
+        ice_edge_south=float(edges[-1, 0]),
+        global_mean_last_year=float(out["global_mean"]["T_annual"][-1]),
+        literature_ice_edge="North (1975), North et al. (1981): x_s = sin(phi_s) = 0.95, "
+        "71.8 deg, for annual-mean insolation",
+    )
+    ctx.metrics["plots"] = _plot(
+        ctx,
+        global_series.values,
+        monthly["time"].values,
+        annual.isel(year=-1).values,
+        zonal_values[-1],
+        grid,
+    )
+    return out
