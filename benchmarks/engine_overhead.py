@@ -133,8 +133,8 @@ def main() -> None:
     """Command line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--size", type=int, default=512)
-    parser.add_argument("--chunk", type=int, default=256)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--chunk", type=int, default=512)
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()

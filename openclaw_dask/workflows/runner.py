@@ -242,7 +242,10 @@ class Run:
                 )
                 for name, ds in records.items()
             ]
-            writes.append(zarrio.write(new_state, ckpt_dir / store, self.config))
+            if s + n < total:  # the last window's state goes straight into the outputs
+                writes.append(zarrio.write(new_state, ckpt_dir / store, self.config))
+            else:
+                store = None
             rec["tasks"] += len(graph_keys(writes))
             pending = (
                 client.compute(writes),
@@ -281,7 +284,8 @@ class Run:
             name: zarrio.extent(self.run_dir / f"{name}.zarr", op.append_dim)
             for name in step.zarr_outputs
         }
-        self._write_checkpoint(ckpt_dir, info)
+        if info["store"] is not None:  # None: the last window, finished right after
+            self._write_checkpoint(ckpt_dir, info)
         rec["checkpoint_step"] = info["step"]
         self.save()
 

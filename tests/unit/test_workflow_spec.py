@@ -40,7 +40,7 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_shipped_example_loads() -> None:
     wf = load_workflow(ROOT / "workflows/example.yaml")
     assert wf.order == ("field", "diffuse", "profile")
-    assert wf.steps["field"].args["size"] == 512  # ${params.size} keeps its type
+    assert wf.steps["field"].args["size"] == 1024  # ${params.size} keeps its type
     assert wf.steps["diffuse"].info.iterative
 
 
