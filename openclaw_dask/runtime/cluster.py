@@ -235,8 +235,9 @@ def start_cluster(
                 locate(
                     "cluster.backend",
                     config.sources,
-                    "mpi clusters start under mpirun: run `openclaw-dask submit "
-                    "--backend mpi` (or the plan's launch command)",
+                    "mpi clusters start under mpirun, which openclaw-dask does not launch "
+                    "yet; `openclaw-dask config plan` prints the mpirun line and the dask-mpi "
+                    "arguments (launching it from submit is still to come)",
                 )
             ]
         )

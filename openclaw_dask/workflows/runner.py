@@ -82,24 +82,17 @@ def _sha256_file(path: str) -> str:
 
 
 def _load_config(
-    workflow: Workflow, config_arg: Config | str | None, overrides: Sequence[str] | None
+    workflow_config: str | None, config_arg: Config | str | None, overrides: Sequence[str] | None
 ) -> Config:
     """The run's config: the argument, else the workflow's ``config:``, else the search order."""
     config_overrides, _ = split_overrides(overrides)
     if not isinstance(config_arg, Config):
-        return load_config(config_arg or workflow.config_path, config_overrides)
+        return load_config(config_arg or workflow_config, config_overrides)
     updates = {}
     for item in config_overrides:
         key, _, value = item.partition("=")
         updates[key.strip().replace(".", "__")] = parse_scalar(value)
     return config_arg.with_values(**updates) if updates else config_arg
-
-
-class _NoWorkflow:
-    config_path = None
-
-
-_NO_WORKFLOW: Any = _NoWorkflow()
 
 
 def step_fingerprint(step: StepSpec, record: Mapping[str, Any], config: Config) -> str:
@@ -468,11 +461,7 @@ def run_workflow(
     except ConfigError as exc:
         problems += exc.problems
     try:  # the config is checked even when the workflow is bad: every problem at once
-        cfg = (
-            _load_config(workflow, config, overrides)
-            if workflow
-            else _load_config(_NO_WORKFLOW, config, overrides)
-        )
+        cfg = _load_config(workflow.config_path if workflow else None, config, overrides)
     except ConfigError as exc:
         problems += exc.problems
     if problems or workflow is None or cfg is None:
