@@ -35,7 +35,6 @@ def compute_with_progress(
     collections: Sequence[Any],
     progress: Any = None,
     task_id: Any = None,
-    persist: bool = False,
 ) -> tuple[list[Any], int]:
     """Run ``collections`` on ``client`` in one submission; return results and task count.
 
@@ -47,19 +46,11 @@ def compute_with_progress(
         Dask collections (or delayed writes).
     progress, task_id
         A ``rich.progress.Progress`` and the bar to move (optional).
-    persist
-        Return persisted collections (kept on the workers) instead of computed values. All of
-        ``collections`` go to the scheduler in one graph either way, so shared parts are
-        computed once and keep one definition.
     """
-    from distributed import futures_of, wait
+    from distributed import wait
 
     keys = graph_keys(collections)
-    if persist:
-        results = client.persist(list(collections))
-        futures = [f for r in results for f in futures_of(r)]
-    else:
-        futures = client.compute(list(collections))
+    futures = client.compute(list(collections))
     if progress is not None:
         progress.update(task_id, total=len(keys), completed=0)
     while True:
@@ -77,7 +68,4 @@ def compute_with_progress(
         progress.update(task_id, completed=len(keys) - pending)
     if progress is not None:
         progress.update(task_id, completed=len(keys))
-    if persist:
-        client.gather(futures)  # raises the first error, if any
-        return list(results), len(keys)
     return client.gather(futures), len(keys)

@@ -60,11 +60,6 @@ class OpInfo:
         skip = 2 if self.iterative else 1  # (self,) ctx
         return {p.name: p for p in params[skip:] if p.kind is not inspect.Parameter.VAR_POSITIONAL}
 
-    @property
-    def doc(self) -> str:
-        """First line of the op's docstring."""
-        return (inspect.getdoc(self.target) or "").splitlines()[0] if self.target.__doc__ else ""
-
 
 def _info(name: str, target: Any, outputs: tuple[str, ...] | None) -> OpInfo:
     from openclaw_dask.workflows.context import IterativeOp
