@@ -30,7 +30,7 @@ from openclaw_dask.config.yamlsource import YamlDocument, parse_scalar, read_yam
 
 ENV_PREFIX = "OPENCLAW_"
 #: Environment variables of ours that are not config keys.
-ENV_RESERVED = {"OPENCLAW_CONFIG", "OPENCLAW_STATE_DIR"}
+ENV_RESERVED = {"OPENCLAW_CONFIG", "OPENCLAW_STATE_DIR", "OPENCLAW_DEBUG"}
 USER_CONFIG = Path("~/.config/openclaw/openclaw.config")
 
 #: Keys whose values must agree on every node (the fingerprint of the runtime checks them):

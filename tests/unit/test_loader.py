@@ -187,6 +187,13 @@ def test_env_and_set_win_in_order(write_config: Any) -> None:
     assert config.sources["parallel.processes"] == f"{file}:3"
 
 
+def test_our_own_variables_are_not_config_keys(write_config: Any) -> None:
+    # the CLI tells users to set OPENCLAW_DEBUG=1; that must not break config loading
+    env = {"OPENCLAW_DEBUG": "1", "OPENCLAW_STATE_DIR": "/tmp/x", "OPENCLAW_CONFIG": "unused"}
+    config = load_config(write_config("parallel:\n  processes: 1\n"), env=env)
+    assert config["parallel.processes"] == 1
+
+
 def test_env_values_are_checked(write_config: Any) -> None:
     env = {"OPENCLAW_PARALLEL__THREAD_POOL_SIZE": "yes", "OPENCLAW_PARALEL__X": "1"}
     with pytest.raises(ConfigError) as info:

@@ -1,0 +1,5 @@
+"""Benchmarks and the tuner, on top of the public API (``openclaw-dask benchmark``/``tune``)."""
+
+from openclaw_dask.bench.run import benchmark
+
+__all__ = ["benchmark"]

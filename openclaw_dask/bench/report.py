@@ -1,0 +1,75 @@
+"""Show a benchmark report: a rich table on screen, JSON and a PNG of the ratios on request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+
+def _fmt(value: float, unit: str) -> str:
+    if unit == "B/s":
+        return f"{value / 1e9:.2f} GB/s"
+    if unit == "B":
+        return f"{value / 2**20:.1f} MiB"
+    if unit == "cell-updates/s":
+        return f"{value / 1e6:.1f} Mcell/s"
+    return f"{value:.3g} {unit}"
+
+
+def table(report: dict[str, Any]) -> Table:
+    """One row per throughput figure and per ratio, with goals where the issue sets one."""
+    t = Table(title=f"openclaw-dask benchmark (config {report['config_hash']})")
+    for col in ("suite", "figure", "value", "spread", "goal"):
+        t.add_column(col)
+    for name, suite in report["suites"].items():
+        timings = suite["timings"]
+        for fig, tp in suite["throughput"].items():
+            spread = timings.get(fig, {}).get("spread")
+            t.add_row(name, fig, _fmt(tp["value"], tp["unit"]), _spread(spread), "")
+        for fig, value in suite["ratios"].items():
+            goal = suite["goals"].get(fig)
+            mark = ""
+            if goal:
+                sign = "<=" if goal["kind"] == "at_most" else ">="
+                ok = "[green]met[/]" if goal["met"] else "[red]missed[/]"
+                mark = f"{sign} {goal['target']:g} {ok}"
+            shown = "n/a" if value is None else f"{value:.3f}"
+            t.add_row(name, f"[bold]{fig}[/]", shown, "", mark)
+    return t
+
+
+def _spread(spread: float | None) -> str:
+    return "" if spread is None else f"±{100 * spread / 2:.0f}%"
+
+
+def write_json(report: dict[str, Any], path: Path) -> None:
+    """Write the report as indented JSON."""
+    path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+
+
+def plot(report: dict[str, Any], path: Path) -> None:
+    """A PNG with one bar chart of ratios per suite (goals drawn as dashed lines)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    suites = [(n, s) for n, s in report["suites"].items() if s["ratios"]]
+    fig, axes = plt.subplots(len(suites), 1, figsize=(8, 2.2 * max(1, len(suites))), squeeze=False)
+    for ax, (name, suite) in zip(axes[:, 0], suites, strict=True):
+        labels = list(suite["ratios"])
+        values = [suite["ratios"][k] or 0.0 for k in labels]
+        ax.barh(labels, values, color="tab:blue")
+        for i, label in enumerate(labels):
+            goal = suite["goals"].get(label)
+            if goal:
+                ax.plot([goal["target"]] * 2, [i - 0.4, i + 0.4], "r--")
+        ax.set_title(name, fontsize=9, loc="left")
+        ax.tick_params(labelsize=7)
+    fig.suptitle(f"openclaw-dask benchmark, config {report['config_hash']}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

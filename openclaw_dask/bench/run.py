@@ -1,0 +1,98 @@
+"""``benchmark()``: start the configured cluster once and run the chosen suites on it."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from openclaw_dask.bench.machine import machine_facts, versions
+from openclaw_dask.bench.suite import BenchContext
+from openclaw_dask.bench.suites import NAMES, suite
+from openclaw_dask.config import Config, ConfigError, detect_hardware, load_config
+from openclaw_dask.config.errors import Problem, did_you_mean
+from openclaw_dask.runtime import start_cluster
+
+
+def check_suites(names: Sequence[str] | None) -> list[str]:
+    """Validate suite names (``None``: all); unknown ones are bad input."""
+    if not names:
+        return list(NAMES)
+    problems = [
+        Problem(
+            f"unknown suite {name!r}; suites: {', '.join(NAMES)}{did_you_mean(name, NAMES)}",
+            origin="--suite",
+        )
+        for name in names
+        if name not in NAMES
+    ]
+    if problems:
+        raise ConfigError(problems)
+    return list(dict.fromkeys(names))
+
+
+def benchmark(
+    config: Config | str | Path | None = None,
+    *,
+    overrides: Sequence[str] | None = None,
+    suites: Sequence[str] | None = None,
+    quick: bool = False,
+    on_suite: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run benchmark suites on the cluster ``config`` plans.
+
+    Parameters
+    ----------
+    config
+        A loaded Config, a path, or ``None`` for the search order.
+    overrides
+        ``["key=value", ...]`` applied to a config path.
+    suites
+        Suite names (default: all of :data:`~openclaw_dask.bench.suites.NAMES`).
+    quick
+        Small sizes and one repeat (CI).
+    on_suite
+        Called with each suite's name before it starts (progress display).
+
+    Returns
+    -------
+    dict
+        ``{"config_hash", "machine", "versions", "cluster", "quick", "suites": {name: ...},
+        "wall_seconds"}``; each suite as :meth:`SuiteResult.to_dict`.
+    """
+    names = check_suites(suites)
+    if not isinstance(config, Config):
+        config = load_config(config, list(overrides or []))
+    hw = detect_hardware()
+    report: dict[str, Any] = {
+        "config_hash": config.config_hash(),
+        "config_file": str(config.file) if config.file else None,
+        "machine": machine_facts(hw),
+        "versions": versions(),
+        "quick": quick,
+        "suites": {},
+    }
+    t0 = time.perf_counter()
+    with (
+        start_cluster(config, hardware=hw) as client,
+        client.as_current(),
+        tempfile.TemporaryDirectory(prefix="openclaw-bench-") as tmp,
+    ):
+        report["cluster"] = {
+            "workers": len(client.nthreads()),
+            "threads": sum(client.nthreads().values()),
+            "dashboard": client.dashboard_link,
+        }
+        ctx = BenchContext(client, config, hw, quick, Path(tmp))
+        for name in names:
+            if on_suite:
+                on_suite(name)
+            s0 = time.perf_counter()
+            result = suite(name)(ctx).to_dict()
+            result["wall_seconds"] = time.perf_counter() - s0
+            report["suites"][name] = result
+            client.cancel(list(client.futures))  # nothing of one suite leaks into the next
+    report["wall_seconds"] = time.perf_counter() - t0
+    return report

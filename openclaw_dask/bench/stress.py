@@ -1,0 +1,119 @@
+"""``benchmark --stress DURATION``: the climate stencil at full load, watched for decay.
+
+The seed's "stress test before production": run the real workload back to back for the whole
+duration and report failed tasks, memory growth per worker (RSS after the first round vs after
+the last) and throughput drift (the median of the last quarter of rounds vs the first quarter).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import psutil
+from distributed import wait
+from rich.table import Table
+
+from openclaw_dask.bench.machine import machine_facts, versions
+from openclaw_dask.bench.suites.stencil import model_setup
+from openclaw_dask.config import Config, detect_hardware, load_config
+from openclaw_dask.runtime import start_cluster
+from openclaw_dask.workflows.climate import advance
+from openclaw_dask.workflows.climate.stepper import to_bands
+
+RESOLUTION = 0.5
+STEPS_PER_ROUND = 64
+
+
+def _rss() -> int:
+    return psutil.Process().memory_info().rss
+
+
+def stress_test(
+    config: Config | str | Path | None = None,
+    *,
+    overrides: Sequence[str] | None = None,
+    seconds: float = 600.0,
+) -> dict[str, Any]:
+    """Run the stencil for ``seconds``; return failures, memory growth and drift.
+
+    Returns
+    -------
+    dict
+        ``rounds``, ``failed_tasks``, ``errors`` (first few messages), ``memory`` per worker
+        (``start``/``end`` bytes and ``growth`` fraction), ``throughput`` per round
+        (cell-updates/s) and ``drift`` (last quarter median / first quarter median - 1).
+    """
+    if not isinstance(config, Config):
+        config = load_config(config, list(overrides or []))
+    hw = detect_hardware()
+    params, grid, start = model_setup(RESOLUTION)
+    k = int(config["distributed.batch_size"])
+    rates: list[float] = []
+    errors: list[str] = []
+    failed = 0
+    with start_cluster(config, hardware=hw) as client, client.as_current():
+        threads = sum(client.nthreads().values())
+        [state] = client.persist([to_bands(start, threads)])
+        wait(state)
+        memory_start: dict[str, int] = {}
+        step0 = 0
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline or not rates:
+            t0 = time.perf_counter()
+            [nxt] = client.persist([advance(state, params, grid, STEPS_PER_ROUND, k, step0)])
+            wait(nxt)
+            futures = client.futures_of(nxt)
+            bad = [f for f in futures if f.status == "error"]
+            if bad:
+                failed += len(bad)
+                errors += [repr(f.exception()) for f in bad[:3]]
+                continue  # keep the last good state and try again
+            state, step0 = nxt, step0 + STEPS_PER_ROUND
+            rates.append(grid.size * STEPS_PER_ROUND / (time.perf_counter() - t0))
+            if not memory_start:
+                memory_start = client.run(_rss)
+        memory_end = client.run(_rss)
+    quarter = max(1, len(rates) // 4)
+    first, last = statistics.median(rates[:quarter]), statistics.median(rates[-quarter:])
+    return {
+        "config_hash": config.config_hash(),
+        "machine": machine_facts(hw),
+        "versions": versions(),
+        "seconds": seconds,
+        "grid": list(grid.shape),
+        "steps_per_round": STEPS_PER_ROUND,
+        "rounds": len(rates),
+        "failed_tasks": failed,
+        "errors": errors[:10],
+        "memory": {
+            w: {
+                "start": memory_start.get(w, memory_end[w]),
+                "end": memory_end[w],
+                "growth": memory_end[w] / memory_start.get(w, memory_end[w]) - 1.0,
+            }
+            for w in memory_end
+        },
+        "throughput": rates,
+        "throughput_median": statistics.median(rates),
+        "drift": last / first - 1.0,
+    }
+
+
+def stress_table(result: dict[str, Any]) -> Table:
+    """The stress result on screen."""
+    t = Table(title=f"stress test: {result['seconds']:g} s, {result['rounds']} rounds")
+    t.add_column("figure")
+    t.add_column("value")
+    t.add_row("failed tasks", str(result["failed_tasks"]))
+    t.add_row("throughput (median)", f"{result['throughput_median'] / 1e6:.1f} Mcell/s")
+    t.add_row("throughput drift (last vs first quarter)", f"{100 * result['drift']:+.1f}%")
+    for worker, m in result["memory"].items():
+        t.add_row(
+            f"memory {worker}",
+            f"{m['start'] / 2**20:.0f} -> {m['end'] / 2**20:.0f} MiB ({100 * m['growth']:+.1f}%)",
+        )
+    return t

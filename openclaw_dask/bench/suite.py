@@ -1,0 +1,107 @@
+"""What a benchmark suite receives (:class:`BenchContext`) and returns (:class:`SuiteResult`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from distributed import Client
+
+from openclaw_dask.bench.timing import Timing
+from openclaw_dask.config import Config, Hardware
+
+
+@dataclass
+class BenchContext:
+    """The cluster and settings every suite runs with.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A client of the cluster the config plans (started once for all suites).
+    config : Config
+        The resolved config (its hash goes into the report).
+    hardware : Hardware
+        This machine.
+    quick : bool
+        Small sizes and one repeat: every suite in seconds (CI).
+    workdir : Path
+        Scratch space (Zarr stores); removed after the run.
+    """
+
+    client: Client
+    config: Config
+    hardware: Hardware
+    quick: bool
+    workdir: Path
+
+    @property
+    def worker_threads(self) -> int:
+        """Threads over all workers: the cores the cluster computes on."""
+        return sum(self.client.nthreads().values())
+
+    def repeats(self, full: int = 3) -> int:
+        """Counted repeats: ``full``, or 1 in quick mode."""
+        return 1 if self.quick else full
+
+
+@dataclass
+class SuiteResult:
+    """Measurements of one suite.
+
+    Parameters
+    ----------
+    params : dict
+        Sizes and settings the suite ran with.
+    timings : dict of name to Timing
+        Every measured operation.
+    throughput : dict of name to (value, unit)
+        Rates derived from ``timings`` (GFLOP/s, cell-updates/s, MB/s).
+    ratios : dict of name to float
+        The headline comparisons, each from two timings of this run.
+    goals : dict of name to float
+        Target of a ratio (``>=`` unless the name is in ``goals_at_most``).
+    goals_at_most : set of str
+        Ratios whose goal is an upper bound (costs, growth).
+    notes : list of str
+        What limits a figure, what was skipped and why.
+    """
+
+    params: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, Timing] = field(default_factory=dict)
+    throughput: dict[str, tuple[float, str]] = field(default_factory=dict)
+    ratios: dict[str, float] = field(default_factory=dict)
+    goals: dict[str, float] = field(default_factory=dict)
+    goals_at_most: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+
+    def goal_met(self, name: str) -> bool | None:
+        """Whether ratio ``name`` meets its goal (``None``: no goal)."""
+        if name not in self.goals:
+            return None
+        value, goal = self.ratios[name], self.goals[name]
+        return value <= goal if name in self.goals_at_most else value >= goal
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "params": self.params,
+            "timings": {k: v.to_dict() for k, v in self.timings.items()},
+            "throughput": {k: {"value": v, "unit": u} for k, (v, u) in self.throughput.items()},
+            "ratios": {k: _finite(v) for k, v in self.ratios.items()},
+            "goals": {
+                k: {
+                    "target": v,
+                    "kind": "at_most" if k in self.goals_at_most else "at_least",
+                    "met": self.goal_met(k),
+                }
+                for k, v in self.goals.items()
+            },
+            "notes": self.notes,
+        }
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None

@@ -1,0 +1,94 @@
+"""``stencil``: the climate model's time step on the cluster vs the numpy reference on 1 core.
+
+The Dask run is what ``climate.ebm`` runs: the state in one latitude band per worker thread,
+``batch_size`` steps per halo exchange (:func:`~openclaw_dask.workflows.climate.advance`),
+persisted on the workers. The baseline is
+:func:`~openclaw_dask.workflows.climate.reference.run_reference`, the same kernels on the whole
+globe in this process on one core. Both do the same cell-updates; the ratio of their times is
+the speedup, and the speedup over the cluster's thread count is the parallel efficiency.
+
+Bytes moved per cell-update are counted as the state's read and write (16 bytes in float64),
+the least any explicit step must move; they are compared with a copy-bandwidth probe run in
+this process on as many threads as the cluster has.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from distributed import wait
+from threadpoolctl import threadpool_limits
+
+from openclaw_dask.bench.probes import copy_bandwidth
+from openclaw_dask.bench.suite import BenchContext, SuiteResult
+from openclaw_dask.bench.timing import interleaved, ratio
+from openclaw_dask.workflows.climate import EBMParams, LatLonGrid, advance
+from openclaw_dask.workflows.climate.reference import run_reference
+from openclaw_dask.workflows.climate.stepper import to_bands
+
+STATE_BYTES_PER_UPDATE = 16  # read T and write T, float64
+
+#: batch sizes of the sweep (``distributed.batch_size``)
+BATCH_SIZES = (1, 4, 16)
+
+
+def model_setup(resolution: float) -> tuple[EBMParams, LatLonGrid, np.ndarray]:
+    """The default climate model on a grid, with a smooth initial state (°C)."""
+    grid = LatLonGrid(resolution)
+    params = EBMParams()
+    temp = 14.0 - 30.0 * np.broadcast_to(grid.sin_lat[:, None] ** 2, grid.shape)
+    return params, grid, np.ascontiguousarray(temp)
+
+
+def run(ctx: BenchContext) -> SuiteResult:
+    """Cell-updates/s, speedup and efficiency vs 1 core, copy-bandwidth fraction, K sweep."""
+    resolution, nsteps = (2.0, 64) if ctx.quick else (0.25, 320)
+    params, grid, start = model_setup(resolution)
+    threads = ctx.worker_threads
+    client = ctx.client
+    [state] = client.persist([to_bands(start, threads)])
+    wait(state)
+    configured = int(ctx.config["distributed.batch_size"])
+
+    def dask_run(k: int):
+        def go() -> None:
+            [out] = client.persist([advance(state, params, grid, nsteps, k)])
+            wait(out)
+
+        return go
+
+    def reference() -> None:
+        with threadpool_limits(limits=1):
+            run_reference(params, grid, nsteps, start)
+
+    sizes = sorted({*BATCH_SIZES, configured})
+    fns = {"reference_1core": reference} | {f"dask_K{k}": dask_run(k) for k in sizes}
+    t = interleaved(fns, repeats=ctx.repeats(3))
+    updates = grid.size * nsteps
+    best = f"dask_K{configured}"
+    speedup = ratio(t[best], t["reference_1core"])
+    bandwidth = copy_bandwidth(threads, repeats=3 if ctx.quick else 5)
+    state_rate = t[best].rate(updates) * STATE_BYTES_PER_UPDATE
+    result = SuiteResult(
+        params={
+            "resolution_deg": resolution,
+            "grid": list(grid.shape),
+            "steps": nsteps,
+            "bands": threads,
+            "batch_size": configured,
+            "threads": threads,
+        },
+        timings=t,
+        throughput={k: (v.rate(updates), "cell-updates/s") for k, v in t.items()}
+        | {
+            "state_bytes": (state_rate, "B/s"),
+            "copy_bandwidth": (bandwidth, "B/s"),
+        },
+        ratios={
+            "speedup_vs_reference_1core": speedup,
+            "parallel_efficiency": speedup / threads,
+            "fraction_of_copy_bandwidth": state_rate / bandwidth,
+        }
+        | {f"batch_K{k}_vs_K1": ratio(t[f"dask_K{k}"], t["dask_K1"]) for k in sizes if k != 1},
+        goals={"parallel_efficiency": 0.9, "fraction_of_copy_bandwidth": 0.6},
+    )
+    return result

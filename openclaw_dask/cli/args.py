@@ -1,0 +1,50 @@
+"""Checks of command-line values that click cannot express: durations and output paths.
+
+Both end as a :class:`ConfigError` (exit 2) naming the option, before anything starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from openclaw_dask.config.errors import ConfigError, Problem
+from openclaw_dask.config.types import Duration, InvalidValueError
+
+
+def duration(value: str, option: str) -> float:
+    """Seconds of a duration such as ``10m``, ``90s`` or ``1h`` (must be positive)."""
+    try:
+        return Duration().check(value)
+    except InvalidValueError as exc:
+        raise ConfigError([Problem(str(exc), origin=option)]) from None
+
+
+def _writable(path: Path) -> bool:
+    # try it: os.access says yes to root everywhere, even under /proc
+    existed = path.exists()
+    try:
+        with path.open("a"):
+            pass
+    except OSError:
+        return False
+    if not existed:
+        path.unlink()
+    return True
+
+
+def output_path(value: str | None, option: str) -> Path | None:
+    """A file the command will write: in an existing folder, writable, not a folder."""
+    if value is None:
+        return None
+    path = Path(value)
+    parent = path.parent if str(path.parent) else Path(".")
+    reason = None
+    if path.is_dir():
+        reason = "is a folder, not a file"
+    elif not parent.is_dir():
+        reason = f"its folder {parent} does not exist"
+    elif not _writable(path):
+        reason = "is not writable"
+    if reason:
+        raise ConfigError([Problem(f"cannot write {value}: {reason}", origin=option)])
+    return path

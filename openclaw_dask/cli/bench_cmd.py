@@ -1,0 +1,70 @@
+"""``openclaw-dask benchmark``: measure a config on the cluster it plans."""
+
+from __future__ import annotations
+
+import click
+
+from openclaw_dask.cli import args
+from openclaw_dask.cli.config_cmd import SET_OPTION
+from openclaw_dask.cli.output import err, out
+
+
+@click.command("benchmark")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config file.")
+@click.option(
+    "--suite",
+    "suites",
+    help="Comma-separated suites: matmul, stencil, reduce, zarr, overhead, graph (default all).",
+)
+@click.option("--quick", is_flag=True, help="Small sizes, one repeat: every suite in seconds.")
+@click.option("--json", "json_out", help="Write the full report as JSON here.")
+@click.option("--plot", "plot_out", help="Write a PNG of the ratios here.")
+@click.option(
+    "--stress",
+    metavar="DURATION",
+    help="Instead of the suites: run the climate stencil at full load for DURATION (e.g. 10m).",
+)
+@SET_OPTION
+def benchmark_cmd(
+    config_path: str | None,
+    suites: str | None,
+    quick: bool,
+    json_out: str | None,
+    plot_out: str | None,
+    stress: str | None,
+    overrides: tuple[str, ...],
+) -> None:
+    """Measure the cluster a config plans: every figure a ratio measured side by side."""
+    from openclaw_dask.bench import report
+    from openclaw_dask.bench.run import benchmark, check_suites
+
+    json_path = args.output_path(json_out, "--json")
+    plot_path = args.output_path(plot_out, "--plot")
+    if stress:
+        from openclaw_dask.bench.stress import stress_table, stress_test
+
+        seconds = args.duration(stress, "--stress")
+        result = stress_test(config_path, overrides=list(overrides), seconds=seconds)
+        out.print(stress_table(result))
+        if json_path:
+            report.write_json(result, json_path)
+            out.print(f"json: {json_path}", markup=False)
+        return
+    names = check_suites([s.strip() for s in suites.split(",") if s.strip()] if suites else None)
+    result = benchmark(
+        config_path,
+        overrides=list(overrides),
+        suites=names,
+        quick=quick,
+        on_suite=lambda name: err.print(f"[cyan]suite[/] {name} ...", markup=True),
+    )
+    out.print(report.table(result))
+    for name, suite in result["suites"].items():
+        for note in suite["notes"]:
+            out.print(f"  {name}: {note}", markup=False)
+    if json_path:
+        report.write_json(result, json_path)
+        out.print(f"json: {json_path}", markup=False)
+    if plot_path:
+        report.plot(result, plot_path)
+        out.print(f"plot: {plot_path}", markup=False)

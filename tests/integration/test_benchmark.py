@@ -1,0 +1,122 @@
+"""``openclaw-dask benchmark``: the quick run on a real cluster, and bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit.test_cli import run_cli
+
+#: per suite, the ratios the issue names
+RATIOS = {
+    "matmul": {"dask_vs_blas", "speedup_vs_1thread"},
+    "stencil": {
+        "speedup_vs_reference_1core",
+        "parallel_efficiency",
+        "fraction_of_copy_bandwidth",
+        "batch_K4_vs_K1",
+        "batch_K16_vs_K1",
+    },
+    "reduce": {"deterministic_cost"},
+    "zarr": {f"compression_{k}_zstd{lv}" for k in ("smooth", "random") for lv in (1, 3, 9)},
+    "overhead": {"submit_vs_plain_dask"},
+    "graph": {"scheduler_memory_growth", "step_time_long_vs_short"},
+}
+
+
+def median(suite: dict[str, Any], name: str) -> float:
+    return suite["timings"][name]["median_s"]
+
+
+@pytest.fixture(scope="module")
+def quick_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("bench")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")}
+    env["OPENCLAW_STATE_DIR"] = str(out / "state")
+    proc = run_cli(
+        "benchmark",
+        "--quick",
+        "--json",
+        str(out / "out.json"),
+        "--plot",
+        str(out / "out.png"),
+        "--set",
+        "cluster.dashboard_address=127.0.0.1:0",
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "out.png").stat().st_size > 1000
+    report = json.loads((out / "out.json").read_text())
+    report["_stdout"] = proc.stdout
+    return report
+
+
+def test_quick_json_has_every_suite_and_named_ratio(quick_report: dict[str, Any]) -> None:
+    assert set(quick_report["suites"]) == set(RATIOS)
+    assert quick_report["quick"] is True
+    assert quick_report["machine"]["usable_cores"] >= 1
+    assert quick_report["versions"]["dask"]
+    assert len(quick_report["config_hash"]) == 16
+    for name, wanted in RATIOS.items():
+        ratios = quick_report["suites"][name]["ratios"]
+        assert wanted <= set(ratios), (name, sorted(ratios))
+        for key in wanted:
+            value = ratios[key]
+            assert isinstance(value, float) and math.isfinite(value), (name, key, value)
+            if key != "scheduler_memory_growth":  # a growth may be 0 or slightly negative
+                assert value > 0, (name, key, value)
+    assert "dask_vs_blas" in quick_report["_stdout"]
+
+
+def test_ratios_are_computed_from_the_measured_times(quick_report: dict[str, Any]) -> None:
+    s = quick_report["suites"]
+    m = s["matmul"]
+    assert m["ratios"]["dask_vs_blas"] == pytest.approx(median(m, "blas") / median(m, "dask"))
+    st = s["stencil"]
+    k = st["params"]["batch_size"]
+    speedup = median(st, "reference_1core") / median(st, f"dask_K{k}")
+    assert st["ratios"]["speedup_vs_reference_1core"] == pytest.approx(speedup)
+    assert st["ratios"]["parallel_efficiency"] == pytest.approx(speedup / st["params"]["threads"])
+    r = s["reduce"]
+    cost = median(r, "deterministic_on") / median(r, "deterministic_off")
+    assert r["ratios"]["deterministic_cost"] == pytest.approx(cost)
+    o = s["overhead"]
+    assert o["ratios"]["submit_vs_plain_dask"] == pytest.approx(
+        median(o, "submit") / median(o, "plain_dask")
+    )
+    g = s["graph"]["throughput"]
+    growth = g["scheduler_rss_long"]["value"] / g["scheduler_rss_short"]["value"] - 1
+    assert s["graph"]["ratios"]["scheduler_memory_growth"] == pytest.approx(growth)
+    # every timing is a real measurement: positive and not all repeats identical to the bit
+    for suite in s.values():
+        for timing in suite["timings"].values():
+            assert all(t > 0 for t in timing["samples_s"])
+    medians = [t["median_s"] for suite in s.values() for t in suite["timings"].values()]
+    assert len(set(medians)) == len(medians)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--suite", "matmull"], "did you mean 'matmul'"),
+        (["--suite", "stencil,bogus"], "unknown suite 'bogus'"),
+        (["--json", "/nonexistent-dir/out.json"], "does not exist"),
+        (["--plot", "/proc/out.png"], "is not writable"),
+        (["--json", "."], "is a folder"),
+        (["--stress", "0s"], "positive duration"),
+        (["--stress", "soon"], "positive duration"),
+    ],
+)
+def test_bad_input_is_refused_before_anything_starts(
+    args: list[str], expected: str, tmp_path: Path
+) -> None:
+    proc = run_cli("benchmark", "--quick", *args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert expected in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert list(tmp_path.iterdir()) == []
