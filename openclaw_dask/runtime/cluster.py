@@ -241,6 +241,10 @@ def start_cluster(
                 )
             ]
         )
+    if plan.backend == "ssh" and verify:
+        from openclaw_dask.runtime.preflight import check_nodes
+
+        check_nodes(config)  # every node reachable, logged in and compatible, or nothing starts
     with ExitStack() as stack:
         stack.enter_context(dask.config.set(plan.dask_config))
         if plan.backend == "attach":

@@ -25,6 +25,8 @@ from openclaw_dask.translate.plan import (
 
 SSH_SCHEDULER = "distributed.deploy.ssh.Scheduler"
 SSH_WORKER = "distributed.deploy.ssh.Worker"
+#: Preload that gives each remote worker the fingerprint of its node's own openclaw.config.
+NODE_PRELOAD = "openclaw_dask.runtime.preload"
 
 
 def connect_options(config: Config, node: dict[str, Any]) -> dict[str, Any]:
@@ -105,6 +107,11 @@ def plan_ssh(config: Config, hw: Hardware) -> ClusterPlan:
         if config["cluster.interface"]:
             del kw["host"]
             kw["interface"] = config["cluster.interface"]
+        # the worker reads its node's own config, so a node that disagrees is refused by name;
+        # a kwarg replaces distributed.worker.preload, so keep what the dask config asks for
+        preload = list(dask_config.get("distributed.worker.preload") or [])
+        kw["preload"] = [*preload, NODE_PRELOAD]
+        kw["preload_argv"] = [[] for _ in preload] + [["--openclaw-adopt-unconfigured"]]
         workers[name] = {
             "cls": SSH_WORKER,
             "options": {

@@ -525,6 +525,9 @@ def run_workflow(
             run.save()
             run.run_steps(client)
         record["status"] = "completed"
+    except ConfigError as exc:  # refused before any step ran (a bad node, a refused worker)
+        record.update(status="rejected", error={"message": str(exc)})
+        raise
     except StepFailedError as exc:
         record.update(
             status="failed",

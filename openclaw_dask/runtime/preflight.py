@@ -1,0 +1,321 @@
+"""Check every SSH node before a cluster starts on it, and name the node that is wrong.
+
+distributed's SSH deploy reports a node that cannot run a worker as ``Worker failed to start``
+(or an asyncssh traceback) after the scheduler is already up. Before anything is launched we
+visit each node of ``distributed.nodes`` with the same asyncssh options the cluster will use
+(:func:`openclaw_dask.translate.ssh.connect_options`) and check, in this order:
+
+1. it is reachable (a TCP connection to ``ssh_port``);
+2. its host key is in ``known_hosts`` (unless ``insecure_skip_host_key_check``);
+3. the login works;
+4. the node's ``python`` runs and has openclaw-dask, and the same Python (major.minor), dask
+   and distributed versions as this machine (Dask only supports a cluster of one version),
+   plus the compression library ``distributed.compression`` asks for;
+5. the node's own ``openclaw.config``, if it has one (found by the search order in the login
+   environment: ``$OPENCLAW_CONFIG``, ``~/openclaw.config`` as the login's working directory,
+   ``~/.config/openclaw/openclaw.config``; or ``OPENCLAW_*`` variables), agrees with this one in
+   every node-relevant key (:meth:`Config.fingerprint`). A node without a config of its own
+   adopts this one, as its workers do (:mod:`openclaw_dask.runtime.preload`).
+
+Every failing node becomes one :class:`~openclaw_dask.config.errors.Problem` that starts with
+``node HOST:PORT`` and says what to do; all nodes are checked at once, in parallel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import json
+import os
+import shlex
+import socket
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import dask
+import distributed
+
+from openclaw_dask.config import Config, ConfigError
+from openclaw_dask.config.errors import Problem
+from openclaw_dask.config.validate import locate
+from openclaw_dask.translate.ssh import connect_options
+
+#: Seconds allowed for the TCP connection and the SSH handshake of one node.
+CONNECT_TIMEOUT = 10.0
+#: Seconds allowed for the remote Python probe (it imports dask and openclaw-dask).
+PROBE_TIMEOUT = 60.0
+PROBE_MARK = "OPENCLAW-PROBE "
+#: Python modules behind each ``distributed.compression`` setting.
+COMPRESSION_MODULES = {"zstd": "zstandard", "lz4": "lz4"}
+
+#: Runs on the node as ``python -``: plain Python 3 that reports, never raises, so that a node
+#: without dask or openclaw-dask still answers with what it lacks.
+PROBE = """
+import json, sys
+out = {"python": list(sys.version_info[:3]), "executable": sys.executable}
+try:
+    import dask, distributed
+    out["dask"] = dask.__version__
+    out["distributed"] = distributed.__version__
+    from distributed.protocol.compression import compressions
+    out["compressions"] = sorted(k for k in compressions if isinstance(k, str))
+    import openclaw_dask
+    out["openclaw_dask"] = openclaw_dask.__version__
+    from openclaw_dask.config import ConfigError, load_config
+    from openclaw_dask.runtime.preload import has_own_config
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        out["config_error"] = [str(p) for p in exc.problems]
+    else:
+        if has_own_config(config):
+            fingerprint, values = config.fingerprint()
+            out["config"] = {
+                "file": config.file,
+                "env": sorted(s[4:] for s in config.sources.values() if s.startswith("env ")),
+                "fingerprint": fingerprint,
+                "values": values,
+            }
+except ImportError as exc:
+    out["missing"] = exc.name or str(exc)
+print("OPENCLAW-PROBE " + json.dumps(out, default=str))
+"""
+
+
+@dataclass(frozen=True)
+class NodeTarget:
+    """One SSH node as the cluster will reach it.
+
+    Parameters
+    ----------
+    index
+        Position in ``distributed.nodes`` (for the problem's key and file line).
+    host, ssh_port, user
+        Where and as whom to log in.
+    python
+        The remote interpreter (the node's ``python``, else this one's path, as distributed
+        uses).
+    options
+        asyncssh ``connect`` keyword arguments.
+    """
+
+    index: int
+    host: str
+    ssh_port: int
+    user: str
+    python: str
+    options: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        """``host:port``, how every message names the node."""
+        return f"{self.host}:{self.ssh_port}"
+
+
+def node_targets(config: Config) -> list[NodeTarget]:
+    """The distinct nodes of ``distributed.nodes`` (same login and python: checked once)."""
+    out: dict[tuple[Any, ...], NodeTarget] = {}
+    for i, node in enumerate(config["distributed.nodes"]):
+        key = (node["host"], node["ssh_port"], node["user"], node["python"])
+        if key not in out:
+            out[key] = NodeTarget(
+                index=i,
+                host=node["host"],
+                ssh_port=node["ssh_port"],
+                user=node["user"] or getpass.getuser(),
+                python=node["python"] or sys.executable,
+                options=connect_options(config, node),
+            )
+    return list(out.values())
+
+
+def local_facts(config: Config) -> dict[str, Any]:
+    """What every node must match: versions here and this config's fingerprint."""
+    import openclaw_dask
+
+    fingerprint, values = config.fingerprint()
+    return {
+        "python": list(sys.version_info[:3]),
+        "dask": dask.__version__,
+        "distributed": distributed.__version__,
+        "openclaw_dask": openclaw_dask.__version__,
+        "fingerprint": fingerprint,
+        "values": json.loads(json.dumps(values, default=str)),
+        "compression": config["distributed.compression"],
+    }
+
+
+def compare(remote: dict[str, Any], local: dict[str, Any], python: str) -> list[str]:
+    """Why a node's probe result ``remote`` is not compatible with ``local`` (pure).
+
+    Returns
+    -------
+    list of str
+        One reason per mismatch; empty when the node may run workers.
+    """
+    if remote.get("missing"):
+        return [
+            f"its python {python} cannot import {remote['missing']}: install openclaw-dask "
+            f"there (pip install 'openclaw-dask[ssh]'), or point the node's python at an "
+            "environment that has it"
+        ]
+    reasons = []
+    here_py, there_py = local["python"][:2], remote["python"][:2]
+    if here_py != there_py:
+        reasons.append(
+            f"its python {python} is Python {'.'.join(map(str, there_py))}, this machine runs "
+            f"{'.'.join(map(str, here_py))} (pickled tasks need the same minor version)"
+        )
+    for package in ("openclaw_dask", "dask", "distributed"):
+        if remote.get(package) != local[package]:
+            reasons.append(
+                f"it has {package.replace('_', '-')} {remote.get(package)}, this machine "
+                f"{local[package]}: use the same version on every node"
+            )
+    module = COMPRESSION_MODULES.get(local["compression"])
+    if module and local["compression"] not in remote.get("compressions", []):
+        reasons.append(
+            f"distributed.compression is {local['compression']} but its python has no "
+            f"{module}: pip install {module} there"
+        )
+    if remote.get("config_error"):
+        reasons.append("its own openclaw.config is invalid: " + "; ".join(remote["config_error"]))
+    own = remote.get("config")
+    if own and own["fingerprint"] != local["fingerprint"]:
+        keys = sorted(set(own["values"]) | set(local["values"]))
+        diff = [
+            f"{k}: node {own['values'].get(k)!r}, here {local['values'].get(k)!r}"
+            for k in keys
+            if own["values"].get(k) != local["values"].get(k)
+        ]
+        where = own["file"] or "env " + ", ".join(own["env"])
+        reasons.append(
+            f"its own openclaw.config ({where}) differs from this one: " + "; ".join(diff)
+        )
+    return reasons
+
+
+async def _reachable(target: NodeTarget) -> str | None:
+    try:
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(target.host, target.ssh_port), CONNECT_TIMEOUT
+        )
+    except TimeoutError:
+        return f"not reachable: no answer on port {target.ssh_port} within {CONNECT_TIMEOUT:g} s"
+    except socket.gaierror as exc:
+        return f"not reachable: cannot resolve {target.host} ({exc.strerror})"
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc) or type(exc).__name__
+        return f"not reachable: {reason} on port {target.ssh_port} (is sshd running there?)"
+    writer.close()
+    return None
+
+
+async def probe_node(target: NodeTarget, config: Config) -> tuple[str, dict[str, Any] | None]:
+    """Visit one node: ``("", facts)`` when the probe ran, else ``(reason, None)``."""
+    import asyncssh
+
+    reason = await _reachable(target)
+    if reason:
+        return reason, None
+    try:
+        conn = await asyncio.wait_for(
+            asyncssh.connect(target.host, **target.options), CONNECT_TIMEOUT
+        )
+    except asyncssh.HostKeyNotVerifiable:
+        known = config["distributed.ssh.known_hosts"] or "~/.ssh/known_hosts"
+        return (
+            f"its host key is not trusted: {known} has no key that matches it for "
+            f"[{target.host}]:{target.ssh_port}; check the key and add it (ssh-keyscan -p "
+            f"{target.ssh_port} {target.host}), or, on a test rig only, set "
+            "distributed.ssh.insecure_skip_host_key_check: true"
+        ), None
+    except asyncssh.PermissionDenied:
+        key = config["distributed.ssh.identity_file"] or "the ssh agent and default keys"
+        return (
+            f"refused the login as {target.user} (tried {key}): put the public "
+            "key in that user's authorized_keys on the node, or fix distributed.ssh."
+            "identity_file or the node's user"
+        ), None
+    except TimeoutError:
+        return f"the SSH handshake did not finish within {CONNECT_TIMEOUT:g} s", None
+    except (asyncssh.Error, OSError) as exc:
+        return f"the SSH login failed: {exc} (is an sshd listening on that port?)", None
+    async with conn:
+        try:
+            result = await asyncio.wait_for(
+                conn.run(f"{shlex.quote(target.python)} -", input=PROBE), PROBE_TIMEOUT
+            )
+        except TimeoutError:
+            return f"its python {target.python} did not answer within {PROBE_TIMEOUT:g} s", None
+    stdout = str(result.stdout or "")
+    line = next((ln for ln in stdout.splitlines() if ln.startswith(PROBE_MARK)), None)
+    if line is None:
+        if result.exit_status == 127:
+            return f"its python {target.python} does not exist (set the node's python)", None
+        tail = str(result.stderr or stdout).strip().splitlines()[-1:] or ["no output"]
+        return f"its python {target.python} failed (exit {result.exit_status}): {tail[0]}", None
+    return "", json.loads(line[len(PROBE_MARK) :])
+
+
+async def _check_all(config: Config, targets: list[NodeTarget]) -> list[tuple[str, Any]]:
+    return await asyncio.gather(*(probe_node(t, config) for t in targets))
+
+
+def _run_sync(config: Config, targets: list[NodeTarget]) -> list[tuple[str, Any]]:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_check_all(config, targets))
+    with ThreadPoolExecutor(1) as pool:  # called from inside an event loop (a notebook)
+        return pool.submit(asyncio.run, _check_all(config, targets)).result()
+
+
+def check_nodes(config: Config) -> dict[str, dict[str, Any]]:
+    """Check every node of ``distributed.nodes`` before a cluster is started on them.
+
+    Parameters
+    ----------
+    config
+        The resolved config of an SSH cluster.
+
+    Returns
+    -------
+    dict
+        ``{"host:port": what the node reported}`` (versions, its own config if any).
+
+    Raises
+    ------
+    ConfigError
+        One problem per failing node, each starting with ``node HOST:PORT`` and placed at that
+        node's entry in ``distributed.nodes``.
+    """
+    from distributed.protocol.compression import compressions
+
+    local = local_facts(config)
+    module = COMPRESSION_MODULES.get(local["compression"])
+    if module and local["compression"] not in compressions:
+        where = locate("distributed.compression", config.sources, "", config.line_of)
+        message = f"{local['compression']} needs {module} on this machine: pip install {module}"
+        raise ConfigError([Problem(message, where.key, where.file, where.line, where.origin)])
+    targets = node_targets(config)
+    problems: list[Problem] = []
+    found: dict[str, dict[str, Any]] = {}
+    for target, (reason, facts) in zip(targets, _run_sync(config, targets), strict=True):
+        reasons = [reason] if reason else compare(facts, local, target.python)
+        for why in reasons:
+            problems.append(
+                locate(
+                    f"distributed.nodes[{target.index}]",
+                    config.sources,
+                    f"node {target.label}: {why}",
+                    config.line_of,
+                )
+            )
+        if facts is not None:
+            found[target.label] = facts
+    if problems:
+        raise ConfigError(problems)
+    return found

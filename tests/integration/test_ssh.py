@@ -1,0 +1,212 @@
+"""The SSH backend on real sshd servers: a workflow, cluster status, pre-flight, compression.
+
+The hosts come from :mod:`tests.integration.sshd`: throwaway OpenSSH daemons with their own
+host and user keys, one network namespace each when the tests run as root (else 127.0.0.x).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from openclaw_dask.runtime.cluster import start_cluster
+from openclaw_dask.runtime.inspect import inspect_workers
+from openclaw_dask.runtime.state import read_state
+from tests.conftest import ROOT
+from tests.integration.sshd import SshHost, SshRig, keygen, netns_available, sshd_available
+
+pytestmark = pytest.mark.ssh
+
+EXE = Path(sys.executable).with_name("openclaw-dask")
+EXAMPLE = ROOT / "workflows/example.yaml"
+SMALL = ["--set", "params.size=128", "--set", "params.chunk=64", "--set", "params.steps=120"]
+#: Per-node options the tests look for: node a runs 1 thread, node b 2 threads and a GPU slot.
+NODE_A = {"scheduler": True, "resources": {"cpus": 1, "memory": "1GiB"}}
+NODE_B = {"resources": {"cpus": 2, "gpus": 1}}
+
+
+def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [str(EXE), *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+@pytest.fixture(scope="module")
+def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshRig]:
+    """Hosts a and b (scheduler and workers), and host odd whose own config disagrees."""
+    missing = sshd_available()
+    if missing:
+        pytest.fail(missing)  # CI installs openssh-server (scripts/setup-env.sh)
+    root = tmp_path_factory.mktemp("sshrig")
+    rig = SshRig(root, use_netns=netns_available())
+    try:
+        rig.add_host("a")
+        rig.add_host("b")
+        odd = root / "odd-node.config"
+        odd.write_text("distributed:\n  sync_interval: 50\n")
+        rig.add_host("odd", env={"OPENCLAW_CONFIG": str(odd)})
+        yield rig
+    finally:
+        rig.close()
+
+
+def hosts(rig: SshRig) -> tuple[SshHost, SshHost, SshHost]:
+    a, b, odd = rig.hosts[:3]
+    return a, b, odd
+
+
+def table_rows(stdout: str) -> list[list[str]]:
+    """The body rows of a rich table printed to a pipe."""
+    rows = [r for r in stdout.splitlines() if r.startswith("│ tcp://")]
+    return [[c.strip() for c in r.strip("│").split("│")] for r in rows]
+
+
+def test_rig_hosts_are_separate(rig: SshRig) -> None:
+    a, b, _ = hosts(rig)
+    assert a.host != b.host
+    if os.geteuid() == 0:
+        assert rig.use_netns, "as root the hosts must live in their own network namespaces"
+        assert a.netns != b.netns and a.host.startswith("10.231.")
+
+
+def test_workflow_runs_on_two_ssh_nodes(rig: SshRig, tmp_path: Path) -> None:
+    a, b, _ = hosts(rig)
+    config = rig.config([rig.node(a, **NODE_A), rig.node(b, **NODE_B)], tmp_path / "ssh.config")
+    run_dir = tmp_path / "run"
+    result = cli("submit", str(EXAMPLE), "--config", str(config), "--run-dir", str(run_dir), *SMALL)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rec = json.loads((run_dir / "run.json").read_text())
+    assert rec["status"] == "completed" and rec["plan"]["backend"] == "ssh"
+    assert rec["cluster"]["scheduler"].startswith(f"tcp://{a.host}:")
+    workers = {w["name"]: w for w in rec["cluster"]["workers"].values()}
+    wa, wb = workers[f"{a.host}-{a.port}"], workers[f"{b.host}-{b.port}"]
+    assert (wa["host"], wa["nthreads"], wa["resources"]) == (a.host, 1, {})
+    assert wa["memory_limit"] == 2**30
+    assert (wb["host"], wb["nthreads"], wb["resources"]) == (b.host, 2, {"GPU": 1.0})
+    assert {s["status"] for s in rec["steps"].values()} == {"completed"}
+    assert [n["threads"] for n in rec["plan"]["layout"]["nodes"]] == [1, 2]
+
+
+def test_cluster_up_status_down_on_ssh(rig: SshRig, tmp_path: Path) -> None:
+    a, b, _ = hosts(rig)
+    config = rig.config([rig.node(a, **NODE_A), rig.node(b, **NODE_B)], tmp_path / "ssh.config")
+    up = cli("cluster", "up", "--config", str(config))
+    assert up.returncode == 0, up.stderr[-3000:]
+    state = read_state()
+    assert state and state["address"].startswith(f"tcp://{a.host}:")
+    try:
+        status = cli("cluster", "status")
+        assert status.returncode == 0, status.stderr
+        rows = {r[1]: r for r in table_rows(status.stdout)}  # host -> row
+        assert set(rows) == {a.host, b.host}
+        # columns: worker, host, threads, cores, allocator, memory limit, resources, hash
+        assert rows[a.host][2] == "1" and rows[a.host][6] == "-"
+        assert rows[b.host][2] == "2" and rows[b.host][6] == "GPU=1"
+        assert rows[a.host][5] == "1.00 GiB"
+    finally:
+        down = cli("cluster", "down")
+    assert down.returncode == 0, down.stderr
+    assert read_state() is None
+
+
+def _nobody(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
+    a, b, _ = hosts(rig)
+    return {"nodes": [rig.node(a, **NODE_A), rig.node(b, user="openclaw-nobody")]}
+
+
+def _wrong_host_key(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
+    a, b, _ = hosts(rig)
+    other = keygen(tmp_path / "other_host_key", "someone-else")
+    mark = f"[{b.host}]:{b.port}"
+    lines = [ln for ln in rig.known_hosts.read_text().splitlines() if mark not in ln]
+    known = tmp_path / "known_hosts"
+    known.write_text("\n".join([*lines, f"{mark} {other}"]) + "\n")
+    return {
+        "nodes": [rig.node(a, **NODE_A), rig.node(b)],
+        "extra": {"distributed.ssh.known_hosts": str(known)},
+    }
+
+
+def _no_openclaw(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
+    a, b, _ = hosts(rig)
+    return {"nodes": [rig.node(a, **NODE_A), rig.node(b, python="/usr/bin/python3")]}
+
+
+def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
+    a, _, odd = hosts(rig)
+    return {"nodes": [rig.node(a, **NODE_A), rig.node(odd)]}
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        (_odd_config, "differs from this one: distributed.sync_interval: node 50, here 1000"),
+        (_nobody, "refused the login as openclaw-nobody"),
+        (_wrong_host_key, "its host key is not trusted"),
+        (_no_openclaw, "its python /usr/bin/python3 cannot import"),
+    ],
+    ids=["mismatched-sync-interval", "login-refused", "wrong-host-key", "no-openclaw-dask"],
+)
+def test_bad_node_fails_before_any_work_naming_it(
+    rig: SshRig, tmp_path: Path, case: Any, expected: str
+) -> None:
+    spec = case(rig, tmp_path)
+    bad = spec["nodes"][1]
+    config = rig.config(spec["nodes"], tmp_path / "ssh.config", spec.get("extra"))
+    run_dir = tmp_path / "run"
+    result = cli("submit", str(EXAMPLE), "--config", str(config), "--run-dir", str(run_dir), *SMALL)
+    assert result.returncode == 2, result.stderr[-3000:]
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1, result.stderr
+    assert f"distributed.nodes[1]: node {bad['host']}:{bad['ssh_port']}: " in errors[0]
+    assert expected in errors[0]
+    assert "Traceback" not in result.stderr
+    assert "Scheduler at" not in result.stderr  # nothing was launched
+    rec = json.loads((run_dir / "run.json").read_text())
+    assert rec["steps"] == {} and rec["status"] == "rejected"
+
+
+def _shipped_bytes(rig: SshRig, config: Path, size: int) -> tuple[int, int]:
+    """Bytes host a's interface sent while a worker on b summed ``size`` bytes made on a.
+
+    The array is int64 with 4 bits of information per element (compresses well), made by a
+    numpy method so that the remote workers need no test code.
+    """
+    a, b, _ = hosts(rig)
+    with start_cluster(config) as client:
+        workers = {f["host"]: addr for addr, f in inspect_workers(client).items()}
+        before = a.tx_bytes()
+        rng = np.random.default_rng(7)
+        made = client.submit(rng.integers, 0, 16, size // 8, workers=[workers[a.host]], pure=False)
+        total = client.submit(np.sum, made, workers=[workers[b.host]])
+        result = int(total.result())
+        return a.tx_bytes() - before, result
+
+
+def test_zstd_shrinks_the_bytes_between_hosts(rig: SshRig, tmp_path: Path) -> None:
+    if not rig.use_netns:
+        pytest.skip("needs network namespaces (root with ip netns) for per-host byte counters")
+    a, b, _ = hosts(rig)
+    nodes = [rig.node(a, scheduler=True, resources={"cpus": 1}), rig.node(b, **NODE_B)]
+    size = 32 * 2**20
+    sent = {}
+    for codec in ("none", "zstd"):
+        config = rig.config(nodes, tmp_path / f"{codec}.config", {"distributed.compression": codec})
+        sent[codec], total = _shipped_bytes(rig, config, size)
+        assert total == np.random.default_rng(7).integers(0, 16, size // 8).sum()
+    print(
+        f"\n{size / 2**20:.0f} MiB array from {a.host} to {b.host}: "
+        f"{sent['none'] / 2**20:.1f} MiB on the wire without compression, "
+        f"{sent['zstd'] / 2**20:.1f} MiB with zstd ({sent['none'] / sent['zstd']:.1f}x less)"
+    )
+    assert sent["none"] > size  # the whole array crossed the veth once
+    assert sent["zstd"] < sent["none"] / 3

@@ -1,0 +1,110 @@
+"""SSH pre-flight: which nodes are visited, and what makes a node incompatible (no sshd here).
+
+The real logins, refusals and remote interpreters are exercised on real sshd servers in
+``tests/integration/test_ssh.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+import getpass
+import sys
+from typing import Any
+
+import pytest
+
+from openclaw_dask.config import ConfigError, load_config
+from openclaw_dask.runtime.preflight import check_nodes, compare, local_facts, node_targets
+from openclaw_dask.runtime.preload import has_own_config
+from openclaw_dask.translate import plan_cluster
+from openclaw_dask.translate.ssh import NODE_PRELOAD
+from tests.conftest import make_hardware
+
+NODES = (
+    "distributed.nodes=[{host: 10.0.0.1, resources: {cpus: 2}},"
+    " {host: 10.0.0.1, port: 9000},"
+    " {host: 10.0.0.2, ssh_port: 2222, user: bob, python: /opt/py/bin/python}]"
+)
+
+
+def config(*sets: str) -> Any:
+    return load_config(None, [NODES, *sets], env={}, use_search_path=False)
+
+
+def remote_like(local: dict[str, Any]) -> dict[str, Any]:
+    """What a compatible node reports: the same versions, no config of its own."""
+    out = {k: copy.deepcopy(local[k]) for k in ("python", "dask", "distributed", "openclaw_dask")}
+    return {**out, "compressions": ["auto", "lz4", "zstd"], "executable": "/x/python"}
+
+
+def test_targets_follow_the_nodes_once_per_login(write_config: Any) -> None:
+    known = write_config("", "known_hosts")
+    targets = node_targets(config(f"distributed.ssh.known_hosts={known}"))
+    assert [(t.index, t.label) for t in targets] == [(0, "10.0.0.1:22"), (2, "10.0.0.2:2222")]
+    first, second = targets
+    assert first.user == getpass.getuser() and first.python == sys.executable
+    assert second.user == "bob" and second.python == "/opt/py/bin/python"
+    assert second.options == {"port": 2222, "username": "bob", "known_hosts": str(known)}
+
+
+def test_a_compatible_node_passes() -> None:
+    local = local_facts(config())
+    assert compare(remote_like(local), local, "/x/python") == []
+    # a node with a config of its own that agrees passes too
+    agreeing = {**remote_like(local), "config": {"file": "/n.config", "env": []}}
+    agreeing["config"] |= {"fingerprint": local["fingerprint"], "values": local["values"]}
+    assert compare(agreeing, local, "/x/python") == []
+
+
+def test_each_incompatibility_is_named() -> None:
+    local = local_facts(config("distributed.compression=zstd"))
+    missing = compare({"python": [3, 11, 2], "missing": "openclaw_dask"}, local, "/usr/bin/py")
+    assert missing and "its python /usr/bin/py cannot import openclaw_dask" in missing[0]
+
+    old = {**remote_like(local), "dask": "2020.1.0", "python": [3, 9, 1], "compressions": []}
+    reasons = compare(old, local, "/x/python")
+    assert any("is Python 3.9" in r for r in reasons)
+    assert any(r.startswith("it has dask 2020.1.0, this machine") for r in reasons)
+    assert any("distributed.compression is zstd" in r and "zstandard" in r for r in reasons)
+
+    odd = load_config(None, [NODES, "distributed.sync_interval=50"], env={})
+    fingerprint, values = odd.fingerprint()
+    own = {"file": None, "env": ["OPENCLAW_DISTRIBUTED__SYNC_INTERVAL"]}
+    node = {**remote_like(local), "config": {**own, "fingerprint": fingerprint, "values": values}}
+    (reason,) = compare(node, local, "/x/python")
+    assert reason == (
+        "its own openclaw.config (env OPENCLAW_DISTRIBUTED__SYNC_INTERVAL) differs from this "
+        "one: distributed.compression: node 'auto', here 'zstd'; "
+        "distributed.sync_interval: node 50, here 1000"
+    )
+    broken = {**remote_like(local), "config_error": ["x.config:3: unknown key"]}
+    assert compare(broken, local, "/x/python") == [
+        "its own openclaw.config is invalid: x.config:3: unknown key"
+    ]
+
+
+def test_unreachable_nodes_fail_naming_each_node(write_config: Any) -> None:
+    path = write_config(
+        "cluster: {backend: ssh}\n"
+        "distributed:\n"
+        "  nodes:\n"
+        "    - {host: 127.0.0.1, ssh_port: 1}\n"
+        "    - {host: 127.0.0.1, ssh_port: 2, scheduler: true}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        check_nodes(load_config(path, env={}))
+    first, second = info.value.problems
+    assert (first.key, first.line) == ("distributed.nodes[0]", 4)
+    assert first.message.startswith("node 127.0.0.1:1: not reachable: Connection refused")
+    assert second.message.startswith("node 127.0.0.1:2: not reachable")
+
+
+def test_unconfigured_nodes_adopt_and_workers_read_their_node_config() -> None:
+    assert not has_own_config(load_config(None, env={}, use_search_path=False))
+    env = {"OPENCLAW_DISTRIBUTED__SYNC_INTERVAL": "5"}
+    assert has_own_config(load_config(None, env=env, use_search_path=False))
+    plan = plan_cluster(config(), make_hardware(), backend="ssh", strict=False)
+    for spec in plan.cluster_kwargs["workers"].values():
+        kwargs = spec["options"]["kwargs"]
+        assert kwargs["preload"][-1] == NODE_PRELOAD
+        assert kwargs["preload_argv"][-1] == ["--openclaw-adopt-unconfigured"]
