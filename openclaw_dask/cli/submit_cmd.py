@@ -41,6 +41,7 @@ def submit_cmd(
     overrides: tuple[str, ...],
 ) -> None:
     """Run a workflow on the cluster its config describes (params: --set params.x=...)."""
+    from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
     from openclaw_dask.workflows.runner import StepFailedError, run_workflow
 
     if resume and run_dir:
@@ -59,6 +60,8 @@ def submit_cmd(
             announce=lambda line: err.print(line, markup=False),
         )
     except StepFailedError as exc:
+        if mpi_job_scheduler():  # rank 1 of an mpi launch: the launching submit says it
+            sys.exit(1)
         err.print(
             f"[red]failed:[/] step {exc.step!r} (op {exc.op}): "
             f"{type(exc.error).__name__}: {exc.error}",
@@ -80,7 +83,11 @@ def submit_cmd(
         )
         for note in plan["notes"]:
             out.print(f"  note: {note}", markup=False)
+        if record.get("mpirun"):
+            out.print(f"mpirun: {record['mpirun']}", markup=False)
         out.print("dry run: nothing started, nothing written")
+        return
+    if mpi_job_scheduler():  # rank 1 of an mpi launch: the launching submit prints the summary
         return
     run = record["run_dir"]
     out.print(f"[green]completed[/] {record['workflow']['name']} in {record['wall_seconds']:.1f} s")

@@ -25,12 +25,15 @@ from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.validate import locate
 from openclaw_dask.runtime.build import cluster_class, materialise_kwargs
 from openclaw_dask.runtime.inspect import inspect_workers, refused_workers
+from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
 from openclaw_dask.runtime.state import live_cluster_address
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 
 logger = logging.getLogger("openclaw_dask.runtime")
 
 CONNECT_TIMEOUT = "10s"
+#: Seconds the client rank of an mpi launch waits for every worker rank to register.
+MPI_WORKER_TIMEOUT = 60
 
 
 @contextmanager
@@ -128,6 +131,8 @@ def verify_cluster(
     affinity = plan.layout.get("affinity")
     for address, f in facts.items():
         index = _worker_index(f["name"])
+        if index is not None and plan.backend == "mpi":
+            index -= 2  # dask-mpi names workers by rank; ranks 0 and 1 are scheduler and client
         if affinity and index is not None:
             want = sorted(affinity[index % len(affinity)])
             if f["affinity"] != want or not f["threads_pinned_alike"]:
@@ -223,21 +228,22 @@ def start_cluster(
         not honour the config. Whatever was started is shut down first.
     """
     config = _resolve(config, overrides, address)
-    if not config["cluster.scheduler_address"] and backend is None:
+    mpi_scheduler = mpi_job_scheduler()
+    if not config["cluster.scheduler_address"] and backend is None and not mpi_scheduler:
         running = live_cluster_address()
         if running:
             logger.info("attaching to the cluster started by `cluster up` at %s", running)
             config = config.with_values(cluster__scheduler_address=running)
     plan = plan_cluster(config, hardware, backend=backend)
-    if plan.backend == "mpi":
+    if plan.backend == "mpi" and not mpi_scheduler:
         raise ConfigError(
             [
                 locate(
                     "cluster.backend",
                     config.sources,
-                    "mpi clusters start under mpirun, which openclaw-dask does not launch "
-                    "yet; `openclaw-dask config plan` prints the mpirun line and the dask-mpi "
-                    "arguments (launching it from submit is still to come)",
+                    "mpi clusters start under mpirun, not inside a running program: "
+                    "`openclaw-dask submit` (or run_workflow) launches it; "
+                    "`openclaw-dask config plan` prints the mpirun line",
                 )
             ]
         )
@@ -253,6 +259,13 @@ def start_cluster(
             if verify:
                 _check_attached(client, plan, config)
             register_plugins(client, plan)
+        elif plan.backend == "mpi":  # rank 1 of our mpirun launch: attach to dask-mpi's ranks
+            where = Problem("", "cluster.backend", origin="mpirun")
+            client = stack.enter_context(connect(mpi_scheduler or "", where))
+            client.wait_for_workers(plan.layout["processes"], timeout=MPI_WORKER_TIMEOUT)
+            register_plugins(client, plan)
+            if verify:
+                verify_cluster(client, plan, config)
         else:
             with preserved_environ(plan.worker_env):
                 cluster = stack.enter_context(cluster_class(plan)(**materialise_kwargs(plan)))

@@ -2,42 +2,92 @@
 
 ``python -m openclaw_dask.runtime.mpi_entry PLAN.json -- COMMAND...``: every rank applies the
 plan's dask config and calls ``dask_mpi.initialize`` with the plan's arguments. Rank 0 becomes
-the scheduler and rank 2+ workers (both block until the client finishes); rank 1 returns and runs
-``COMMAND`` (an ``openclaw-dask`` command line, e.g. ``submit WORKFLOW``) attached to that
-scheduler, then dask-mpi shuts the cluster down.
+the scheduler and ranks 2.. workers (both block until the client finishes); rank 1 returns,
+puts the scheduler address into ``_OPENCLAW_MPI_SCHEDULER`` and runs ``COMMAND`` (an
+``openclaw-dask`` command line, e.g. ``submit WORKFLOW``) attached to that scheduler.
+
+Then rank 1 shuts the cluster down and every rank meets at an MPI barrier before exiting, so
+rank 1's exit code (which becomes ``mpirun``'s) is only reported once the scheduler and the
+workers have ended cleanly: Open MPI kills the whole job as soon as one rank exits non-zero,
+and a scheduler killed mid-shutdown leaves workers logging heartbeat errors. That is why the
+plan calls ``initialize`` with ``exit=False`` rather than dask-mpi's ``atexit`` shutdown.
+
+Distributed's INFO logging is turned down to warnings on every rank, as ``LocalCluster`` does for
+its workers (``OPENCLAW_DEBUG=1`` keeps it).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from pathlib import Path
+
+USAGE = "usage: python -m openclaw_dask.runtime.mpi_entry PLAN.json -- OPENCLAW-DASK ARGS...\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the client command's exit code on rank 1."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 3 or args[1] != "--":
-        sys.stderr.write("usage: python -m openclaw_dask.runtime.mpi_entry PLAN.json -- CMD...\n")
+        sys.stderr.write(USAGE)
         return 2
-    plan = json.loads(Path(args[0]).read_text())
+    try:
+        plan = json.loads(Path(args[0]).read_text())
+    except (OSError, ValueError) as exc:
+        sys.stderr.write(f"mpi_entry: cannot read the plan {args[0]}: {exc}\n")
+        return 2
     command = args[2:]
 
     import dask
     from dask_mpi import initialize
 
+    from openclaw_dask.runtime.mpi_launch import MPI_SCHEDULER_ENV
+
+    if not os.environ.get("OPENCLAW_DEBUG"):
+        logging.getLogger("distributed").setLevel(logging.WARNING)
+    from mpi4py import MPI
+
     dask.config.set(plan["dask_config"])
-    initialize(**plan["cluster_kwargs"])  # ranks 0 and 2+ block here and exit at the end
+    kwargs = {**plan["cluster_kwargs"], "exit": False}
+    if not initialize(**kwargs):  # scheduler or worker rank: its event loop has ended
+        MPI.COMM_WORLD.Barrier()
+        return 0
     address = dask.config.get("scheduler-address")
-    os.environ["OPENCLAW_CLUSTER__SCHEDULER_ADDRESS"] = address
+    os.environ[MPI_SCHEDULER_ENV] = address
+    try:
+        return run_client(command)
+    finally:
+        shutdown(address)
+        MPI.COMM_WORLD.Barrier()
+
+
+def run_client(command: list[str]) -> int:
+    """Run an ``openclaw-dask`` command line in this process; return its exit code."""
+    import click
+
     from openclaw_dask.cli.main import cli
 
     try:
         cli.main(args=command, prog_name="openclaw-dask", standalone_mode=False)
+    except click.ClickException as exc:  # bad arguments: shown as click shows them
+        exc.show()
+        return exc.exit_code
     except SystemExit as exc:
-        return int(exc.code or 0)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return 0
+
+
+def shutdown(address: str) -> None:
+    """Close the scheduler, which closes the workers (dask-mpi's ``send_close_signal``)."""
+    from distributed import Client
+
+    try:
+        with Client(address, timeout="10s", set_as_default=False) as client:
+            client.shutdown()
+    except (OSError, TimeoutError) as exc:  # already gone: the barrier still ends the job
+        sys.stderr.write(f"mpi_entry: could not shut the scheduler down: {exc}\n")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,11 @@ dask-mpi turns MPI ranks into a cluster: rank 0 the scheduler, rank 1 runs the c
 themselves (no nanny), so their environment (allocator, BLAS threads, pinning) travels as
 ``mpirun -x NAME=value``; ``--bind-to none`` stops Open MPI binding each rank to one core,
 which would squeeze a worker's threads onto it (our own pinning applies instead when asked).
+
+The plan puts every rank on this machine (``-np`` only, no host file), so with
+``cluster.interface`` unset scheduler and workers bind to the loopback interface ``lo``: the
+cluster is not reachable from the network, and it works where the external interface does not
+route back to itself. Set ``cluster.interface`` (``ib0``, ``eth0``) for a multi-host launch.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from openclaw_dask.translate.plan import (
 
 #: The program every rank runs; it calls ``dask_mpi.initialize(**cluster_kwargs)``.
 MPI_ENTRY = "openclaw_dask.runtime.mpi_entry"
+#: Interface of an mpi cluster when ``cluster.interface`` is unset: all ranks are on this host.
+DEFAULT_INTERFACE = "lo"
 
 
 def plan_mpi(config: Config, hw: Hardware) -> ClusterPlan:
@@ -34,8 +41,15 @@ def plan_mpi(config: Config, hw: Hardware) -> ClusterPlan:
     layout = resolve_layout(config.values, hw, "mpi")
     env = worker_env(config, hw, layout)
     dask_config, notes = common_dask_config(config, env)
+    interface = config["cluster.interface"]
+    if not interface:
+        interface = DEFAULT_INTERFACE
+        notes.append(
+            f"cluster.interface unset: ranks bind to {DEFAULT_INTERFACE!r} (all on this host); "
+            "set cluster.interface (e.g. ib0) for ranks on several hosts"
+        )
     kwargs = {
-        "interface": config["cluster.interface"],
+        "interface": interface,
         "nthreads": layout.threads_per_worker,
         "memory_limit": layout.memory_limit,
         "nanny": False,
@@ -44,7 +58,7 @@ def plan_mpi(config: Config, hw: Hardware) -> ClusterPlan:
         "protocol": protocol(config),
         "worker_class": "distributed.Worker",
         "worker_options": {},
-        "exit": True,
+        "exit": False,  # mpi_entry ends every rank itself, after rank 1's command
     }
     ranks = layout.processes + 2
     command = ["mpirun", "-np", str(ranks), "--bind-to", "none"]

@@ -32,6 +32,7 @@ from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.yamlsource import parse_scalar
 from openclaw_dask.runtime.cluster import start_cluster
 from openclaw_dask.runtime.inspect import inspect_workers
+from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.context import IterativeOp, StepContext
@@ -470,6 +471,24 @@ def run_workflow(
         cfg = cfg.with_values(cluster__scheduler_address=address)
     plan = plan_cluster(cfg, backend=backend)
     summary = {"workflow": workflow.name, "order": list(workflow.order), "plan": plan.to_dict()}
+    if plan.backend == "mpi" and mpi_job_scheduler() is None:
+        # this process launches mpirun; its rank 1 runs the workflow (see mpi_run.py)
+        from openclaw_dask.workflows import mpi_run
+
+        summary["mpirun"] = mpi_run.mpirun_line(plan, path, config, overrides, backend)
+        if not dry_run:
+            return mpi_run.run_under_mpirun(
+                path,
+                config,
+                overrides,
+                cfg,
+                workflow,
+                plan,
+                backend=backend,
+                run_dir=run_dir,
+                resume=resume,
+                announce=announce,
+            )
     if dry_run:
         return {"status": "dry-run", **summary}
 

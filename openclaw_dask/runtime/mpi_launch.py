@@ -1,0 +1,160 @@
+"""Run an mpi plan under ``mpirun`` (the launching side of ``cluster.backend: mpi``).
+
+An mpi cluster cannot be started from inside a running program: ``mpirun`` starts every rank,
+and dask-mpi turns rank 0 into the scheduler, ranks 2.. into workers and lets rank 1 run the
+client program. So the launching process writes the plan to a JSON file and runs::
+
+    mpirun -np N ... python -m openclaw_dask.runtime.mpi_entry PLAN.json -- CLIENT ARGS...
+
+where ``CLIENT ARGS`` is an ``openclaw-dask`` command line (``submit WORKFLOW ...``). On rank 1,
+:mod:`~openclaw_dask.runtime.mpi_entry` puts the scheduler's address into
+:data:`MPI_SCHEDULER_ENV` before running that command; :func:`mpi_job_scheduler` reads it, and
+:func:`~openclaw_dask.runtime.start_cluster` attaches to that scheduler instead of launching
+``mpirun`` again (which would recurse).
+
+Open MPI refuses to run as root unless ``OMPI_ALLOW_RUN_AS_ROOT=1`` and
+``OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1`` are set; when this process runs as root they are set for
+the ``mpirun`` child only (and shown in the printed command line), never in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from openclaw_dask.config import Config, ConfigError
+from openclaw_dask.config.errors import Problem
+from openclaw_dask.config.validate import locate
+from openclaw_dask.translate import ClusterPlan
+
+#: Set by ``mpi_entry`` on rank 1 to the dask-mpi scheduler's address. Not ``OPENCLAW_``-prefixed,
+#: so the config loader never takes it for an override of ``cluster.scheduler_address``.
+MPI_SCHEDULER_ENV = "_OPENCLAW_MPI_SCHEDULER"
+#: What Open MPI wants in the environment before it runs as root.
+ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+#: Seconds ``mpirun`` gets to take its ranks down after an interrupt before it is killed.
+STOP_GRACE = 30.0
+
+
+def mpi_job_scheduler() -> str | None:
+    """The dask-mpi scheduler address when this process is rank 1 of our mpi launch."""
+    return os.environ.get(MPI_SCHEDULER_ENV) or None
+
+
+def launch_env(uid: int | None = None) -> dict[str, str]:
+    """Variables added to ``mpirun``'s environment: Open MPI's root permission as uid 0."""
+    uid = os.getuid() if uid is None else uid
+    return dict(ROOT_ENV) if uid == 0 else {}
+
+
+def mpirun_command(
+    plan: ClusterPlan, plan_file: str | Path, client_args: Sequence[str]
+) -> list[str]:
+    """The full command: the plan's ``launch_command``, the plan file, ``--``, the client."""
+    if plan.backend != "mpi" or not plan.launch_command:
+        raise ValueError(f"a {plan.backend} plan has no mpirun command")
+    return [*plan.launch_command, str(plan_file), "--", *client_args]
+
+
+def format_command(command: Sequence[str], env: Mapping[str, str] | None = None) -> str:
+    """A shell line that reproduces ``command`` with the extra ``env`` (copy-pasteable)."""
+    prefix = [f"{name}={shlex.quote(value)}" for name, value in (env or {}).items()]
+    return " ".join([*prefix, shlex.join(command)])
+
+
+def backend_problem(config: Config, forced: str | None, message: str) -> Problem:
+    """A problem placed on ``cluster.backend`` (or on ``--backend`` when it was forced)."""
+    if forced:
+        return Problem(message, "cluster.backend", origin=f"--backend {forced}")
+    return locate("cluster.backend", config.sources, message, config.line_of)
+
+
+def find_mpirun(plan: ClusterPlan, config: Config, forced: str | None = None) -> str:
+    """Full path of the plan's ``mpirun``; a missing one is bad input naming the backend."""
+    name = (plan.launch_command or ["mpirun"])[0]
+    found = shutil.which(name)
+    if found is None:
+        raise ConfigError(
+            [
+                backend_problem(
+                    config,
+                    forced,
+                    f"mpi launches through {name!r}, which is not on PATH; install Open MPI "
+                    "(Debian: apt-get install openmpi-bin) or choose another cluster.backend",
+                )
+            ]
+        )
+    return found
+
+
+def run_mpirun(
+    plan: ClusterPlan,
+    config: Config,
+    plan_file: Path,
+    client_args: Sequence[str],
+    *,
+    forced: str | None = None,
+    announce: Callable[[str], None] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> int:
+    """Write ``plan`` to ``plan_file``, run it under ``mpirun`` and return the exit code.
+
+    Parameters
+    ----------
+    plan
+        An ``mpi`` plan (:func:`~openclaw_dask.translate.plan_cluster`).
+    config
+        The config it was planned from (to place errors on ``cluster.backend``).
+    plan_file
+        Where the plan JSON goes; every rank reads it.
+    client_args
+        The ``openclaw-dask`` command line rank 1 runs against the cluster.
+    forced
+        The backend given with ``--backend``, if any (for error messages).
+    announce
+        Called with the command line before it runs.
+    env
+        The environment of ``mpirun`` and so of every rank (default: this process's).
+
+    Returns
+    -------
+    int
+        ``mpirun``'s exit code: rank 1's when it failed, 0 when every rank ended well.
+
+    Raises
+    ------
+    ConfigError
+        ``mpirun`` is not installed.
+    KeyboardInterrupt
+        This process was interrupted; ``mpirun`` and its ranks were stopped first.
+    """
+    mpirun = find_mpirun(plan, config, forced)
+    plan_file.write_text(plan.to_json())
+    command = mpirun_command(plan, plan_file, client_args)
+    extra = launch_env()
+    if announce:
+        announce("mpirun: " + format_command(command, extra))
+    command[0] = mpirun
+    proc = subprocess.Popen(command, env={**(os.environ if env is None else env), **extra})
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        stop(proc)
+        raise
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Ask ``mpirun`` to end its ranks (it forwards SIGTERM), then kill it if it hangs."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_GRACE)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

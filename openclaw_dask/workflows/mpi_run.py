@@ -1,0 +1,201 @@
+"""Run a workflow on an mpi cluster: this process launches ``mpirun``, rank 1 runs the workflow.
+
+:func:`~openclaw_dask.workflows.runner.run_workflow` hands an ``mpi`` plan here when it is not
+already inside an mpi launch. The run directory is chosen (or, for ``--resume``, found) here;
+rank 1 runs ``openclaw-dask submit WORKFLOW --run-dir DIR`` with the same config file, ``--set``
+items and ``--backend`` against the dask-mpi scheduler (``start_cluster`` attaches to it, see
+:mod:`openclaw_dask.runtime.mpi_launch`), and writes ``run.json`` there as any run does. This
+process then reads the record back, adds the ``mpirun`` line, and turns rank 1's exit code into
+the same outcome a local run has: the record, :class:`StepFailedError`, :class:`ConfigError` or
+``KeyboardInterrupt``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import shlex
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from openclaw_dask.config import Config, ConfigError
+from openclaw_dask.config.errors import Problem
+from openclaw_dask.config.loader import ENV_PREFIX, ENV_RESERVED
+from openclaw_dask.runtime.mpi_launch import (
+    find_mpirun,
+    format_command,
+    launch_env,
+    run_mpirun,
+)
+from openclaw_dask.translate import ClusterPlan
+from openclaw_dask.workflows import zarrio
+from openclaw_dask.workflows.runner import (
+    RUN_RECORD,
+    StepFailedError,
+    _new_run_dir,
+    _resume_dir,
+    _termination_as_interrupt,
+)
+from openclaw_dask.workflows.spec import Workflow
+
+EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130
+
+
+class MpiRunError(RuntimeError):
+    """``mpirun`` ended without a verdict from the workflow (a rank crashed, MPI failed)."""
+
+    def __init__(self, returncode: int, command: str) -> None:
+        self.returncode = returncode
+        super().__init__(
+            f"mpirun exited with code {returncode} before the workflow finished: {command}"
+        )
+
+
+def client_args(
+    path: str | Path,
+    config_file: str | os.PathLike[str] | None,
+    overrides: Sequence[str] | None,
+    backend: str | None,
+) -> list[str]:
+    """The ``openclaw-dask submit`` command line rank 1 runs (without the run directory)."""
+    args = ["submit", str(Path(path).resolve())]
+    if config_file is not None:
+        args += ["--config", str(Path(config_file).resolve())]
+    for item in overrides or ():
+        args += ["--set", item]
+    if backend:
+        args += ["--backend", backend]
+    return args
+
+
+def mpirun_line(
+    plan: ClusterPlan,
+    path: str | Path,
+    config: Config | str | os.PathLike[str] | None,
+    overrides: Sequence[str] | None,
+    backend: str | None,
+) -> str:
+    """The line a dry run shows (plan file and run directory are placeholders)."""
+    config_file = "CONFIG" if isinstance(config, Config) else config
+    args = [*client_args(path, config_file, overrides, backend), "--run-dir", "RUN_DIR"]
+    command = [*(plan.launch_command or []), "PLAN.json", "--", *args]
+    return format_command(command, launch_env())
+
+
+def _dump_config(config: Config, folder: Path) -> Path:
+    """A loaded :class:`Config` as a file rank 1 can read (every key, resolved)."""
+    target = folder / "openclaw.config"
+    target.write_text(yaml.safe_dump(config.to_nested(), sort_keys=False))
+    return target
+
+
+def run_under_mpirun(
+    path: str | Path,
+    config: Config | str | os.PathLike[str] | None,
+    overrides: Sequence[str] | None,
+    cfg: Config,
+    workflow: Workflow,
+    plan: ClusterPlan,
+    *,
+    backend: str | None = None,
+    run_dir: str | Path | None = None,
+    resume: str | Path | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Launch the workflow under ``mpirun`` and return the run record rank 1 wrote.
+
+    Parameters
+    ----------
+    path, config, overrides, backend, run_dir, resume, announce
+        As given to :func:`~openclaw_dask.workflows.runner.run_workflow`.
+    cfg, workflow, plan
+        The resolved config, the loaded workflow and its ``mpi`` plan.
+
+    Returns
+    -------
+    dict
+        The run record (``run.json``), with ``mpirun``: the command line that ran.
+
+    Raises
+    ------
+    StepFailedError
+        A step failed (rank 1 exited with 1).
+    ConfigError
+        ``mpirun`` is missing, or rank 1 refused its input (its message is shown above).
+    KeyboardInterrupt
+        Interrupted; ``mpirun`` and its ranks were stopped.
+    MpiRunError
+        ``mpirun`` failed without a record of the outcome.
+    """
+    find_mpirun(plan, cfg, backend)  # before a run directory is made
+    directory = _resume_dir(resume)[0] if resume is not None else _new_run_dir(workflow, run_dir)
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="openclaw-mpi-") as tmp:
+        config_file = None if isinstance(config, Config) else config
+        if isinstance(config, Config):  # the resolved config travels whole: env must not redo it
+            config_file = _dump_config(cfg, Path(tmp))
+            env = {
+                k: v for k, v in env.items() if not k.startswith(ENV_PREFIX) or k in ENV_RESERVED
+            }
+        args = client_args(path, config_file, overrides, backend)
+        args += ["--resume" if resume is not None else "--run-dir", str(directory.resolve())]
+        lines: list[str] = []
+
+        def tell(line: str) -> None:
+            lines.append(line.removeprefix("mpirun: "))
+            if announce:
+                announce(line)
+
+        with _termination_as_interrupt():
+            code = run_mpirun(
+                plan, cfg, Path(tmp) / "plan.json", args, forced=backend, announce=tell, env=env
+            )
+    return _outcome(directory, code, lines[0] if lines else shlex.join(args))
+
+
+def _outcome(directory: Path, code: int, command: str) -> dict[str, Any]:
+    """Rank 1's exit code and record -> the same result a local run gives."""
+    try:
+        record: dict[str, Any] = json.loads((directory / RUN_RECORD).read_text())
+    except (OSError, ValueError):
+        record = {}
+    if record:
+        record["mpirun"] = command
+        zarrio.atomic_write_text(directory / RUN_RECORD, json.dumps(record, indent=2))
+    if code == 0 and record.get("status") == "completed":
+        return record
+    if code == EXIT_FAILED and record.get("status") == "failed":
+        error = record.get("error", {})
+        raise StepFailedError(error.get("step", "?"), error.get("op", "?"), _error(error))
+    if code == EXIT_BAD_INPUT:
+        raise ConfigError(
+            [
+                Problem(
+                    "the workflow was refused inside the mpi launch (the problems are listed "
+                    "above)",
+                    "cluster.backend",
+                    origin="mpirun",
+                )
+            ]
+        )
+    if code == EXIT_INTERRUPTED or record.get("status") == "interrupted":
+        raise KeyboardInterrupt("mpirun interrupted")
+    raise MpiRunError(code, command)
+
+
+def _error(error: dict[str, Any]) -> Exception:
+    """The step's exception as rank 1 recorded it (``"ValueError: message"``)."""
+    message = str(error.get("message", ""))
+    name, sep, text = message.partition(": ")
+    kind = getattr(builtins, name, None)
+    if sep and isinstance(kind, type) and issubclass(kind, Exception):
+        try:
+            return kind(text)
+        except TypeError:  # an exception type with required arguments
+            pass
+    return RuntimeError(message)

@@ -1,0 +1,124 @@
+"""``submit`` on the mpi backend: a real ``mpirun -np 4`` (Open MPI) with dask-mpi inside."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openclaw_dask.workflows.runner import run_workflow
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.mpi
+
+EXE = Path(sys.executable).with_name("openclaw-dask")
+EXAMPLE = ROOT / "workflows/example.yaml"
+SMALL = ["params.size=128", "params.chunk=64", "params.steps=120"]
+COMMON = [*SMALL, "cluster.dashboard_address=127.0.0.1:0", "parallel.deterministic_mode=true"]
+
+
+def sets(items: list[str]) -> list[str]:
+    return [arg for item in items for arg in ("--set", item)]
+
+
+def submit(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run(
+        [str(EXE), "submit", *args], capture_output=True, text=True, timeout=240, env=env
+    )
+
+
+def record_of(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "run.json").read_text())
+
+
+@pytest.fixture(autouse=True)
+def _needs_mpirun() -> None:
+    assert shutil.which("mpirun"), "Open MPI's mpirun is not installed (scripts/setup-env.sh)"
+
+
+def test_example_under_mpirun_equals_local_run_bit_for_bit(tmp_path: Path) -> None:
+    local = run_workflow(
+        EXAMPLE,
+        overrides=[*COMMON, "parallel.processes=1", "parallel.thread_pool_size=2"],
+        run_dir=tmp_path / "local",
+    )
+    assert local["status"] == "completed" and local["plan"]["backend"] == "local"
+
+    run_dir = tmp_path / "mpi"
+    # the backend from the config (not --backend): the inner submit must not launch again
+    result = submit(
+        str(EXAMPLE), "--run-dir", str(run_dir), *sets([*COMMON, "cluster.backend=mpi"])
+    )
+    assert result.returncode == 0, result.stderr
+    line = next(x for x in result.stderr.splitlines() if x.startswith("mpirun: "))
+    assert "mpirun -np 4 --bind-to none" in line
+    assert "-m openclaw_dask.runtime.mpi_entry" in line and "-- submit" in line
+    assert (os.getuid() == 0) == line.startswith("mpirun: OMPI_ALLOW_RUN_AS_ROOT=1 ")
+    assert result.stdout.count("completed example-smoothing") == 1  # once, by the launcher
+    assert f"outputs:  {run_dir.resolve()}" in result.stdout
+    assert "Traceback" not in result.stderr
+
+    rec = record_of(run_dir)
+    assert rec["status"] == "completed" and rec["plan"]["backend"] == "mpi"
+    assert rec["mpirun"] == line.removeprefix("mpirun: ")
+    assert any("ranks 2-3 workers" in note for note in rec["plan"]["notes"])
+    assert rec["cluster"]["scheduler"].startswith("tcp://127.0.0.1:")  # interface lo
+    names = sorted(w["name"] for w in rec["cluster"]["workers"].values())
+    assert names == ["2", "3"]  # dask-mpi workers are ranks 2 and 3
+    for step in ("field", "diffuse", "profile"):
+        assert rec["steps"][step]["checksums"] == local["steps"][step]["checksums"], step
+
+
+def test_step_failure_under_mpirun_exits_1_with_the_ops_message(tmp_path: Path) -> None:
+    wf = tmp_path / "fails.yaml"
+    wf.write_text(
+        "name: fails\nsteps:\n"
+        "  field:\n    op: example.field\n    with: {size: 64, chunk: 32}\n"
+        "    outputs: [field.zarr]\n"
+        "  bad:\n    op: tests.integration.user_ops:explode\n    needs: [field]\n"
+        "    with: {message: kaboom}\n    outputs: [nothing.zarr]\n"
+    )
+    run_dir = tmp_path / "run"
+    result = submit(
+        str(wf), "--backend", "mpi", "--run-dir", str(run_dir),
+        *sets(["cluster.dashboard_address=null"]),
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.count("the op's own error: kaboom") == 1
+    assert "failed: step 'bad' (op tests.integration.user_ops:explode): ValueError" in (
+        result.stderr
+    )
+    assert "Traceback" not in result.stderr
+    rec = record_of(run_dir)
+    assert rec["status"] == "failed" and rec["steps"]["field"]["status"] == "completed"
+
+
+def test_dry_run_prints_the_mpirun_line_and_starts_nothing(tmp_path: Path) -> None:
+    result = submit(str(EXAMPLE), "--backend", "mpi", "--dry-run", *sets(SMALL))
+    assert result.returncode == 0, result.stderr
+    line = next(x for x in result.stdout.splitlines() if x.startswith("mpirun: "))
+    assert "mpirun -np 4 --bind-to none" in line
+    assert "mpi_entry PLAN.json -- submit" in line and "--backend mpi --run-dir RUN_DIR" in line
+    assert "params.size=128" in line
+    assert not Path("runs").exists()
+
+
+def test_missing_mpirun_is_bad_input_naming_the_backend(tmp_path: Path) -> None:
+    config = tmp_path / "openclaw.config"
+    config.write_text("cluster:\n  backend: mpi\n")
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    result = submit(str(EXAMPLE), "--config", str(config), env={"PATH": str(empty)})
+    assert result.returncode == 2, result.stderr
+    assert f"{config}:2: cluster.backend: mpi launches through 'mpirun'" in result.stderr
+    assert "Traceback" not in result.stderr
+    forced = submit(str(EXAMPLE), "--backend", "mpi", env={"PATH": str(empty)})
+    assert forced.returncode == 2
+    assert "--backend mpi: cluster.backend: mpi launches through 'mpirun'" in forced.stderr

@@ -1,0 +1,76 @@
+"""The launching side of the mpi backend, without launching: command lines, env, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from openclaw_dask.config import Config, ConfigError, load_config
+from openclaw_dask.runtime.mpi_launch import (
+    MPI_SCHEDULER_ENV,
+    find_mpirun,
+    format_command,
+    launch_env,
+    mpi_job_scheduler,
+    mpirun_command,
+)
+from openclaw_dask.translate import ClusterPlan, plan_cluster
+from openclaw_dask.workflows.mpi_run import client_args
+from tests.conftest import make_hardware
+
+
+def mpi_plan(*sets: str) -> tuple[Config, ClusterPlan]:
+    config = load_config(None, ["cluster.backend=mpi", *sets], use_search_path=False)
+    return config, plan_cluster(config, make_hardware(cores=4), strict=False)
+
+
+def test_interface_defaults_to_loopback_and_the_plan_ends_ranks_itself() -> None:
+    _, plan = mpi_plan()
+    assert plan.cluster_kwargs["interface"] == "lo"
+    assert plan.cluster_kwargs["exit"] is False
+    assert any("cluster.interface unset" in note for note in plan.notes)
+    _, plan = mpi_plan("cluster.interface=eth0")
+    assert plan.cluster_kwargs["interface"] == "eth0"
+    assert not any("cluster.interface unset" in note for note in plan.notes)
+
+
+def test_root_needs_open_mpis_permission_only_as_root() -> None:
+    assert launch_env(uid=0) == {
+        "OMPI_ALLOW_RUN_AS_ROOT": "1",
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    }
+    assert launch_env(uid=1000) == {}
+
+
+def test_command_line_is_plan_then_client_and_copy_pasteable() -> None:
+    _, plan = mpi_plan()
+    command = mpirun_command(plan, "/tmp/p.json", ["submit", "wf.yaml", "--set", "a.b=c d"])
+    assert command[: len(plan.launch_command or [])] == plan.launch_command
+    assert command[-6:] == ["/tmp/p.json", "--", "submit", "wf.yaml", "--set", "a.b=c d"]
+    line = format_command(command, {"OMPI_ALLOW_RUN_AS_ROOT": "1"})
+    assert line.startswith("OMPI_ALLOW_RUN_AS_ROOT=1 mpirun -np ")
+    assert line.endswith("--set 'a.b=c d'")
+
+
+def test_client_args_carry_config_sets_and_backend() -> None:
+    args = client_args("wf.yaml", "my.config", ["params.x=1"], "mpi")
+    assert args[0] == "submit" and args[1].endswith("/wf.yaml")
+    assert args[2] == "--config" and args[3].endswith("/my.config")
+    assert args[4:] == ["--set", "params.x=1", "--backend", "mpi"]
+
+
+def test_missing_mpirun_names_the_backend(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config, plan = mpi_plan()
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ConfigError, match=r"cluster\.backend: mpi launches through 'mpirun'"):
+        find_mpirun(plan, config)
+    with pytest.raises(ConfigError, match=r"^--backend mpi: cluster\.backend"):
+        find_mpirun(plan, config, forced="mpi")
+
+
+def test_inside_a_launch_only_with_the_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(MPI_SCHEDULER_ENV, raising=False)
+    assert mpi_job_scheduler() is None
+    monkeypatch.setenv(MPI_SCHEDULER_ENV, "tcp://127.0.0.1:1234")
+    assert mpi_job_scheduler() == "tcp://127.0.0.1:1234"
