@@ -2,9 +2,12 @@
 
 Public API: :func:`load_config`, :func:`plan_cluster`, :func:`start_cluster` (a context manager
 yielding a ``distributed.Client``), :func:`memory_compact` (alias ``openclaw_memory_compact``).
-and :func:`run_workflow` (returns the run record). ``benchmark`` and ``tune`` are to come.
+and :func:`run_workflow` (returns the run record); :func:`benchmark` and :func:`tune` measure
+and improve a config.
 """
 
+from openclaw_dask.bench.run import benchmark
+from openclaw_dask.bench.tune import tune
 from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
 from openclaw_dask.runtime import memory_compact, openclaw_memory_compact, start_cluster
 from openclaw_dask.translate import ClusterPlan, plan_cluster
@@ -18,6 +21,7 @@ __all__ = [
     "ConfigError",
     "Hardware",
     "__version__",
+    "benchmark",
     "detect_hardware",
     "load_config",
     "memory_compact",
@@ -25,4 +29,5 @@ __all__ = [
     "plan_cluster",
     "run_workflow",
     "start_cluster",
+    "tune",
 ]

@@ -68,3 +68,54 @@ def benchmark_cmd(
     if plot_path:
         report.plot(result, plot_path)
         out.print(f"plot: {plot_path}", markup=False)
+
+
+@click.command("tune")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config file.")
+@click.option(
+    "--workload",
+    default="climate",
+    show_default=True,
+    help="climate, stencil, matmul, or the path of a workflow YAML.",
+)
+@click.option("--budget", default="10m", show_default=True, help="Time to spend, e.g. 5m.")
+@click.option("--out", "out_path", default="tuned.config", show_default=True, help="Tuned config.")
+@SET_OPTION
+def tune_cmd(
+    config_path: str | None,
+    workload: str,
+    budget: str,
+    out_path: str,
+    overrides: tuple[str, ...],
+) -> None:
+    """Measure candidate configs for a workload and write the fastest as a commented config."""
+    from openclaw_dask.bench.tune import tune, tuned_config_text
+    from openclaw_dask.bench.tune_report import report_paths, write_all
+    from openclaw_dask.bench.workloads import workload as check_workload
+    from openclaw_dask.config import load_config
+
+    seconds = args.duration(budget, "--budget")
+    target = args.output_path(out_path, "--out")
+    assert target is not None  # out_path has a default
+    for path in report_paths(target).values():
+        args.output_path(str(path), "--out")
+    check_workload(workload)
+    config = load_config(config_path, list(overrides))
+    report = tune(
+        config,
+        workload_name=workload,
+        budget=seconds,
+        log=lambda line: err.print(line, markup=False),
+    )
+    target.write_text(tuned_config_text(config, report))
+    load_config(target)  # what we write must load: a defect here is ours, not the user's
+    paths = write_all(report, target)
+    if report["recommended"]:
+        changed = ", ".join(f"{k}={v}" for k, v in report["recommended"].items())
+        comp = report["comparison"]
+        out.print(f"[green]tuned[/]: {changed} ({comp['speedup']:.3f}x over {comp['pairs']} pairs)")
+    else:
+        out.print("[yellow]no change[/]: nothing measured faster than the baseline")
+    out.print(f"config: {target}", markup=False)
+    for kind, path in paths.items():
+        out.print(f"report ({kind}): {path}", markup=False)

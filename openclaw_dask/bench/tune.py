@@ -1,0 +1,362 @@
+"""``tune()``: the seed's manual tuning procedure, automated and measured.
+
+1. Baseline: the config as given.
+2. Thread pool and process count: total threads around the physical core count (the seed's
+   "±2"), each as one process or one thread per process; worker context switches recorded; the
+   sweep stops at the first thread count that is not faster than the one before.
+3. Allocator: system malloc and every allocator installed here.
+4. ``distributed.batch_size`` (workloads that use it) and ``distributed.compression`` (only
+   when workers are on different hosts: Dask never compresses between processes on one host,
+   so there is nothing to measure; the report says so).
+5. The best candidate is measured against the baseline again in interleaved pairs (both
+   clusters up at once, runs alternating). It is recommended only if it wins; otherwise the
+   tuned config is the baseline, and the report says that nothing measured faster.
+
+Every trial starts a real cluster from a real config (``Config.with_values``), so a candidate
+that the config rules refuse on this machine is skipped with the rule's message.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+from distributed import Client
+
+from openclaw_dask.bench.machine import machine_facts, versions
+from openclaw_dask.bench.workloads import Workload, describe_rate, workload
+from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
+from openclaw_dask.config.render import yaml_value
+from openclaw_dask.config.schema import KEYS, SECTIONS
+from openclaw_dask.runtime import start_cluster
+from openclaw_dask.translate import plan_cluster
+
+#: a candidate must beat the best so far by this much to count as an improvement
+MIN_GAIN = 1.02
+#: share of the budget kept for the final interleaved comparison
+FINAL_SHARE = 0.3
+
+
+@dataclass
+class Trial:
+    """One measured candidate config."""
+
+    stage: str
+    changes: dict[str, Any]
+    samples: list[float] = field(default_factory=list)
+    ctx_switches: dict[str, int] = field(default_factory=dict)
+    skipped: str | None = None
+
+    @property
+    def rate(self) -> float:
+        """Median work per second (0 when skipped)."""
+        return statistics.median(self.samples) if self.samples else 0.0
+
+    def label(self) -> str:
+        """``key=value, ...`` of the changes (``baseline`` when none)."""
+        return ", ".join(f"{k}={v}" for k, v in self.changes.items()) or "baseline"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "stage": self.stage,
+            "changes": self.changes,
+            "rate_median": self.rate,
+            "rate_samples": self.samples,
+            "ctx_switches_per_worker": self.ctx_switches,
+            "skipped": self.skipped,
+        }
+
+
+def _ctx_switches() -> int:
+    c = psutil.Process().num_ctx_switches()
+    return c.voluntary + c.involuntary
+
+
+class Tuner:
+    """Runs trials within a time budget (see the module docstring for the procedure)."""
+
+    def __init__(
+        self,
+        base: Config,
+        work: Workload,
+        budget: float,
+        hw: Hardware,
+        log: Callable[[str], None],
+        repeats: int = 3,
+    ) -> None:
+        self.base, self.work, self.hw, self.log, self.repeats = base, work, hw, log, repeats
+        self.deadline = time.monotonic() + budget
+        self.sweep_deadline = time.monotonic() + budget * (1 - FINAL_SHARE)
+        self.trials: list[Trial] = []
+        self.skips: list[str] = []
+        #: identity of each measured cluster -> its trial (no layout is measured twice)
+        self.seen: dict[str, Trial] = {}
+        #: key -> why it changed (the stage, and the rates before and after)
+        self.reasons: dict[str, str] = {}
+
+    def config_for(self, changes: dict[str, Any]) -> Config:
+        """The baseline with ``changes`` applied and re-checked."""
+        return self.base.with_values(**{k.replace(".", "__"): v for k, v in changes.items()})
+
+    def trial_config(self, changes: dict[str, Any]) -> Config:
+        """What a trial's cluster starts from: its dashboard on a free port (two run at once)."""
+        config = self.config_for(changes)
+        if config["cluster.dashboard_address"] is not None:
+            config = config.with_values(cluster__dashboard_address="127.0.0.1:0")
+        return config
+
+    def identity(self, config: Config) -> str:
+        """What makes two candidates the same cluster: the planned layout and tuned keys."""
+        plan = plan_cluster(config, self.hw)
+        keys = ("memory.allocator", "distributed.batch_size", "distributed.compression")
+        return json.dumps([plan.layout, [config[k] for k in keys]], sort_keys=True, default=str)
+
+    def measure(self, stage: str, changes: dict[str, Any], strict: bool = False) -> Trial:
+        """Start the candidate's cluster, warm up, time ``repeats`` runs.
+
+        A candidate the config rules refuse is skipped with their message (raised with
+        ``strict``: the baseline itself must run).
+        """
+        trial = Trial(stage, dict(changes))
+        self.trials.append(trial)
+        if time.monotonic() > self.sweep_deadline:
+            trial.skipped = "budget spent"
+            return trial
+        try:
+            config = self.trial_config(changes)
+            same = self.seen.get(self.identity(config))
+            if same is not None:
+                trial.skipped = f"the same cluster as {same.label()}"
+                trial.samples = list(same.samples)
+                self.log(f"{stage:<10} {trial.label():<55} {trial.skipped}")
+                return trial
+            self.seen[self.identity(config)] = trial
+            with start_cluster(config, hardware=self.hw) as client, client.as_current():
+                run = self.work.prepare(client, config)
+                run()  # warm-up
+                before = client.run(_ctx_switches)
+                for _ in range(self.repeats):
+                    t0 = time.perf_counter()
+                    amount = run()
+                    trial.samples.append(amount / (time.perf_counter() - t0))
+                after = client.run(_ctx_switches)
+                per_run = {w: (after[w] - before[w]) // self.repeats for w in after}
+                trial.ctx_switches = per_run
+        except ConfigError as exc:
+            if strict:
+                raise
+            trial.skipped = "; ".join(p.message for p in exc.problems)
+        shown = f"skipped: {trial.skipped}" if trial.skipped else self.rate_text(trial.rate)
+        self.log(f"{stage:<10} {trial.label():<55} {shown}")
+        return trial
+
+    def rate_text(self, rate: float) -> str:
+        """A rate of this workload in readable units."""
+        return describe_rate(rate, self.work.unit)
+
+    def adopt(self, best: Trial, candidate: Trial) -> Trial:
+        """``candidate`` if it beats ``best`` by :data:`MIN_GAIN`, recording why."""
+        if not candidate.samples or candidate.rate <= best.rate * MIN_GAIN:
+            return best
+        for key, value in candidate.changes.items():
+            if best.changes.get(key, self.base[key]) != value:
+                self.reasons[key] = (
+                    f"{candidate.stage} sweep measured {self.rate_text(candidate.rate)} "
+                    f"vs {self.rate_text(best.rate)}"
+                )
+        return candidate
+
+    def best(self, trials: Sequence[Trial]) -> Trial:
+        """The fastest measured trial of ``trials``."""
+        return max((t for t in trials if t.samples), key=lambda t: t.rate)
+
+    # -- the stages ------------------------------------------------------------------------
+    def sweep_threads(self, base: Trial) -> Trial:
+        """Total threads from physical cores - 2 to + 2; one process, or one thread each."""
+        physical = self.hw.physical_cores
+        best = base
+        previous_best = None
+        for total in range(max(1, physical - 2), physical + 3):
+            layouts = {1, total} if total > 1 else {1}
+            here = [
+                self.measure(
+                    "threads", {"parallel.thread_pool_size": total, "parallel.processes": p}
+                )
+                for p in sorted(layouts)
+            ]
+            measured = [t for t in here if t.samples]
+            if not measured:
+                continue
+            top = self.best(measured)
+            best = self.adopt(best, top)
+            if previous_best is not None and total > physical and top.rate <= previous_best:
+                self.log(f"threads: {total} is not faster than {total - 1}; stopping the sweep")
+                break
+            previous_best = top.rate
+        return best
+
+    def sweep(self, stage: str, key: str, values: Sequence[Any], best: Trial) -> Trial:
+        """Try ``key`` at each value on top of ``best``'s changes."""
+        for value in values:
+            if best.changes.get(key, self.base[key]) == value:
+                continue
+            best = self.adopt(best, self.measure(stage, {**best.changes, key: value}))
+        return best
+
+    def compare(self, winner: Trial, pairs: int) -> dict[str, Any]:
+        """Baseline vs ``winner`` in interleaved pairs, both clusters up at once."""
+        rates: dict[str, list[float]] = {"baseline": [], "tuned": []}
+        configs = {"baseline": self.trial_config({}), "tuned": self.trial_config(winner.changes)}
+        with ExitStack() as stack:
+            runs = {}
+            for name, config in configs.items():
+                client: Client = stack.enter_context(start_cluster(config, hardware=self.hw))
+                with client.as_current():
+                    runs[name] = (client, self.work.prepare(client, config))
+            for client, run in runs.values():
+                with client.as_current():
+                    run()  # warm-up
+            for i in range(pairs):
+                if i >= 2 and time.monotonic() > self.deadline:
+                    break
+                for name, (client, run) in runs.items():
+                    with client.as_current():
+                        t0 = time.perf_counter()
+                        amount = run()
+                        rates[name].append(amount / (time.perf_counter() - t0))
+        med = {k: statistics.median(v) for k, v in rates.items()}
+        wins = sum(t > b for b, t in zip(rates["baseline"], rates["tuned"], strict=True))
+        return {
+            "pairs": len(rates["tuned"]),
+            "rates": rates,
+            "median": med,
+            "speedup": med["tuned"] / med["baseline"],
+            "tuned_wins": wins,
+        }
+
+
+def tune(
+    config: Config | str | Path | None = None,
+    *,
+    overrides: Sequence[str] | None = None,
+    workload_name: str = "climate",
+    budget: float = 600.0,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Tune ``config`` for a workload within ``budget`` seconds.
+
+    Returns
+    -------
+    dict
+        The report: ``trials``, ``winner`` changes, ``comparison`` (baseline vs tuned in
+        interleaved pairs), ``recommended`` changes (empty when nothing was faster),
+        ``skipped`` stages with reasons, machine facts and versions. Write the tuned config
+        with :func:`tuned_config_text`.
+    """
+    if not isinstance(config, Config):
+        config = load_config(config, list(overrides or []))
+    work = workload(workload_name)
+    hw = detect_hardware()
+    started = time.monotonic()
+    tuner = Tuner(config, work, budget, hw, log)
+    baseline = tuner.measure("baseline", {}, strict=True)
+    best = tuner.sweep_threads(baseline)
+    allocators = ["system", *sorted(hw.allocators)]
+    best = tuner.sweep("allocator", "memory.allocator", allocators, best)
+    if work.uses_batch_size:
+        best = tuner.sweep("batch", "distributed.batch_size", (4, 16, 32), best)
+    else:
+        tuner.skips.append(f"distributed.batch_size: the {work.name} workload does not use it")
+    hosts = {n["host"] for n in config["distributed.nodes"] or []}
+    if len(hosts) > 1:
+        best = tuner.sweep("compress", "distributed.compression", ("none", "lz4", "zstd"), best)
+    else:
+        tuner.skips.append(
+            "distributed.compression: all workers are on one host, and Dask does not compress "
+            "between processes on one host, so there is no wire to measure"
+        )
+    # the sweep's winner, or (when nothing beat the baseline) its best challenger: the pairs
+    # then show that it is not faster, rather than showing nothing
+    base_id = tuner.identity(tuner.trial_config({}))
+    challengers = [
+        t
+        for t in tuner.trials
+        if t.samples and t.changes and tuner.identity(tuner.trial_config(t.changes)) != base_id
+    ]
+    candidate = best if best.changes else (tuner.best(challengers) if challengers else None)
+    comparison = None
+    recommended: dict[str, Any] = {}
+    if candidate is not None:
+        comparison = tuner.compare(candidate, pairs=5)
+        comparison["candidate"] = candidate.changes
+        won = comparison["speedup"] > 1.0 and comparison["tuned_wins"] * 2 > comparison["pairs"]
+        if best.changes and won:
+            recommended = best.changes
+        log(
+            f"baseline vs {candidate.label()}, {comparison['pairs']} interleaved pairs: "
+            f"{comparison['speedup']:.3f}x, candidate faster in {comparison['tuned_wins']}"
+        )
+    return {
+        "workload": {"name": work.name, "unit": work.unit, "description": work.description},
+        "budget_s": budget,
+        "wall_s": time.monotonic() - started,
+        "config_file": str(config.file) if config.file else None,
+        "config_hash": config.config_hash(),
+        "machine": machine_facts(hw),
+        "versions": versions(),
+        "trials": [t.to_dict() for t in tuner.trials],
+        "best_trial": best.to_dict(),
+        "comparison": comparison,
+        "recommended": recommended,
+        "skipped": tuner.skips,
+        "reasons": {k: v for k, v in tuner.reasons.items() if k in recommended},
+    }
+
+
+def tuned_config_text(config: Config, report: dict[str, Any]) -> str:
+    """The tuned ``openclaw.config``: the baseline's own settings plus the recommended ones.
+
+    Each changed key carries a comment with the measured reason; keys the baseline set
+    explicitly (not defaults) are kept as they were.
+    """
+    changes = report["recommended"]
+    tuned = config.with_values(**{k.replace(".", "__"): v for k, v in changes.items()})
+    comp = report["comparison"]
+    lines = [
+        f"# openclaw.config tuned by `openclaw-dask tune --workload {report['workload']['name']}`",
+        f"# on {report['machine']['host']} ({report['machine']['usable_cores']} cores), "
+        f"baseline {report['config_file'] or 'defaults'} (config hash {report['config_hash']})",
+    ]
+    if comp and changes:
+        lines.append(
+            f"# measured: {comp['speedup']:.3f}x the baseline's throughput over "
+            f"{comp['pairs']} interleaved pairs (tuned faster in {comp['tuned_wins']})"
+        )
+    else:
+        lines.append("# measured: no candidate beat the baseline; this is the baseline unchanged")
+    keep = [k for k in KEYS if config.sources.get(k.path, "default") != "default"]
+    wanted = {k.path for k in keep} | set(changes)
+    for section in SECTIONS:
+        keys = [k for k in KEYS if k.path.startswith(section + ".") and k.path in wanted]
+        if not keys:
+            continue
+        lines.append(f"{section}:")
+        for key in keys:
+            leaf = key.path[len(section) + 1 :]
+            if key.path in changes:
+                was = key.type.render(config[key.path])
+                lines.append(
+                    f"  # tuned: {yaml_value(was)} -> {yaml_value(changes[key.path])}; "
+                    f"{report['reasons'].get(key.path, 'measured faster')}"
+                )
+            value = key.type.render(tuned[key.path])
+            lines.append(f"  {leaf}: {yaml_value(value)}")
+    return "\n".join(lines) + "\n"

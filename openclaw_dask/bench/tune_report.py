@@ -1,0 +1,112 @@
+"""The tuning report: Markdown, JSON and a PNG of every trial and of the final pairs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from openclaw_dask.bench.report import write_json
+from openclaw_dask.bench.workloads import describe_rate
+
+
+def report_paths(out: Path) -> dict[str, Path]:
+    """``tuned.config`` -> ``tuned.report.md``, ``.json``, ``.png`` beside it."""
+    stem = out.with_suffix("") if out.suffix else out
+    return {ext: stem.with_name(f"{stem.name}.report.{ext}") for ext in ("md", "json", "png")}
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The report as Markdown: trials, skipped stages, baseline vs tuned pairs."""
+    unit = report["workload"]["unit"]
+    lines = [
+        f"# Tuning report: {report['workload']['name']}",
+        "",
+        f"Workload: {report['workload']['description']}.  ",
+        f"Machine: {report['machine']['host']}, {report['machine']['usable_cores']} cores; "
+        f"budget {report['budget_s']:.0f} s, used {report['wall_s']:.0f} s.  ",
+        f"Baseline: {report['config_file'] or 'defaults'} (config hash {report['config_hash']}).",
+        "",
+        "## Trials (median of repeats after a warm-up)",
+        "",
+        "| stage | changes | throughput | context switches per run, per worker |",
+        "|---|---|---|---|",
+    ]
+    for t in report["trials"]:
+        changes = ", ".join(f"`{k}={v}`" for k, v in t["changes"].items()) or "baseline"
+        rate = f"skipped: {t['skipped']}" if t["skipped"] else describe_rate(t["rate_median"], unit)
+        ctx = ", ".join(str(v) for v in t["ctx_switches_per_worker"].values())
+        lines.append(f"| {t['stage']} | {changes} | {rate} | {ctx} |")
+    if report["skipped"]:
+        lines += ["", "## Not tuned", ""] + [f"- {s}" for s in report["skipped"]]
+    comp = report["comparison"]
+    lines += ["", "## Baseline vs tuned, interleaved pairs", ""]
+    if comp:
+        challenger = ", ".join(f"`{k}={v}`" for k, v in comp["candidate"].items())
+        lines += [
+            f"Candidate: {challenger}.",
+            "",
+            "| pair | baseline | candidate |",
+            "|---|---|---|",
+        ]
+        for i, (b, t) in enumerate(
+            zip(comp["rates"]["baseline"], comp["rates"]["tuned"], strict=True), 1
+        ):
+            lines.append(f"| {i} | {describe_rate(b, unit)} | {describe_rate(t, unit)} |")
+        lines += [
+            "",
+            f"Median speedup {comp['speedup']:.3f}x; the candidate was faster in "
+            f"{comp['tuned_wins']} of {comp['pairs']} pairs.",
+        ]
+    else:
+        lines.append("No candidate could be measured within the budget.")
+    lines += ["", "## Recommendation", ""]
+    if report["recommended"]:
+        for key, value in report["recommended"].items():
+            lines.append(f"- `{key}: {value}`: {report['reasons'].get(key, '')}")
+    else:
+        lines.append("Keep the baseline: no change measured faster in the final pairs.")
+    return "\n".join(lines) + "\n"
+
+
+def plot(report: dict[str, Any], path: Path) -> None:
+    """Bars of every measured trial, and the final pairs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    trials = [t for t in report["trials"] if not t["skipped"]]
+    comp = report["comparison"]
+    fig, axes = plt.subplots(
+        1, 2 if comp else 1, figsize=(12, 0.4 * len(trials) + 2), squeeze=False
+    )
+    ax = axes[0, 0]
+    labels = [
+        f"{t['stage']}: "
+        + (", ".join(f"{k.split('.')[-1]}={v}" for k, v in t["changes"].items()) or "baseline")
+        for t in trials
+    ]
+    ax.barh(labels, [t["rate_median"] for t in trials], color="tab:blue")
+    ax.set_xlabel(f"{report['workload']['unit']} per second")
+    ax.tick_params(labelsize=7)
+    ax.set_title("trials", fontsize=9)
+    if comp:
+        ax2 = axes[0, 1]
+        n = range(1, comp["pairs"] + 1)
+        ax2.plot(n, comp["rates"]["baseline"], "o-", label="baseline")
+        ax2.plot(n, comp["rates"]["tuned"], "s-", label="candidate")
+        ax2.set_xlabel("interleaved pair")
+        ax2.set_title(f"baseline vs tuned: {comp['speedup']:.3f}x", fontsize=9)
+        ax2.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_all(report: dict[str, Any], out: Path) -> dict[str, Path]:
+    """Write the Markdown, JSON and PNG beside ``out``; return their paths."""
+    paths = report_paths(out)
+    paths["md"].write_text(markdown(report))
+    write_json(report, paths["json"])
+    plot(report, paths["png"])
+    return paths

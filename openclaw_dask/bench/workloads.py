@@ -1,0 +1,160 @@
+"""What ``openclaw-dask tune`` measures a config with: the climate step, a matmul, a workflow.
+
+A workload is prepared once per cluster (data persisted on the workers) and then run
+repeatedly; each run returns the work it did, so a trial's figure is work per second.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import dask.array as da
+from distributed import Client, wait
+
+from openclaw_dask.config import Config, ConfigError
+from openclaw_dask.config.errors import Problem, did_you_mean
+
+BUILTIN = ("climate", "stencil", "matmul")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A named, repeatable piece of work.
+
+    Parameters
+    ----------
+    name : str
+        ``climate``, ``stencil``, ``matmul`` or the path of a workflow file.
+    unit : str
+        Unit of the work a run returns (``cell-updates``, ``FLOP``, ``runs``).
+    description : str
+        One line for the report.
+    prepare : callable
+        ``prepare(client, config) -> run``; ``run()`` does the work once and returns its amount.
+    uses_batch_size : bool
+        Whether ``distributed.batch_size`` changes what it does (worth sweeping).
+    """
+
+    name: str
+    unit: str
+    description: str
+    prepare: Callable[[Client, Config], Callable[[], float]]
+    uses_batch_size: bool = False
+
+
+def _stencil(resolution: float, steps: int) -> Callable[[Client, Config], Callable[[], float]]:
+    def prepare(client: Client, config: Config) -> Callable[[], float]:
+        from openclaw_dask.bench.suites.stencil import model_setup
+        from openclaw_dask.workflows.climate import advance
+        from openclaw_dask.workflows.climate.stepper import to_bands
+
+        params, grid, start = model_setup(resolution)
+        k = int(config["distributed.batch_size"])
+        bands = max(1, min(sum(client.nthreads().values()), grid.nlat // max(k, 1)))
+        [state] = client.persist([to_bands(start, bands)])
+        wait(state)
+
+        def run() -> float:
+            [out] = client.persist([advance(state, params, grid, steps, k)])
+            wait(out)
+            return float(grid.size * steps)
+
+        return run
+
+    return prepare
+
+
+def _matmul(n: int) -> Callable[[Client, Config], Callable[[], float]]:
+    def prepare(client: Client, config: Config) -> Callable[[], float]:
+        threads = sum(client.nthreads().values())
+        band = -(-n // threads)
+        rng = da.random.default_rng(0)
+        a, b = client.persist([rng.random((n, n), chunks=(band, n)), rng.random((n, n))])
+        wait([a, b])
+        client.replicate([b])
+
+        def run() -> float:
+            [c] = client.persist([a @ b])
+            wait(c)
+            return 2.0 * n**3
+
+        return run
+
+    return prepare
+
+
+def _workflow(path: Path) -> Callable[[Client, Config], Callable[[], float]]:
+    def prepare(client: Client, config: Config) -> Callable[[], float]:
+        from openclaw_dask.workflows.runner import run_workflow
+
+        tmp = Path(tempfile.mkdtemp(prefix="openclaw-tune-"))
+        runs = itertools.count()
+        address = client.scheduler.address
+
+        def run() -> float:
+            run_workflow(path, config, address=address, run_dir=tmp / f"run-{next(runs)}")
+            return 1.0
+
+        return run
+
+    return prepare
+
+
+def workload(name: str) -> Workload:
+    """The workload called ``name``, or the workflow at path ``name``.
+
+    Raises
+    ------
+    ConfigError
+        For a name that is neither a built-in workload nor an existing workflow file.
+    """
+    if name == "climate":
+        return Workload(
+            name,
+            "cell-updates",
+            "climate.ebm time step, 0.5° grid, 256 steps (latitude bands, K-step halos)",
+            _stencil(0.5, 256),
+            uses_batch_size=True,
+        )
+    if name == "stencil":
+        return Workload(
+            name,
+            "cell-updates",
+            "climate stencil alone on a 1° grid, 512 steps",
+            _stencil(1.0, 512),
+            uses_batch_size=True,
+        )
+    if name == "matmul":
+        return Workload(
+            name, "FLOP", "2048² float64 matmul, row bands, B replicated", _matmul(2048)
+        )
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        from openclaw_dask.workflows.spec import load_workflow
+
+        load_workflow(path)  # a bad workflow is bad input now, not after the baseline
+        return Workload(str(path), "runs", f"workflow {path}", _workflow(path))
+    raise ConfigError(
+        [
+            Problem(
+                f"unknown workload {name!r}: expected one of {', '.join(BUILTIN)} or a "
+                f"workflow file{did_you_mean(name, BUILTIN)}",
+                origin="--workload",
+            )
+        ]
+    )
+
+
+def describe_rate(rate: float, unit: str) -> str:
+    """A rate in readable units."""
+    scaled: dict[str, tuple[float, str]] = {
+        "cell-updates": (1e6, "Mcell/s"),
+        "FLOP": (1e9, "GFLOP/s"),
+        "runs": (1 / 60, "runs/min"),
+    }
+    div, label = scaled.get(unit, (1.0, f"{unit}/s"))
+    return f"{rate / div:.3g} {label}"

@@ -1,0 +1,64 @@
+"""``openclaw-dask tune``: a short real tuning run, and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from openclaw_dask.config import load_config
+from tests.unit.test_cli import run_cli
+
+
+@pytest.mark.slow
+def test_tune_writes_a_valid_config_and_a_report_with_interleaved_pairs(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")}
+    env["OPENCLAW_STATE_DIR"] = str(tmp_path / "state")
+    out = tmp_path / "tuned.config"
+    proc = run_cli(
+        "tune", "--workload", "stencil", "--budget", "40s", "--out", str(out), env=env, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    config = load_config(out)  # the tuned config is a valid config
+    report = json.loads((tmp_path / "tuned.report.json").read_text())
+    baseline, *others = report["trials"]
+    assert baseline["stage"] == "baseline" and baseline["changes"] == {}
+    assert len(baseline["rate_samples"]) == 3 and all(r > 0 for r in baseline["rate_samples"])
+    assert baseline["ctx_switches_per_worker"], "context switches are recorded per worker"
+    assert any(t["stage"] == "threads" and t["rate_samples"] for t in others)
+    comp = report["comparison"]
+    assert comp["pairs"] >= 2
+    assert len(comp["rates"]["baseline"]) == len(comp["rates"]["tuned"]) == comp["pairs"]
+    if report["recommended"]:  # never recommend what lost the final pairs
+        assert comp["speedup"] > 1.0
+        for key, value in report["recommended"].items():
+            assert config[key] == value
+            assert "# tuned: " in out.read_text()
+    else:
+        assert "no candidate beat the baseline" in out.read_text()
+    md = (tmp_path / "tuned.report.md").read_text()
+    assert "interleaved pairs" in md and "| 1 |" in md
+    assert any("compression" in s and "one host" in s for s in report["skipped"])
+    assert (tmp_path / "tuned.report.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--budget", "0s"], "positive duration"),
+        (["--budget", "forever"], "positive duration"),
+        (["--out", "/nonexistent-dir/tuned.config"], "does not exist"),
+        (["--workload", "climat"], "did you mean 'climate'"),
+        (["--workload", "missing.yaml"], "unknown workload 'missing.yaml'"),
+    ],
+)
+def test_bad_input_is_refused_before_anything_starts(
+    args: list[str], expected: str, tmp_path: Path
+) -> None:
+    proc = run_cli("tune", *args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert expected in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert list(tmp_path.iterdir()) == []
