@@ -73,7 +73,7 @@ def table_rows(stdout: str) -> list[list[str]]:
 def test_rig_hosts_are_separate(rig: SshRig) -> None:
     a, b, _ = hosts(rig)
     assert a.host != b.host
-    if os.geteuid() == 0:
+    if os.geteuid() == 0 and not os.environ.get("SSHRIG_LOOPBACK"):
         assert rig.use_netns, "as root the hosts must live in their own network namespaces"
         assert a.netns != b.netns and a.host.startswith("10.231.")
 
@@ -210,3 +210,20 @@ def test_zstd_shrinks_the_bytes_between_hosts(rig: SshRig, tmp_path: Path) -> No
     )
     assert sent["none"] > size  # the whole array crossed the veth once
     assert sent["zstd"] < sent["none"] / 3
+
+
+def test_worker_of_a_disagreeing_node_is_refused_even_without_preflight(
+    rig: SshRig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Second line of defence: the node's workers read its own config (the node preload)."""
+    from openclaw_dask.config import ConfigError, load_config
+    from openclaw_dask.runtime import preflight
+
+    a, _, odd = hosts(rig)
+    monkeypatch.setattr(preflight, "check_nodes", lambda config: {})
+    config = load_config(rig.config([rig.node(a, **NODE_A), rig.node(odd)], tmp_path / "c"))
+    with pytest.raises(ConfigError) as info, start_cluster(config):
+        pass
+    message = str(info.value)
+    assert f"worker tcp://{odd.host}:" in message
+    assert "distributed.sync_interval: worker 50, client 1000" in message
