@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from openclaw_dask import __version__
 from openclaw_dask.cli.bench_cmd import benchmark_cmd, tune_cmd
+from openclaw_dask.cli.certs_cmd import certs_group
 from openclaw_dask.cli.cluster_cmd import cluster_group, memory_group
 from openclaw_dask.cli.config_cmd import config_group
 from openclaw_dask.cli.output import err, print_problems
@@ -60,6 +61,7 @@ cli.add_command(memory_group)
 cli.add_command(submit_cmd)
 cli.add_command(benchmark_cmd)
 cli.add_command(tune_cmd)
+cli.add_command(certs_group)
 
 
 def main() -> None:

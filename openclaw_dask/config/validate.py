@@ -17,6 +17,7 @@ from openclaw_dask.config.errors import Problem, did_you_mean
 from openclaw_dask.config.hardware import ALLOCATOR_INSTALL, Hardware
 from openclaw_dask.config.layout import resolve_backend, resolve_layout
 from openclaw_dask.config.schema import BACKEND_ALIASES
+from openclaw_dask.config.tls import tls_problems
 
 
 def locate(
@@ -150,17 +151,8 @@ def check_static(
             "remove one of them",
         )
 
-    if transport(v) == "tls":
-        for part in ("ca_file", "cert", "key"):
-            path = v[f"distributed.tls.{part}"]
-            if not path:
-                bad(
-                    f"distributed.tls.{part}",
-                    "required for communication_backend tls (a PEM file); "
-                    "make them with `openclaw-dask certs create DIR`",
-                )
-            elif not os.path.isfile(os.path.expanduser(path)):
-                bad(f"distributed.tls.{part}", f"file not found: {path}")
+    if transport(v) == "tls":  # set, present, PEM, key matches, issued by the CA, valid now
+        tls_problems(v, bad)
     for part in ("known_hosts", "identity_file"):
         path = v[f"distributed.ssh.{part}"]
         if path and not os.path.isfile(os.path.expanduser(path)):

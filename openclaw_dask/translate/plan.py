@@ -9,6 +9,7 @@ Values that Dask wants as objects (``security``) stay dicts here and are materia
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -175,7 +176,7 @@ def common_dask_config(config: Config, env: Mapping[str, Any]) -> tuple[dict[str
     for part in ("target", "spill", "pause", "terminate"):
         out[f"distributed.worker.memory.{part}"] = v[f"memory.spill.{part}"]
     if transport(v) == "tls":
-        ca, cert, key = (v[f"distributed.tls.{p}"] for p in ("ca_file", "cert", "key"))
+        ca, cert, key = tls_files(v)
         out["distributed.comm.require-encryption"] = True
         out["distributed.comm.tls.ca-file"] = ca
         for role in ("scheduler", "worker", "client"):
@@ -204,12 +205,20 @@ def ucx_dask_config(config: Config) -> dict[str, Any]:
     }
 
 
+def tls_files(values: Mapping[str, Any]) -> tuple[str, str, str]:
+    """``distributed.tls`` ca_file, cert and key with ``~`` expanded (ssl does not expand it)."""
+    ca, cert, key = (
+        os.path.expanduser(values[f"distributed.tls.{p}"]) for p in ("ca_file", "cert", "key")
+    )
+    return ca, cert, key
+
+
 def security_kwargs(config: Config) -> dict[str, Any] | None:
     """``distributed.Security`` keyword arguments for tls, else ``None``."""
     v = config.values
     if transport(v) != "tls":
         return None
-    ca, cert, key = (v[f"distributed.tls.{p}"] for p in ("ca_file", "cert", "key"))
+    ca, cert, key = tls_files(v)
     out: dict[str, Any] = {"tls_ca_file": ca, "require_encryption": True}
     for role in ("scheduler", "worker", "client"):
         out[f"tls_{role}_cert"] = cert

@@ -13,6 +13,7 @@ from distributed.utils import import_term
 
 from openclaw_dask.config import load_config
 from openclaw_dask.config.layout import pin_cores
+from openclaw_dask.config.tls import create_certificates
 from openclaw_dask.runtime import cluster_class, materialise_kwargs
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 from openclaw_dask.translate.cuda import LOCAL_CUDA_CLUSTER_PARAMS
@@ -162,16 +163,19 @@ def test_affinity_in_plan() -> None:
 
 
 def test_tls_wires_config_and_security(tmp_path: Any) -> None:
-    pem = tmp_path / "c.pem"
-    pem.write_text("x")
+    made = create_certificates(tmp_path)
+    ca, pem, key = made.ca_file, made.nodes[0].cert, made.nodes[0].key
     p = plan(
         "distributed.communication_backend=grpc",
-        *(f"distributed.tls.{k}={pem}" for k in ("ca_file", "cert", "key")),
+        f"distributed.tls.ca_file={ca}",
+        f"distributed.tls.cert={pem}",
+        f"distributed.tls.key={key}",
     )
     assert p.cluster_kwargs["protocol"] == "tls://"
     assert p.dask_config["distributed.comm.require-encryption"] is True
     assert p.dask_config["distributed.comm.tls.worker.cert"] == str(pem)
-    assert p.cluster_kwargs["security"]["tls_ca_file"] == str(pem)
+    assert p.dask_config["distributed.comm.tls.client.key"] == str(key)
+    assert p.cluster_kwargs["security"]["tls_ca_file"] == str(ca)
     assert any("'grpc' is a documented alias for 'tls'" in n for n in p.notes)
     sec = materialise_kwargs(p)["security"]
     assert isinstance(sec, distributed.Security) and sec.require_encryption

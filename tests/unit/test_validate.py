@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from openclaw_dask.config import ConfigError, load_config
+from openclaw_dask.config.tls import create_certificates
 from openclaw_dask.config.validate import check_hardware, check_static
 from openclaw_dask.translate import load_and_plan, plan_cluster
 from tests.conftest import make_hardware, values_with
@@ -105,15 +106,14 @@ def test_static_rule(overrides: dict[str, Any], fragment: str) -> None:
     assert any(fragment in m for m in msgs), msgs
 
 
-def test_tls_with_existing_files_is_fine(tmp_path: Path) -> None:
-    pem = tmp_path / "x.pem"
-    pem.write_text("-----")
+def test_tls_with_real_certificates_is_fine(tmp_path: Path) -> None:
+    made = create_certificates(tmp_path)
     assert (
         static(
             distributed__communication_backend="tls",
-            distributed__tls__ca_file=str(pem),
-            distributed__tls__cert=str(pem),
-            distributed__tls__key=str(pem),
+            distributed__tls__ca_file=str(made.ca_file),
+            distributed__tls__cert=str(made.nodes[0].cert),
+            distributed__tls__key=str(made.nodes[0].key),
         )
         == []
     )

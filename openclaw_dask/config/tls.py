@@ -1,0 +1,358 @@
+"""TLS material for ``distributed.communication_backend: tls``: make it, and check it.
+
+:func:`create_certificates` writes a private certificate authority and node certificates signed
+by it (what ``openclaw-dask certs create DIR`` runs). Dask's TLS is mutual: scheduler, workers
+and clients each present a certificate and accept only peers signed by ``distributed.tls.ca_file``
+(distributed turns hostname checks off, the CA is the trust), so a node certificate carries both
+the server and the client extended key usage. Subject alternative names cover ``localhost``,
+``127.0.0.1``, ``::1``, this host's name and any ``hosts`` given, so the certificates also work
+with tools that do check names.
+
+:func:`tls_problems` checks the configured files beyond "exists": each is PEM of the right kind,
+the key belongs to the certificate, the certificate was issued by the CA and is valid now. Keys
+are read with ``cryptography`` (a dependency of distributed); encrypted keys are not supported
+(Dask's TLS config has no passphrase).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+import socket
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CA_CERT, CA_KEY = "ca.pem", "ca-key.pem"
+CA_DAYS, NODE_DAYS = 3650, 825
+TLS_KEYS = ("ca_file", "cert", "key")
+
+
+@dataclass(frozen=True)
+class NodeFiles:
+    """The files of one node certificate (paths are absolute)."""
+
+    name: str
+    cert: Path
+    key: Path
+
+
+@dataclass(frozen=True)
+class CertificateSet:
+    """What :func:`create_certificates` wrote (or reused)."""
+
+    ca_file: Path
+    ca_key: Path
+    nodes: tuple[NodeFiles, ...]
+    ca_reused: bool
+
+    def config_lines(self, node: NodeFiles | None = None) -> str:
+        """The ``openclaw.config`` lines that use the CA and ``node`` (default: the first)."""
+        node = node or self.nodes[0]
+        return (
+            "distributed:\n"
+            "  communication_backend: tls\n"
+            "  tls:\n"
+            f"    ca_file: {self.ca_file}\n"
+            f"    cert: {node.cert}\n"
+            f"    key: {node.key}\n"
+        )
+
+
+def default_hosts() -> list[str]:
+    """Names every node certificate covers: loopback and this host's names."""
+    names = ["localhost", "127.0.0.1", "::1", socket.gethostname()]
+    fqdn = socket.getfqdn()
+    if fqdn and fqdn not in names:
+        names.append(fqdn)
+    return names
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Write a key readable by its owner only (created 0600, never world-readable)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.chmod(path, 0o600)
+
+
+def _new_key() -> Any:
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _key_pem(key: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _name(common_name: str) -> Any:
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
+    return x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "openclaw-dask"),
+            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+        ]
+    )
+
+
+def _make_ca(directory: Path, days: int) -> tuple[Any, Any]:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+
+    key = _new_key()
+    subject = _name(f"openclaw-dask CA {socket.gethostname()}")
+    now = _now()
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    _write_private(directory / CA_KEY, _key_pem(key))
+    (directory / CA_CERT).write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return cert, key
+
+
+def _load_ca(directory: Path) -> tuple[Any, Any]:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    cert = x509.load_pem_x509_certificate((directory / CA_CERT).read_bytes())
+    key = serialization.load_pem_private_key((directory / CA_KEY).read_bytes(), password=None)
+    return cert, key
+
+
+def _san(hosts: Iterable[str]) -> Any:
+    from cryptography import x509
+
+    entries: list[Any] = []
+    for host in dict.fromkeys(hosts):  # unique, in order
+        try:
+            entries.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            entries.append(x509.DNSName(host))
+    return x509.SubjectAlternativeName(entries)
+
+
+def _make_node(
+    directory: Path, name: str, hosts: list[str], ca_cert: Any, ca_key: Any, days: int
+) -> NodeFiles:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
+    key = _new_key()
+    now = _now()
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(name))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_san(hosts), critical=False)
+        .add_extension(
+            x509.ExtendedKeyUsage(
+                [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    files = NodeFiles(
+        name, (directory / f"{name}.pem").resolve(), (directory / f"{name}-key.pem").resolve()
+    )
+    _write_private(files.key, _key_pem(key))
+    files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return files
+
+
+def create_certificates(
+    directory: str | os.PathLike[str],
+    names: Iterable[str] = ("node",),
+    hosts: Iterable[str] = (),
+    *,
+    overwrite: bool = False,
+    days: int = NODE_DAYS,
+) -> CertificateSet:
+    """Make (or reuse) a CA in ``directory`` and a certificate and key per node name.
+
+    Parameters
+    ----------
+    directory
+        Created if missing. An existing ``ca.pem`` + ``ca-key.pem`` there is reused, so more
+        nodes can be added later with the same CA.
+    names
+        One certificate per name: ``NAME.pem`` and ``NAME-key.pem``.
+    hosts
+        Extra host names or IP addresses for the certificates' subject alternative names
+        (``localhost``, ``127.0.0.1``, ``::1`` and this host's name are always in).
+    overwrite
+        Replace existing node files (never the CA).
+    days
+        Validity of the node certificates.
+
+    Returns
+    -------
+    CertificateSet
+
+    Raises
+    ------
+    FileExistsError
+        A node file exists and ``overwrite`` is false.
+    ValueError
+        A name that is not a plain file name, or ``ca.pem`` without ``ca-key.pem``.
+    """
+    folder = Path(directory).expanduser()
+    names = list(dict.fromkeys(names)) or ["node"]
+    for name in names:
+        if not name or "/" in name or name.startswith(".") or name in ("ca", "ca-key"):
+            raise ValueError(f"node name {name!r}: use a plain name such as 'node' or 'worker1'")
+    folder.mkdir(parents=True, exist_ok=True)
+    has_cert, has_key = (folder / CA_CERT).exists(), (folder / CA_KEY).exists()
+    if has_cert != has_key:
+        missing = CA_KEY if has_cert else CA_CERT
+        raise ValueError(f"{folder} has half a CA ({missing} is missing); use an empty directory")
+    if not overwrite:
+        for name in names:
+            for path in (folder / f"{name}.pem", folder / f"{name}-key.pem"):
+                if path.exists():
+                    raise FileExistsError(f"{path} exists (pass --force to replace it)")
+    ca_cert, ca_key = _load_ca(folder) if has_cert else _make_ca(folder, CA_DAYS)
+    all_hosts = [*default_hosts(), *hosts]
+    nodes = tuple(_make_node(folder, n, all_hosts, ca_cert, ca_key, days) for n in names)
+    return CertificateSet(
+        (folder / CA_CERT).resolve(), (folder / CA_KEY).resolve(), nodes, ca_reused=has_cert
+    )
+
+
+# ---- checking configured files ----------------------------------------------------------------
+
+
+def _read(path: str) -> bytes | str:
+    try:
+        return Path(path).expanduser().read_bytes()
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror or exc}"
+
+
+def tls_problems(values: Mapping[str, Any], bad: Callable[[str, str], None]) -> None:
+    """Check ``distributed.tls.*`` for ``communication_backend: tls``; report with ``bad``.
+
+    ``bad(dotted key, message)`` is called once per problem: a missing setting or file, a file
+    that is not PEM of the expected kind, a key that does not belong to the certificate, a
+    certificate not issued by the CA or not valid now.
+    """
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    paths = {part: values[f"distributed.tls.{part}"] for part in TLS_KEYS}
+    loaded: dict[str, Any] = {}
+    for part, path in paths.items():
+        key = f"distributed.tls.{part}"
+        if not path:
+            bad(
+                key,
+                "required for communication_backend tls (a PEM file); "
+                "make them with `openclaw-dask certs create DIR`",
+            )
+            continue
+        if not os.path.isfile(os.path.expanduser(path)):
+            bad(key, f"file not found: {path}")
+            continue
+        data = _read(path)
+        if isinstance(data, str):
+            bad(key, f"{path} {data}")
+            continue
+        try:
+            if part == "key":
+                loaded[part] = serialization.load_pem_private_key(data, password=None)
+            else:
+                loaded[part] = x509.load_pem_x509_certificate(data)
+        except TypeError:  # an encrypted key
+            bad(key, f"{path} is an encrypted private key; Dask's TLS needs an unencrypted one")
+        except ValueError:
+            kind = "private key" if part == "key" else "certificate"
+            bad(key, f"{path} is not a PEM {kind}")
+    _check_pair(paths, loaded, bad)
+
+
+def _check_pair(
+    paths: Mapping[str, str], loaded: Mapping[str, Any], bad: Callable[[str, str], None]
+) -> None:
+    """Key matches certificate; certificate issued by the CA and valid now."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import serialization
+
+    cert, key, ca = loaded.get("cert"), loaded.get("key"), loaded.get("ca_file")
+
+    def public(k: Any) -> bytes:
+        return k.public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+
+    if (
+        cert is not None
+        and key is not None
+        and public(cert.public_key()) != public(key.public_key())
+    ):
+        bad("distributed.tls.key", f"{paths['key']} is not the key of {paths['cert']}")
+    if cert is not None and ca is not None:
+        try:
+            cert.verify_directly_issued_by(ca)
+        except (ValueError, TypeError, InvalidSignature) as exc:
+            reason = str(exc) or "its signature does not verify"  # InvalidSignature: no text
+            bad(
+                "distributed.tls.cert",
+                f"{paths['cert']} was not issued by the CA {paths['ca_file']} ({reason})",
+            )
+    now = _now()
+    for part, c in (("cert", cert), ("ca_file", ca)):
+        if c is not None and not c.not_valid_before_utc <= now <= c.not_valid_after_utc:
+            bad(
+                f"distributed.tls.{part}",
+                f"{paths[part]} is valid from {c.not_valid_before_utc:%Y-%m-%d} to "
+                f"{c.not_valid_after_utc:%Y-%m-%d}, not now",
+            )

@@ -1,0 +1,107 @@
+"""``openclaw-dask certs create`` and the checks of configured TLS files (no cluster)."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import ssl
+import stat
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from cryptography import x509
+from cryptography.x509.oid import ExtendedKeyUsageOID
+
+from openclaw_dask.cli.main import cli
+from openclaw_dask.config import ConfigError, load_config
+from openclaw_dask.config.tls import create_certificates
+
+
+def tls_sets(ca: Path | str, cert: Path | str, key: Path | str) -> list[str]:
+    return [
+        "distributed.communication_backend=tls",
+        f"distributed.tls.ca_file={ca}",
+        f"distributed.tls.cert={cert}",
+        f"distributed.tls.key={key}",
+    ]
+
+
+def problems_of(sets: list[str]) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        load_config(None, sets, use_search_path=False)
+    return [str(p) for p in info.value.problems]
+
+
+def test_ca_and_node_certificate_for_mutual_tls(tmp_path: Path) -> None:
+    made = create_certificates(tmp_path / "certs", ["node", "w1"], ["10.0.0.5", "n1.example"])
+    assert not made.ca_reused and [n.name for n in made.nodes] == ["node", "w1"]
+    ca = x509.load_pem_x509_certificate(made.ca_file.read_bytes())
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    for node in made.nodes:
+        cert = x509.load_pem_x509_certificate(node.cert.read_bytes())
+        cert.verify_directly_issued_by(ca)
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        names = set(san.get_values_for_type(x509.DNSName))
+        ips = set(san.get_values_for_type(x509.IPAddress))
+        assert {"localhost", socket.gethostname(), "n1.example"} <= names
+        assert {ipaddress.ip_address(a) for a in ("127.0.0.1", "::1", "10.0.0.5")} <= ips
+        usage = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+        assert {ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH} <= set(usage)
+        assert stat.S_IMODE(node.key.stat().st_mode) == 0o600
+        # what distributed does with them: a context that loads the pair and trusts the CA
+        ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=str(made.ca_file))
+        ctx.load_cert_chain(str(node.cert), str(node.key))
+    assert stat.S_IMODE(made.ca_key.stat().st_mode) == 0o600
+    assert load_config(None, tls_sets(made.ca_file, made.nodes[1].cert, made.nodes[1].key))
+
+
+def test_ca_is_reused_and_node_files_are_not_overwritten(tmp_path: Path) -> None:
+    first = create_certificates(tmp_path)
+    ca_bytes, node_bytes = first.ca_file.read_bytes(), first.nodes[0].cert.read_bytes()
+    with pytest.raises(FileExistsError, match="--force"):
+        create_certificates(tmp_path)
+    again = create_certificates(tmp_path, overwrite=True)
+    assert again.ca_reused and again.ca_file.read_bytes() == ca_bytes
+    assert again.nodes[0].cert.read_bytes() != node_bytes
+    (tmp_path / "ca-key.pem").unlink()
+    with pytest.raises(ValueError, match="half a CA"):
+        create_certificates(tmp_path, ["other"])
+
+
+def test_cli_prints_config_lines_that_load(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["certs", "create", str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    text = result.output.split("one node pair per machine):\n", 1)[1]
+    config = tmp_path / "openclaw.config"
+    config.write_text(text)
+    values = yaml.safe_load(text)["distributed"]
+    assert values["communication_backend"] == "tls"
+    assert values["tls"]["ca_file"] == str((tmp_path / "c" / "ca.pem").resolve())
+    assert load_config(config)["distributed.tls.key"].endswith("node-key.pem")
+    again = CliRunner().invoke(cli, ["certs", "create", str(tmp_path / "c")])
+    assert again.exit_code == 2 and "exists (pass --force" in again.output
+
+
+def test_bad_tls_files_are_named_by_key(tmp_path: Path) -> None:
+    good = create_certificates(tmp_path / "a")
+    other = create_certificates(tmp_path / "b")
+    node = good.nodes[0]
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not a certificate\n")
+
+    missing = problems_of(tls_sets(tmp_path / "nope.pem", node.cert, node.key))
+    assert missing == [f"--set: distributed.tls.ca_file: file not found: {tmp_path}/nope.pem"]
+    not_pem = problems_of(tls_sets(good.ca_file, junk, junk))
+    assert f"--set: distributed.tls.cert: {junk} is not a PEM certificate" in not_pem
+    assert f"--set: distributed.tls.key: {junk} is not a PEM private key" in not_pem
+    wrong_key = problems_of(tls_sets(good.ca_file, node.cert, other.nodes[0].key))
+    assert wrong_key == [
+        f"--set: distributed.tls.key: {other.nodes[0].key} is not the key of {node.cert}"
+    ]
+    wrong_ca = problems_of(tls_sets(other.ca_file, node.cert, node.key))
+    assert len(wrong_ca) == 1 and "distributed.tls.cert" in wrong_ca[0]
+    assert f"was not issued by the CA {other.ca_file}" in wrong_ca[0]
+    unset = problems_of(["distributed.communication_backend=grpc"])
+    assert len(unset) == 3 and all("certs create DIR" in p for p in unset)
