@@ -1,25 +1,14 @@
-"""Machine facts and versions recorded with every benchmark and tuning report."""
+"""Machine facts (and versions) recorded with every benchmark and tuning report."""
 
 from __future__ import annotations
 
 import platform
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from openclaw_dask.config import Hardware
+from openclaw_dask.config.hardware import software_versions as versions
 
-PACKAGES = ("openclaw-dask", "dask", "distributed", "numpy", "zarr", "xarray", "numcodecs")
-
-
-def versions() -> dict[str, str | None]:
-    """Installed versions of the packages a figure depends on."""
-    out: dict[str, str | None] = {"python": platform.python_version()}
-    for name in PACKAGES:
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = None
-    return out
+__all__ = ["machine_facts", "versions"]
 
 
 def machine_facts(hw: Hardware) -> dict[str, Any]:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import glob
 import importlib.metadata
 import os
+import platform
 import socket
 import subprocess
 import sys
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -212,14 +214,28 @@ def _gpus() -> tuple[Gpu, ...]:
         pynvml.nvmlShutdown()
 
 
-def _packages() -> dict[str, str]:
+def package_versions(names: Iterable[str]) -> dict[str, str]:
+    """Installed versions of the distributions ``names`` (missing ones left out)."""
     found = {}
-    for name in OPTIONAL_PACKAGES:
+    for name in names:
         try:
             found[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             continue
     return found
+
+
+#: What a result depends on: recorded in run.json and in benchmark reports.
+CORE_PACKAGES = ("openclaw-dask", "dask", "distributed", "numpy", "xarray", "zarr", "numcodecs")
+
+
+def software_versions() -> dict[str, str]:
+    """Python and the core packages' versions."""
+    return {"python": platform.python_version(), **package_versions(CORE_PACKAGES)}
+
+
+def _packages() -> dict[str, str]:
+    return package_versions(OPTIONAL_PACKAGES)
 
 
 def _library_dirs() -> list[str]:

@@ -15,7 +15,6 @@ import datetime as dt
 import hashlib
 import json
 import logging
-import platform
 import shutil
 import signal
 import time
@@ -29,6 +28,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from openclaw_dask.config import Config, ConfigError, detect_hardware, load_config
 from openclaw_dask.config.errors import Problem
+from openclaw_dask.config.hardware import software_versions
 from openclaw_dask.config.yamlsource import parse_scalar
 from openclaw_dask.runtime.cluster import start_cluster
 from openclaw_dask.runtime.inspect import inspect_workers
@@ -43,7 +43,6 @@ logger = logging.getLogger("openclaw_dask.workflows")
 
 RUN_RECORD = "run.json"
 CHECKPOINTS = ".checkpoints"
-VERSIONED = ("dask", "distributed", "numpy", "xarray", "zarr", "numcodecs")
 
 
 class StepFailedError(Exception):
@@ -64,18 +63,6 @@ def split_overrides(overrides: Sequence[str] | None) -> tuple[list[str], dict[st
         else:
             config.append(item)
     return config, params
-
-
-def _versions() -> dict[str, str]:
-    import importlib.metadata as md
-
-    out = {"python": platform.python_version()}
-    for name in ("openclaw-dask", *VERSIONED):
-        try:
-            out[name] = md.version(name)
-        except md.PackageNotFoundError:
-            continue
-    return out
 
 
 def _sha256_file(path: str) -> str:
@@ -513,7 +500,7 @@ def run_workflow(
             "values": cfg.to_nested(),
             "sources": cfg.sources,
         },
-        "versions": _versions(),
+        "versions": software_versions(),
         "hardware": detect_hardware().to_dict(),
         "plan": {"backend": plan.backend, "layout": plan.layout, "notes": plan.notes},
         "order": list(workflow.order),
