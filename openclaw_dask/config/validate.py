@@ -194,8 +194,9 @@ def check_hardware(
     if t == "ucx" and not hw.has_package("distributed-ucxx"):
         bad(
             "distributed.communication_backend",
-            "ucx needs distributed-ucxx: pip install 'openclaw-dask[ucx]' "
-            "(or conda install -c conda-forge distributed-ucxx)",
+            "ucx needs distributed-ucxx, which pins its own dask release: "
+            "scripts/setup-ucx-env.sh makes .venv-ucx with it, or pip install "
+            "'openclaw-dask[ucx]' (conda: distributed-ucxx from conda-forge)",
         )
     if backend == "ssh":
         if not hw.has_package("asyncssh"):

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Create .venv-ucx: openclaw-dask (editable, this working tree) with distributed-ucxx, for the
+# `ucx` transport and its tests. Idempotent; about a minute and ~750 MB the first time.
+#
+# Why a second environment: distributed-ucxx-cu12 (via rapids-dask-dependency) pins dask and
+# distributed to one release, usually older than the newest one .venv has. pip resolves the pin
+# here, so both environments test the same code against the dask each one can have.
+# No GPU needed: the wheels bring libucx, and openclaw-dask's ucx plan runs UCX over TCP
+# (UCX_TLS=tcp through distributed-ucxx.tcp); nothing CUDA is initialised.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv-ucx/bin/python ]; then
+  "$PY" -m venv .venv-ucx
+  .venv-ucx/bin/python -m pip install -q --upgrade pip
+fi
+.venv-ucx/bin/python -m pip install -q -e ".[ucx]"
+.venv-ucx/bin/python -c "import distributed_ucxx, ucxx" \
+  || { echo "setup-ucx-env: distributed-ucxx does not import in .venv-ucx" >&2; exit 1; }
