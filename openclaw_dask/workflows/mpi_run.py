@@ -132,6 +132,17 @@ def run_under_mpirun(
     MpiRunError
         ``mpirun`` failed without a record of the outcome.
     """
+    if cfg["cluster.scheduler_address"]:
+        raise ConfigError(
+            [
+                Problem(
+                    "attaches to a running scheduler, but the mpi backend starts its own under "
+                    "mpirun; drop one of them",
+                    "cluster.scheduler_address",
+                    origin="--address",
+                )
+            ]
+        )
     find_mpirun(plan, cfg, backend)  # before a run directory is made
     directory = _resume_dir(resume)[0] if resume is not None else _new_run_dir(workflow, run_dir)
     env = dict(os.environ)

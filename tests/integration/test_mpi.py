@@ -122,3 +122,10 @@ def test_missing_mpirun_is_bad_input_naming_the_backend(tmp_path: Path) -> None:
     forced = submit(str(EXAMPLE), "--backend", "mpi", env={"PATH": str(empty)})
     assert forced.returncode == 2
     assert "--backend mpi: cluster.backend: mpi launches through 'mpirun'" in forced.stderr
+
+
+def test_address_and_mpi_backend_together_are_bad_input() -> None:
+    result = submit(str(EXAMPLE), "--backend", "mpi", "--address", "tcp://127.0.0.1:9")
+    assert result.returncode == 2
+    assert "--address: cluster.scheduler_address: attaches to a running scheduler" in result.stderr
+    assert "Traceback" not in result.stderr and not Path("runs").exists()
