@@ -297,9 +297,8 @@ def check_nodes(config: Config) -> dict[str, dict[str, Any]]:
     local = local_facts(config)
     module = COMPRESSION_MODULES.get(local["compression"])
     if module and local["compression"] not in compressions:
-        where = locate("distributed.compression", config.sources, "", config.line_of)
         message = f"{local['compression']} needs {module} on this machine: pip install {module}"
-        raise ConfigError([Problem(message, where.key, where.file, where.line, where.origin)])
+        raise ConfigError([locate("distributed.compression", config.sources, message)])
     targets = node_targets(config)
     problems: list[Problem] = []
     found: dict[str, dict[str, Any]] = {}

@@ -141,6 +141,11 @@ def _no_openclaw(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
     return {"nodes": [rig.node(a, **NODE_A), rig.node(b, python="/usr/bin/python3")]}
 
 
+def _no_python(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
+    a, b, _ = hosts(rig)
+    return {"nodes": [rig.node(a, **NODE_A), rig.node(b, python="/opt/nowhere/bin/python")]}
+
+
 def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
     a, _, odd = hosts(rig)
     return {"nodes": [rig.node(a, **NODE_A), rig.node(odd)]}
@@ -153,8 +158,15 @@ def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
         (_nobody, "refused the login as openclaw-nobody"),
         (_wrong_host_key, "its host key is not trusted"),
         (_no_openclaw, "its python /usr/bin/python3 cannot import"),
+        (_no_python, "its python /opt/nowhere/bin/python does not exist"),
     ],
-    ids=["mismatched-sync-interval", "login-refused", "wrong-host-key", "no-openclaw-dask"],
+    ids=[
+        "mismatched-sync-interval",
+        "login-refused",
+        "wrong-host-key",
+        "no-openclaw-dask",
+        "no-python",
+    ],
 )
 def test_bad_node_fails_before_any_work_naming_it(
     rig: SshRig, tmp_path: Path, case: Any, expected: str
