@@ -52,10 +52,16 @@ def test_example_under_mpirun_equals_local_run_bit_for_bit(tmp_path: Path) -> No
     assert local["status"] == "completed" and local["plan"]["backend"] == "local"
 
     run_dir = tmp_path / "mpi"
-    # the backend from the config (not --backend): the inner submit must not launch again
-    result = submit(
-        str(EXAMPLE), "--run-dir", str(run_dir), *sets([*COMMON, "cluster.backend=mpi"])
-    )
+    # the backend from the config (not --backend): the inner submit must not launch again;
+    # worker ranks get the configured threads, pinning and allocator
+    mpi = [
+        "cluster.backend=mpi",
+        "parallel.processes=2",
+        "parallel.thread_pool_size=2",
+        "parallel.thread_affinity=compact",
+        "memory.allocator=jemalloc",
+    ]
+    result = submit(str(EXAMPLE), "--run-dir", str(run_dir), *sets([*COMMON, *mpi]))
     assert result.returncode == 0, result.stderr
     line = next(x for x in result.stderr.splitlines() if x.startswith("mpirun: "))
     assert "mpirun -np 4 --bind-to none" in line
@@ -70,8 +76,12 @@ def test_example_under_mpirun_equals_local_run_bit_for_bit(tmp_path: Path) -> No
     assert rec["mpirun"] == line.removeprefix("mpirun: ")
     assert any("ranks 2-3 workers" in note for note in rec["plan"]["notes"])
     assert rec["cluster"]["scheduler"].startswith("tcp://127.0.0.1:")  # interface lo
-    names = sorted(w["name"] for w in rec["cluster"]["workers"].values())
-    assert names == ["2", "3"]  # dask-mpi workers are ranks 2 and 3
+    workers = {w["name"]: w for w in rec["cluster"]["workers"].values()}
+    assert sorted(workers) == ["2", "3"]  # dask-mpi workers are ranks 2 and 3
+    planned = rec["plan"]["layout"]["affinity"]
+    for rank, worker in workers.items():
+        assert worker["nthreads"] == 1 and worker["allocator"] == "jemalloc"
+        assert worker["affinity"] == planned[int(rank) - 2]
     for step in ("field", "diffuse", "profile"):
         assert rec["steps"][step]["checksums"] == local["steps"][step]["checksums"], step
 
