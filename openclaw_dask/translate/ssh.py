@@ -90,13 +90,13 @@ def plan_ssh(config: Config, hw: Hardware) -> ClusterPlan:
     }
     workers: dict[str, Any] = {}
     per_node = []
-    for node in nodes:
+    for index, node in enumerate(nodes):
         threads = _node_threads(config, node)
         memory = node["resources"]["memory"]
         name = f"{node['host']}-{node['ssh_port']}"
-        kw: dict[str, Any] = {"host": node["host"], "protocol": proto, "name": name}
-        if procs > 1:
-            kw["n_workers"] = procs  # distributed.deploy.ssh.Worker starts that many
+        if any(n["name"] == name for n in per_node):  # another entry for the same host
+            name = f"{name}-node{index}"
+        kw: dict[str, Any] = {"host": node["host"], "protocol": proto}
         if threads is not None:
             kw["nthreads"] = max(1, threads // procs)
         kw["memory_limit"] = int(memory) // procs if memory else "auto"
@@ -112,23 +112,28 @@ def plan_ssh(config: Config, hw: Hardware) -> ClusterPlan:
         preload = list(dask_config.get("distributed.worker.preload") or [])
         kw["preload"] = [*preload, NODE_PRELOAD]
         kw["preload_argv"] = [[] for _ in preload] + [["--openclaw-adopt-unconfigured"]]
-        workers[name] = {
-            "cls": SSH_WORKER,
-            "options": {
-                "address": node["host"],
-                "connect_options": connect_options(config, node),
-                "kwargs": kw,
-                "worker_class": "distributed.Nanny",
-                "remote_python": node["python"],
-                "name": name,
-            },
-        }
+        # one spec per process: ssh.Worker's own n_workers would give them all the same name,
+        # which the scheduler refuses ("name taken")
+        names = [name] if procs == 1 else [f"{name}-{i}" for i in range(procs)]
+        for worker_name in names:
+            workers[worker_name] = {
+                "cls": SSH_WORKER,
+                "options": {
+                    "address": node["host"],
+                    "connect_options": connect_options(config, node),
+                    "kwargs": {**kw, "name": worker_name},
+                    "worker_class": "distributed.Nanny",
+                    "remote_python": node["python"],
+                    "name": worker_name,
+                },
+            }
         per_node.append(
             {
                 "name": name,
                 "host": node["host"],
                 "ssh_port": node["ssh_port"],
                 "processes": procs,
+                "workers": names,
                 "threads": threads,
                 "memory_limit": memory,
                 "gpus": node["resources"]["gpus"],

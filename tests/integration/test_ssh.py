@@ -195,7 +195,11 @@ def _shipped_bytes(rig: SshRig, config: Path, size: int) -> tuple[int, int]:
     """
     a, b, _ = hosts(rig)
     with start_cluster(config) as client:
-        workers = {f["host"]: addr for addr, f in inspect_workers(client).items()}
+        facts = inspect_workers(client)
+        # two worker processes per node, each under its own name
+        names = sorted(f["name"] for f in facts.values())
+        assert names == [f"{h.host}-{h.port}-{i}" for h in (a, b) for i in (0, 1)]
+        workers = {f["host"]: addr for addr, f in facts.items()}
         before = a.tx_bytes()
         rng = np.random.default_rng(7)
         made = client.submit(rng.integers, 0, 16, size // 8, workers=[workers[a.host]], pure=False)
@@ -212,7 +216,8 @@ def test_zstd_shrinks_the_bytes_between_hosts(rig: SshRig, tmp_path: Path) -> No
     size = 32 * 2**20
     sent = {}
     for codec in ("none", "zstd"):
-        config = rig.config(nodes, tmp_path / f"{codec}.config", {"distributed.compression": codec})
+        extra = {"distributed.compression": codec, "parallel.processes": 2}
+        config = rig.config(nodes, tmp_path / f"{codec}.config", extra)
         sent[codec], total = _shipped_bytes(rig, config, size)
         assert total == np.random.default_rng(7).integers(0, 16, size // 8).sum()
     print(

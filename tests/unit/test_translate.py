@@ -295,8 +295,16 @@ def test_ssh_host_keys_and_processes() -> None:
     for spec in insecure.cluster_kwargs["workers"].values():
         assert spec["options"]["connect_options"]["known_hosts"] is None
     two = plan(NODES, "parallel.processes=2")
-    kw = two.cluster_kwargs["workers"]["10.0.0.2-2222"]["options"]["kwargs"]
-    assert kw["n_workers"] == 2 and kw["nthreads"] == 4 and kw["memory_limit"] == 8 * 2**30
+    # one spec per process, each with its own name (ssh.Worker's n_workers would share one)
+    workers = two.cluster_kwargs["workers"]
+    assert list(workers) == [f"{h}-{i}" for h in ("10.0.0.1-22", "10.0.0.2-2222") for i in (0, 1)]
+    kw = workers["10.0.0.2-2222-1"]["options"]["kwargs"]
+    assert kw["name"] == "10.0.0.2-2222-1" and "n_workers" not in kw
+    assert kw["nthreads"] == 4 and kw["memory_limit"] == 8 * 2**30
+    same_host = plan(
+        "distributed.nodes=[{host: 10.0.0.1, port: 9000}, {host: 10.0.0.1, port: 9001}]"
+    )
+    assert list(same_host.cluster_kwargs["workers"]) == ["10.0.0.1-22", "10.0.0.1-22-node1"]
     # remote library paths are unknown here: the allocator is preloaded by soname
     assert plan(NODES, "memory.allocator=tcmalloc").worker_env["LD_PRELOAD"] == "libtcmalloc.so.4"
 
