@@ -162,22 +162,40 @@ def run_under_mpirun(
             if announce:
                 announce(line)
 
-        with _termination_as_interrupt():
-            code = run_mpirun(
-                plan, cfg, Path(tmp) / "plan.json", args, forced=backend, announce=tell, env=env
-            )
+        try:
+            with _termination_as_interrupt():
+                code = run_mpirun(
+                    plan, cfg, Path(tmp) / "plan.json", args, forced=backend, announce=tell, env=env
+                )
+        except KeyboardInterrupt:
+            _update_record(directory, lines[0] if lines else shlex.join(args), interrupted=True)
+            raise
     return _outcome(directory, code, lines[0] if lines else shlex.join(args))
+
+
+def _update_record(directory: Path, command: str, interrupted: bool = False) -> dict[str, Any]:
+    """Add the ``mpirun`` line to rank 1's record; mark it interrupted if rank 1 could not.
+
+    Open MPI kills the ranks soon after forwarding a SIGTERM, often before rank 1 has written
+    its interrupted record; the checkpoints are intact, so ``--resume`` continues either way.
+    """
+    try:
+        record: dict[str, Any] = json.loads((directory / RUN_RECORD).read_text())
+    except (OSError, ValueError):
+        return {}
+    record["mpirun"] = command
+    if interrupted and record.get("status") == "running":
+        record["status"] = "interrupted"
+        for step in record.get("steps", {}).values():
+            if step.get("status") == "running":
+                step["status"] = "interrupted"
+    zarrio.atomic_write_text(directory / RUN_RECORD, json.dumps(record, indent=2))
+    return record
 
 
 def _outcome(directory: Path, code: int, command: str) -> dict[str, Any]:
     """Rank 1's exit code and record -> the same result a local run gives."""
-    try:
-        record: dict[str, Any] = json.loads((directory / RUN_RECORD).read_text())
-    except (OSError, ValueError):
-        record = {}
-    if record:
-        record["mpirun"] = command
-        zarrio.atomic_write_text(directory / RUN_RECORD, json.dumps(record, indent=2))
+    record = _update_record(directory, command)
     if code == 0 and record.get("status") == "completed":
         return record
     if code == EXIT_FAILED and record.get("status") == "failed":

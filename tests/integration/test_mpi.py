@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +141,49 @@ def test_address_and_mpi_backend_together_are_bad_input() -> None:
     assert result.returncode == 2
     assert "--address: cluster.scheduler_address: attaches to a running scheduler" in result.stderr
     assert "Traceback" not in result.stderr and not Path("runs").exists()
+
+
+def test_sigterm_stops_every_rank_and_resume_under_mpirun_continues(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    args = [
+        str(EXAMPLE),
+        "--backend",
+        "mpi",
+        *sets(["params.size=256", "params.chunk=128", "params.steps=1200"]),
+        *sets(["distributed.sync_interval=100", "cluster.dashboard_address=null"]),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [str(EXE), "submit", *args, "--run-dir", str(run_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        diffuse = _read(run_dir).get("steps", {}).get("diffuse", {})
+        if diffuse.get("checkpoint_step", 0) >= 100:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    rec = record_of(run_dir)
+    assert rec["status"] == "interrupted" and rec["steps"]["diffuse"]["status"] == "interrupted"
+    assert rec["mpirun"].endswith(f"--run-dir {run_dir.resolve()}")
+
+    resumed = submit(*args, "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stderr
+    rec = record_of(run_dir)
+    assert rec["status"] == "completed" and rec["attempts"] == 2
+    assert rec["steps"]["field"]["skipped"].startswith("completed in an earlier attempt")
+    assert rec["steps"]["diffuse"]["resumed_from_step"] >= 100
+
+
+def _read(run_dir: Path) -> dict[str, Any]:
+    try:
+        return record_of(run_dir)
+    except (OSError, ValueError):
+        return {}
