@@ -211,6 +211,8 @@ def start_cluster(
         The machine (default: detected).
     backend
         Force a backend instead of ``cluster.backend``.
+        An ``mpi`` plan is attached to only on rank 1 of an ``mpirun`` launch (which
+        ``submit``/``run_workflow`` start, see :mod:`openclaw_dask.runtime.mpi_launch`).
     address
         Attach to this scheduler (same as ``cluster.scheduler_address``). Without one, a
         cluster started by ``openclaw-dask cluster up`` is attached to when it is running.

@@ -80,9 +80,11 @@ def mpirun_line(
     overrides: Sequence[str] | None,
     backend: str | None,
 ) -> str:
-    """The line a dry run shows (plan file and run directory are placeholders)."""
-    config_file = "CONFIG" if isinstance(config, Config) else config
-    args = [*client_args(path, config_file, overrides, backend), "--run-dir", "RUN_DIR"]
+    """The line a dry run shows (plan file, run directory and a loaded config: placeholders)."""
+    args = client_args(path, None if isinstance(config, Config) else config, overrides, backend)
+    if isinstance(config, Config):
+        args[2:2] = ["--config", "CONFIG"]
+    args += ["--run-dir", "RUN_DIR"]
     command = [*(plan.launch_command or []), "PLAN.json", "--", *args]
     return format_command(command, launch_env())
 
