@@ -25,8 +25,13 @@ from openclaw_dask.config.validate import transport
 AFFINITY_ENV = "_OPENCLAW_AFFINITY"
 PLUGINS = "openclaw_dask.runtime.plugins"
 AFFINITY_PRELOAD = "openclaw_dask.runtime.affinity"
-#: Dask's own default of ``distributed.nanny.pre-spawn-environ`` for glibc malloc.
-GLIBC_TRIM = {"MALLOC_TRIM_THRESHOLD_": 65536}
+#: glibc malloc settings of workers on the system allocator. The trim threshold is Dask's own
+#: ``distributed.nanny.pre-spawn-environ`` default (return freed memory to the OS promptly). But
+#: setting it freezes glibc's mmap threshold at 128 KiB, so every larger temporary becomes a
+#: fresh mmap whose pages fault in one by one: the climate kernel ran 2.2x slower that way
+#: (0.5 of its time in page faults; see docs/design-notes.md). The mmap threshold goes back to
+#: the ceiling glibc's own dynamic threshold would reach (32 MiB on 64-bit).
+GLIBC_ENV = {"MALLOC_TRIM_THRESHOLD_": 65536, "MALLOC_MMAP_THRESHOLD_": 32 * 2**20}
 BLAS_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
@@ -140,7 +145,7 @@ def worker_env(
     if preload:
         env["LD_PRELOAD"] = preload
     else:
-        env.update(GLIBC_TRIM)  # only glibc reads it; jemalloc/tcmalloc ignore it
+        env.update(GLIBC_ENV)  # only glibc reads them; jemalloc/tcmalloc ignore them
     if layout.affinity:
         env[AFFINITY_ENV] = json.dumps(layout.affinity)
     return env
