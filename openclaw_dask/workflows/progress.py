@@ -35,8 +35,12 @@ def compute_with_progress(
     collections: Sequence[Any],
     progress: Any = None,
     task_id: Any = None,
-) -> tuple[list[Any], int]:
-    """Run ``collections`` on ``client`` in one submission; return results and task count.
+) -> list[Any]:
+    """Run ``collections`` on ``client`` in one submission; return the results.
+
+    The keys of the graph are listed (one more pass over the graph) only when a progress bar
+    is shown; the run record counts tasks on the scheduler instead
+    (:mod:`openclaw_dask.runtime.counter`).
 
     Parameters
     ----------
@@ -49,7 +53,7 @@ def compute_with_progress(
     """
     from distributed import wait
 
-    keys = graph_keys(collections)
+    keys = graph_keys(collections) if progress is not None else []
     futures = client.compute(list(collections))
     if progress is not None:
         progress.update(task_id, total=len(keys), completed=0)
@@ -68,4 +72,4 @@ def compute_with_progress(
         progress.update(task_id, completed=len(keys) - pending)
     if progress is not None:
         progress.update(task_id, completed=len(keys))
-    return client.gather(futures), len(keys)
+    return client.gather(futures)

@@ -30,13 +30,14 @@ from openclaw_dask.config import Config, ConfigError, detect_hardware, load_conf
 from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.hardware import software_versions
 from openclaw_dask.config.yamlsource import parse_scalar
+from openclaw_dask.runtime import counter
 from openclaw_dask.runtime.cluster import start_cluster
 from openclaw_dask.runtime.inspect import inspect_workers
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.context import IterativeOp, StepContext
-from openclaw_dask.workflows.progress import compute_with_progress, graph_keys
+from openclaw_dask.workflows.progress import compute_with_progress
 from openclaw_dask.workflows.spec import StepSpec, Workflow, load_workflow
 
 logger = logging.getLogger("openclaw_dask.workflows")
@@ -165,8 +166,7 @@ class Run:
             zarrio.write(ds, self.run_dir / f"{name}.zarr", self.config)
             for name, ds in result.items()
         ]
-        _, tasks = compute_with_progress(ctx.client, writes, progress, bar)
-        rec["tasks"] = tasks
+        compute_with_progress(ctx.client, writes, progress, bar)
 
     def run_iterative_step(
         self,
@@ -197,7 +197,7 @@ class Run:
             for name in step.zarr_outputs:
                 shutil.rmtree(self.run_dir / f"{name}.zarr", ignore_errors=True)
         state = client.persist(state)
-        rec.update(total_steps=total, sync_interval=interval, tasks=0)
+        rec.update(total_steps=total, sync_interval=interval)
         progress.update(bar, total=total, completed=start)
         pending: tuple[list[Any], dict[str, Any]] | None = None
         s = start
@@ -210,7 +210,6 @@ class Run:
                     f"op emitted records for {sorted(unknown)}, not outputs of "
                     f"the step {sorted(step.zarr_outputs)}"
                 )
-            rec["tasks"] += len(graph_keys([new_state, *records.values()]))
             # submit the window and go on: its writes run while the next window computes
             new_state, records = dask.persist(new_state, records)  # on the run's client
             if pending:
@@ -227,7 +226,6 @@ class Run:
                 writes.append(zarrio.write(new_state, ckpt_dir / store, self.config))
             else:
                 store = None
-            rec["tasks"] += len(graph_keys(writes))
             pending = (
                 client.compute(writes),
                 {"step": s + n, "store": store, "fingerprint": fingerprint},
@@ -242,8 +240,7 @@ class Run:
                 zarrio.write(ds, self.run_dir / f"{name}.zarr", self.config)
                 for name, ds in final.items()
             ]
-            _, tasks = compute_with_progress(client, writes)
-            rec["tasks"] += tasks
+            compute_with_progress(client, writes)
         shutil.rmtree(ckpt_dir, ignore_errors=True)
 
     def _commit(
@@ -316,11 +313,13 @@ class Run:
                 self.save()
                 t0 = time.perf_counter()
                 ctx = self._context(step, client)
+                tasks0 = counter.submitted(client)
                 try:
                     if step.info.iterative:
                         self.run_iterative_step(step, ctx, progress, bar, rec, fingerprint)
                     else:
                         self.run_map_step(step, ctx, progress, bar, rec)
+                    rec["tasks"] = counter.submitted(client) - tasks0
                     self._finish_step(step, rec)
                     if ctx.metrics:
                         rec["metrics"] = ctx.metrics
@@ -528,6 +527,7 @@ def run_workflow(
                 if cfg["cluster.dashboard_address"]:
                     announce(f"dashboard: {client.dashboard_link}")
             record["cluster"] = _cluster_summary(client)
+            counter.install(client)
             run.save()
             run.run_steps(client)
         record["status"] = "completed"
