@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from openclaw_dask.config.tls import create_certificates
 from openclaw_dask.workflows.runner import run_workflow
 from tests.conftest import ROOT
 
@@ -89,6 +90,14 @@ def test_example_under_mpirun_equals_local_run_bit_for_bit(tmp_path: Path) -> No
 
 
 def test_step_failure_under_mpirun_exits_1_with_the_ops_message(tmp_path: Path) -> None:
+    # over tls, too: the ranks take the certificates from the plan's dask config
+    certs = create_certificates(tmp_path / "certs")
+    tls = [
+        "distributed.communication_backend=tls",
+        f"distributed.tls.ca_file={certs.ca_file}",
+        f"distributed.tls.cert={certs.nodes[0].cert}",
+        f"distributed.tls.key={certs.nodes[0].key}",
+    ]
     wf = tmp_path / "fails.yaml"
     wf.write_text(
         "name: fails\nsteps:\n"
@@ -100,7 +109,7 @@ def test_step_failure_under_mpirun_exits_1_with_the_ops_message(tmp_path: Path) 
     run_dir = tmp_path / "run"
     result = submit(
         str(wf), "--backend", "mpi", "--run-dir", str(run_dir),
-        *sets(["cluster.dashboard_address=null"]),
+        *sets(["cluster.dashboard_address=null", *tls]),
     )  # fmt: skip
     assert result.returncode == 1, result.stderr
     assert result.stderr.count("the op's own error: kaboom") == 1
@@ -110,6 +119,7 @@ def test_step_failure_under_mpirun_exits_1_with_the_ops_message(tmp_path: Path) 
     assert "Traceback" not in result.stderr
     rec = record_of(run_dir)
     assert rec["status"] == "failed" and rec["steps"]["field"]["status"] == "completed"
+    assert rec["cluster"]["scheduler"].startswith("tls://127.0.0.1:")
 
 
 def test_dry_run_prints_the_mpirun_line_and_starts_nothing(tmp_path: Path) -> None:
