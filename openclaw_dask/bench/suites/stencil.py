@@ -53,6 +53,7 @@ def run(ctx: BenchContext) -> SuiteResult:
         def go() -> None:
             [out] = client.persist([advance(state, params, grid, nsteps, k)])
             wait(out)
+            client.cancel([out])  # the next repeat has the same keys and would find it done
 
         return go
 
