@@ -272,6 +272,10 @@ def start_cluster(
             with preserved_environ(plan.worker_env):
                 cluster = stack.enter_context(cluster_class(plan)(**materialise_kwargs(plan)))
             client = stack.enter_context(Client(cluster, set_as_default=False))
+            if plan.backend == "ssh":
+                from openclaw_dask.runtime.preflight import wait_for_ssh_workers
+
+                wait_for_ssh_workers(client, plan)
             register_plugins(client, plan)
             if verify:
                 verify_cluster(client, plan, config)

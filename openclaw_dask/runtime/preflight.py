@@ -47,6 +47,8 @@ CONNECT_TIMEOUT = 10.0
 #: Seconds allowed for the remote Python probe (it imports dask and openclaw-dask).
 PROBE_TIMEOUT = 60.0
 PROBE_MARK = "OPENCLAW-PROBE "
+#: Seconds the started workers have to join the scheduler.
+JOIN_TIMEOUT = 120.0
 #: Python modules behind each ``distributed.compression`` setting.
 COMPRESSION_MODULES = {"zstd": "zstandard", "lz4": "lz4"}
 
@@ -318,3 +320,33 @@ def check_nodes(config: Config) -> dict[str, dict[str, Any]]:
     if problems:
         raise ConfigError(problems)
     return found
+
+
+def wait_for_ssh_workers(client: Any, plan: Any, timeout: float = JOIN_TIMEOUT) -> None:
+    """Wait until every planned SSH worker has joined the scheduler.
+
+    distributed's ``ssh.Worker`` counts a worker as started when it logs its address, which is
+    before it registers with the scheduler; plugins registered and checks run before then
+    would miss it.
+
+    Raises
+    ------
+    ConfigError
+        Naming the workers that did not join within ``timeout`` seconds.
+    """
+    names = set(plan.cluster_kwargs["workers"])
+    try:
+        client.wait_for_workers(len(names), timeout=timeout)
+    except TimeoutError:
+        joined = {str(w.get("name")) for w in client.scheduler_info()["workers"].values()}
+        missing = ", ".join(sorted(names - joined)) or "some"
+        raise ConfigError(
+            [
+                Problem(
+                    f"workers {missing} started but did not join the scheduler within "
+                    f"{timeout:g} s (a firewall between the nodes? the scheduler's address "
+                    "must be reachable from every node)",
+                    "distributed.nodes",
+                )
+            ]
+        ) from None

@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 
 from openclaw_dask.config import ConfigError, load_config
-from openclaw_dask.runtime.preflight import check_nodes, compare, local_facts, node_targets
+from openclaw_dask.runtime.preflight import (
+    check_nodes,
+    compare,
+    local_facts,
+    node_targets,
+    wait_for_ssh_workers,
+)
 from openclaw_dask.runtime.preload import has_own_config
 from openclaw_dask.translate import plan_cluster
 from openclaw_dask.translate.ssh import NODE_PRELOAD
@@ -108,3 +114,18 @@ def test_unconfigured_nodes_adopt_and_workers_read_their_node_config() -> None:
         kwargs = spec["options"]["kwargs"]
         assert kwargs["preload"][-1] == NODE_PRELOAD
         assert kwargs["preload_argv"][-1] == ["--openclaw-adopt-unconfigured"]
+
+
+def test_workers_that_never_join_are_named() -> None:
+    class Stub:
+        def wait_for_workers(self, n: int, timeout: float) -> None:
+            assert n == 3
+            raise TimeoutError
+
+        def scheduler_info(self) -> dict[str, Any]:
+            return {"workers": {"tcp://10.0.0.1:1": {"name": "10.0.0.1-22"}}}
+
+    plan = plan_cluster(config(), make_hardware(), backend="ssh", strict=False)
+    with pytest.raises(ConfigError) as info:
+        wait_for_ssh_workers(Stub(), plan, timeout=1)
+    assert "workers 10.0.0.1-22-node1, 10.0.0.2-2222 started but did not join" in str(info.value)
