@@ -6,11 +6,12 @@ the scheduler and ranks 2.. workers (both block until the client finishes); rank
 puts the scheduler address into ``_OPENCLAW_MPI_SCHEDULER`` and runs ``COMMAND`` (an
 ``openclaw-dask`` command line, e.g. ``submit WORKFLOW``) attached to that scheduler.
 
-Then rank 1 shuts the cluster down and every rank meets at an MPI barrier before exiting, so
-rank 1's exit code (which becomes ``mpirun``'s) is only reported once the scheduler and the
-workers have ended cleanly: Open MPI kills the whole job as soon as one rank exits non-zero,
-and a scheduler killed mid-shutdown leaves workers logging heartbeat errors. That is why the
-plan calls ``initialize`` with ``exit=False`` rather than dask-mpi's ``atexit`` shutdown.
+Then rank 1 shuts the cluster down (workers first) and every rank meets at an MPI barrier
+before exiting, so rank 1's exit code (which becomes ``mpirun``'s) is only reported once the
+scheduler and the workers have ended cleanly: Open MPI kills the whole job as soon as one rank
+exits non-zero, and a scheduler that goes away under its workers makes them log heartbeat
+errors. That is why the plan calls ``initialize`` with ``exit=False`` rather than relying on
+dask-mpi's ``atexit`` shutdown.
 
 Distributed's INFO logging is turned down to warnings on every rank, as ``LocalCluster`` does for
 its workers (``OPENCLAW_DEBUG=1`` keeps it).
@@ -22,6 +23,7 @@ import json
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 
 USAGE = "usage: python -m openclaw_dask.runtime.mpi_entry PLAN.json -- OPENCLAW-DASK ARGS...\n"
@@ -79,15 +81,25 @@ def run_client(command: list[str]) -> int:
     return 0
 
 
-def shutdown(address: str) -> None:
-    """Close the scheduler, which closes the workers (dask-mpi's ``send_close_signal``)."""
+def shutdown(address: str, timeout: float = 30.0) -> None:
+    """Close the workers, then the scheduler (what dask-mpi's ``send_close_signal`` does at once).
+
+    Workers go first: a scheduler that closes under them breaks their heartbeat, which they log
+    as an error with a traceback.
+    """
     from distributed import Client
 
     try:
         with Client(address, timeout="10s", set_as_default=False) as client:
+            workers = list(client.scheduler_info(n_workers=-1)["workers"])
+            if workers:
+                client.retire_workers(workers, close_workers=True, remove=True)
+            deadline = time.monotonic() + timeout
+            while client.scheduler_info(n_workers=-1)["workers"] and time.monotonic() < deadline:
+                time.sleep(0.05)
             client.shutdown()
     except (OSError, TimeoutError) as exc:  # already gone: the barrier still ends the job
-        sys.stderr.write(f"mpi_entry: could not shut the scheduler down: {exc}\n")
+        sys.stderr.write(f"mpi_entry: could not shut the cluster down: {exc}\n")
 
 
 if __name__ == "__main__":
