@@ -48,6 +48,7 @@ def quick_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "--set",
         "cluster.dashboard_address=127.0.0.1:0",
         env=env,
+        timeout=600,  # about 40 s alone; a loaded CI machine may take several times that
     )
     assert proc.returncode == 0, proc.stderr
     assert (out / "out.png").stat().st_size > 1000

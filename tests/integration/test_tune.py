@@ -18,7 +18,16 @@ def test_tune_writes_a_valid_config_and_a_report_with_interleaved_pairs(tmp_path
     env["OPENCLAW_STATE_DIR"] = str(tmp_path / "state")
     out = tmp_path / "tuned.config"
     proc = run_cli(
-        "tune", "--workload", "stencil", "--budget", "40s", "--out", str(out), env=env, cwd=tmp_path
+        "tune",
+        "--workload",
+        "stencil",
+        "--budget",
+        "40s",
+        "--out",
+        str(out),
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
     config = load_config(out)  # the tuned config is a valid config

@@ -20,14 +20,14 @@ SHIPPED = sorted((ROOT / "configs").glob("*.config"))
 
 
 def run_cli(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """Run the real console entry point in a subprocess."""
     return subprocess.run(
         [sys.executable, "-m", "openclaw_dask.cli.main", *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         cwd=cwd or ROOT,
         env={**os.environ, **(env or {})},
     )

@@ -34,7 +34,7 @@ def _fields(rows: int, cols: int, chunk_rows: int) -> dict[str, da.Array]:
 
 def run(ctx: BenchContext) -> SuiteResult:
     """Write and read each field at each level; MB/s and stored/raw ratio."""
-    rows, cols = (1024, 2048) if ctx.quick else (8192, 4096)
+    rows, cols = (1024, 2048) if ctx.quick else (4096, 4096)
     chunk_rows = max(1, rows // (4 * ctx.worker_threads))
     client = ctx.client
     fields = _fields(rows, cols, chunk_rows)
