@@ -76,6 +76,7 @@ def _matmul(n: int) -> Callable[[Client, Config], Callable[[], float]]:
         rng = da.random.default_rng(0)
         a, b = client.persist([rng.random((n, n), chunks=(band, n)), rng.random((n, n))])
         wait([a, b])
+        client.amm.stop()  # keep B's replicas (the trial's cluster is closed after it)
         client.replicate([b])
 
         def run() -> float:

@@ -1,7 +1,8 @@
 """``matmul``: blocked Dask matmul vs one numpy/BLAS matmul on the same cores.
 
 The Dask product is blocked in row bands (one band per worker thread) with ``B`` replicated to
-every worker, so each task is one large BLAS call and nothing moves during the timed part;
+every worker (the active memory manager pauses meanwhile, or it would drop the replicas), so
+each task is one large BLAS call and nothing moves during the timed part;
 the workers' BLAS is single-threaded (the plan sets ``OMP_NUM_THREADS`` per worker). The
 baseline is one ``numpy.matmul`` in this process with BLAS on as many threads as the cluster
 has, and once more on one thread (the speedup's denominator).
@@ -27,29 +28,37 @@ def run(ctx: BenchContext) -> SuiteResult:
     b = rng.random((n, n))
     band = -(-n // threads)
     client = ctx.client
-    [da_a] = client.persist([da.from_array(a, chunks=(band, n))])
-    [da_b] = client.persist([da.from_array(b, chunks=(n, n))])
+    # the inputs are made on the workers (same sizes, other values: speed does not depend on them)
+    gen = da.random.default_rng(0)
+    [da_a] = client.persist([gen.random((n, n), chunks=(band, n))])
+    [da_b] = client.persist([gen.random((n, n), chunks=(n, n))])
     wait([da_a, da_b])
-    client.replicate([da_b])  # every worker holds B: the timed part moves no data
+    # every worker holds B, so the timed part moves no data; the active memory manager would
+    # drop the extra replicas as redundant within seconds, so it pauses for this suite
+    client.amm.stop()
+    try:
+        client.replicate([da_b])
 
-    def dask_matmul() -> None:
-        [c] = client.persist([da_a @ da_b])
-        wait(c)
-        # forget the product now: the next repeat has the same keys and would find it done
-        client.cancel([c])
+        def dask_matmul() -> None:
+            [c] = client.persist([da_a @ da_b])
+            wait(c)
+            # forget the product now: the next repeat has the same keys and would find it done
+            client.cancel([c])
 
-    def blas_all() -> None:
-        with threadpool_limits(limits=threads, user_api="blas"):
-            np.matmul(a, b)
+        def blas_all() -> None:
+            with threadpool_limits(limits=threads, user_api="blas"):
+                np.matmul(a, b)
 
-    def blas_one() -> None:
-        with threadpool_limits(limits=1, user_api="blas"):
-            np.matmul(a, b)
+        def blas_one() -> None:
+            with threadpool_limits(limits=1, user_api="blas"):
+                np.matmul(a, b)
 
-    t = interleaved(
-        {"dask": dask_matmul, "blas": blas_all, "blas_1thread": blas_one},
-        repeats=ctx.repeats(5),
-    )
+        t = interleaved(
+            {"dask": dask_matmul, "blas": blas_all, "blas_1thread": blas_one},
+            repeats=ctx.repeats(5),
+        )
+    finally:
+        client.amm.start()
     flops = 2.0 * n**3
     result = SuiteResult(
         params={"n": n, "band_rows": band, "threads": threads, "dtype": "float64"},
