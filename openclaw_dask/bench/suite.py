@@ -3,14 +3,36 @@
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from distributed import Client
+from distributed import Client, futures_of, wait
 
 from openclaw_dask.bench.timing import Timing
 from openclaw_dask.config import Config, Hardware
+
+
+def _known(keys: list[Any], dask_scheduler: Any = None) -> bool:
+    return any(key in dask_scheduler.tasks for key in keys)
+
+
+def run_and_forget(client: Client, collection: Any) -> None:
+    """Persist ``collection``, wait for it, release it and wait until the scheduler forgot it.
+
+    Repeats of a benchmark submit the same graph (the same keys). Submitted again while the
+    scheduler still holds the last result, it would be found done; cancelled instead, the
+    cancellation can race the resubmission and cancel the new futures too. Waiting for the
+    release costs a scheduler round trip or two, which counts against Dask (conservative).
+    """
+    [persisted] = client.persist([collection])
+    wait(persisted)
+    keys = [f.key for f in futures_of(persisted)]
+    del persisted
+    deadline = time.monotonic() + 30
+    while client.run_on_scheduler(_known, keys) and time.monotonic() < deadline:
+        time.sleep(0.005)
 
 
 @dataclass

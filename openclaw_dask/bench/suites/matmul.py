@@ -15,7 +15,7 @@ import numpy as np
 from distributed import wait
 from threadpoolctl import threadpool_limits
 
-from openclaw_dask.bench.suite import BenchContext, SuiteResult
+from openclaw_dask.bench.suite import BenchContext, SuiteResult, run_and_forget
 from openclaw_dask.bench.timing import interleaved, ratio
 
 
@@ -40,10 +40,7 @@ def run(ctx: BenchContext) -> SuiteResult:
         client.replicate([da_b])
 
         def dask_matmul() -> None:
-            [c] = client.persist([da_a @ da_b])
-            wait(c)
-            # forget the product now: the next repeat has the same keys and would find it done
-            client.cancel([c])
+            run_and_forget(client, da_a @ da_b)
 
         def blas_all() -> None:
             with threadpool_limits(limits=threads, user_api="blas"):

@@ -19,7 +19,7 @@ from distributed import wait
 from threadpoolctl import threadpool_limits
 
 from openclaw_dask.bench.probes import copy_bandwidth
-from openclaw_dask.bench.suite import BenchContext, SuiteResult
+from openclaw_dask.bench.suite import BenchContext, SuiteResult, run_and_forget
 from openclaw_dask.bench.timing import interleaved, ratio
 from openclaw_dask.workflows.climate import EBMParams, LatLonGrid, advance
 from openclaw_dask.workflows.climate.reference import run_reference
@@ -51,9 +51,7 @@ def run(ctx: BenchContext) -> SuiteResult:
 
     def dask_run(k: int):
         def go() -> None:
-            [out] = client.persist([advance(state, params, grid, nsteps, k)])
-            wait(out)
-            client.cancel([out])  # the next repeat has the same keys and would find it done
+            run_and_forget(client, advance(state, params, grid, nsteps, k))
 
         return go
 
