@@ -17,6 +17,7 @@ import pytest
 from openclaw_dask.config.tls import create_certificates
 from openclaw_dask.workflows.runner import run_workflow
 from tests.conftest import ROOT
+from tests.integration.user_ops import FAILING_WORKFLOW
 
 pytestmark = pytest.mark.mpi
 
@@ -99,13 +100,7 @@ def test_step_failure_under_mpirun_exits_1_with_the_ops_message(tmp_path: Path) 
         f"distributed.tls.key={certs.nodes[0].key}",
     ]
     wf = tmp_path / "fails.yaml"
-    wf.write_text(
-        "name: fails\nsteps:\n"
-        "  field:\n    op: example.field\n    with: {size: 64, chunk: 32}\n"
-        "    outputs: [field.zarr]\n"
-        "  bad:\n    op: tests.integration.user_ops:explode\n    needs: [field]\n"
-        "    with: {message: kaboom}\n    outputs: [nothing.zarr]\n"
-    )
+    wf.write_text(FAILING_WORKFLOW)
     run_dir = tmp_path / "run"
     result = submit(
         str(wf), "--backend", "mpi", "--run-dir", str(run_dir),

@@ -17,6 +17,7 @@ import xarray as xr
 
 from openclaw_dask.workflows.runner import run_workflow
 from tests.conftest import ROOT
+from tests.integration.user_ops import FAILING_WORKFLOW
 
 EXE = Path(sys.executable).with_name("openclaw-dask")
 EXAMPLE = ROOT / "workflows/example.yaml"
@@ -78,13 +79,7 @@ def test_dry_run_starts_nothing(tmp_path: Path) -> None:
 
 def test_failing_op_reports_and_keeps_completed_outputs(tmp_path: Path) -> None:
     wf = tmp_path / "fails.yaml"
-    wf.write_text(
-        "name: fails\nsteps:\n"
-        "  field:\n    op: example.field\n    with: {size: 64, chunk: 32}\n"
-        "    outputs: [field.zarr]\n"
-        "  bad:\n    op: tests.integration.user_ops:explode\n    needs: [field]\n"
-        "    with: {message: kaboom}\n    outputs: [nothing.zarr]\n"
-    )
+    wf.write_text(FAILING_WORKFLOW)
     run_dir = tmp_path / "run"
     result = submit(str(wf), "--run-dir", str(run_dir), *QUIET)
     assert result.returncode == 1

@@ -6,6 +6,15 @@ import xarray as xr
 
 from openclaw_dask.workflows.context import StepContext
 
+#: A workflow whose second step fails with the op's own message ("kaboom").
+FAILING_WORKFLOW = (
+    "name: fails\nsteps:\n"
+    "  field:\n    op: example.field\n    with: {size: 64, chunk: 32}\n"
+    "    outputs: [field.zarr]\n"
+    "  bad:\n    op: tests.integration.user_ops:explode\n    needs: [field]\n"
+    "    with: {message: kaboom}\n    outputs: [nothing.zarr]\n"
+)
+
 
 def double(ctx: StepContext, *, factor: float = 2.0) -> dict[str, xr.Dataset]:
     """A user op: scale the example field."""
