@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from distributed import wait
+from distributed import futures_of, wait
 from rich.table import Table
 
 from openclaw_dask.bench.machine import machine_facts, versions
@@ -66,7 +66,7 @@ def stress_test(
             t0 = time.perf_counter()
             [nxt] = client.persist([advance(state, params, grid, STEPS_PER_ROUND, k, step0)])
             wait(nxt)
-            futures = client.futures_of(nxt)
+            futures = futures_of(nxt)
             bad = [f for f in futures if f.status == "error"]
             if bad:
                 failed += len(bad)

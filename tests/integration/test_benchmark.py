@@ -121,3 +121,29 @@ def test_bad_input_is_refused_before_anything_starts(
     assert expected in proc.stderr
     assert "Traceback" not in proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_stress_reports_failures_memory_and_drift(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")}
+    env["OPENCLAW_STATE_DIR"] = str(tmp_path / "state")
+    out = tmp_path / "stress.json"
+    proc = run_cli(
+        "benchmark",
+        "--stress",
+        "4s",
+        "--json",
+        str(out),
+        "--set",
+        "cluster.dashboard_address=127.0.0.1:0",
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    assert result["failed_tasks"] == 0 and result["errors"] == []
+    assert result["rounds"] == len(result["throughput"]) >= 1
+    assert all(r > 0 for r in result["throughput"])
+    assert len(result["memory"]) >= 1  # one entry per worker
+    assert all(m["start"] > 0 and m["end"] > 0 for m in result["memory"].values())
+    assert math.isfinite(result["drift"])
+    assert "throughput drift" in proc.stdout
