@@ -1,5 +1,5 @@
 # The two commands a newcomer runs (see README): `make demo` and `make test`.
-.PHONY: demo test lint env
+.PHONY: demo test lint env test-env
 
 env:
 	scripts/setup-env.sh
@@ -7,7 +7,12 @@ env:
 demo: env
 	.venv/bin/openclaw-dask submit workflows/climate.yaml
 
-test: env
+# distributed-ucxx pins dask to its own release: the ucx tests get their own environment
+# (.venv-ucx, ~750 MB); the demo does not need it.
+test-env: env
+	scripts/setup-ucx-env.sh
+
+test: test-env
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/pytest -q

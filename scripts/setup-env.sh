@@ -34,5 +34,3 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[test,dev]"
-# distributed-ucxx pins dask to its own release: the ucx transport gets its own environment
-scripts/setup-ucx-env.sh
