@@ -42,6 +42,16 @@ def _is_stray(p: psutil.Process) -> bool:
         return False
 
 
+def isolated_env(folder: Path) -> dict[str, str]:
+    """This process's environment without OPENCLAW_* overrides, with a private state dir.
+
+    For CLI subprocesses started outside the ``_isolated`` fixture's scope (module fixtures).
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")}
+    env["OPENCLAW_STATE_DIR"] = str(folder / "state")
+    return env
+
+
 @pytest.fixture
 def artifacts() -> Path:
     """Folder for files a reviewer may want to look at (screenshots, reports)."""

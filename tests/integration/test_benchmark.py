@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.integration.conftest import isolated_env
 from tests.unit.test_cli import run_cli
 
 #: per suite, the ratios the issue names
@@ -36,8 +36,7 @@ def median(suite: dict[str, Any], name: str) -> float:
 @pytest.fixture(scope="module")
 def quick_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("bench")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")}
-    env["OPENCLAW_STATE_DIR"] = str(out / "state")
+    env = isolated_env(out)
     proc = run_cli(
         "benchmark",
         "--quick",
@@ -124,8 +123,7 @@ def test_bad_input_is_refused_before_anything_starts(
 
 
 def test_stress_reports_failures_memory_and_drift(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")}
-    env["OPENCLAW_STATE_DIR"] = str(tmp_path / "state")
+    env = isolated_env(tmp_path)
     out = tmp_path / "stress.json"
     proc = run_cli(
         "benchmark",

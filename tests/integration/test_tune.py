@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from openclaw_dask.config import load_config
+from tests.integration.conftest import isolated_env
 from tests.unit.test_cli import run_cli
 
 
 @pytest.mark.slow
 def test_tune_writes_a_valid_config_and_a_report_with_interleaved_pairs(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")}
-    env["OPENCLAW_STATE_DIR"] = str(tmp_path / "state")
+    env = isolated_env(tmp_path)
     out = tmp_path / "tuned.config"
     proc = run_cli(
         "tune",
