@@ -29,6 +29,11 @@ from openclaw_dask.cli.output import err, out
     help="Continue the run in this directory.",
 )
 @click.option("--dry-run", is_flag=True, help="Validate and print the plan; start nothing.")
+@click.option(
+    "--no-report",
+    is_flag=True,
+    help="Skip Dask's performance-report.html (a fixed ~1 s of rendering; for short runs).",
+)
 @SET_OPTION
 def submit_cmd(
     workflow: str,
@@ -38,6 +43,7 @@ def submit_cmd(
     run_dir: str | None,
     resume: str | None,
     dry_run: bool,
+    no_report: bool,
     overrides: tuple[str, ...],
 ) -> None:
     """Run a workflow on the cluster its config describes (params: --set params.x=...)."""
@@ -58,6 +64,7 @@ def submit_cmd(
             dry_run=dry_run,
             progress=sys.stderr.isatty(),
             announce=lambda line: err.print(line, markup=False),
+            report=not no_report,
         )
     except StepFailedError as exc:
         if mpi_job_scheduler():  # rank 1 of an mpi launch: the launching submit says it
@@ -93,7 +100,8 @@ def submit_cmd(
     out.print(f"[green]completed[/] {record['workflow']['name']} in {record['wall_seconds']:.1f} s")
     out.print(f"outputs:  {run}", markup=False)
     out.print(f"record:   {run}/run.json", markup=False)
-    out.print(f"report:   {run}/performance-report.html", markup=False)
+    if record.get("performance_report"):
+        out.print(f"report:   {record['performance_report']}", markup=False)
     for name, step in record["steps"].items():
         for png in step.get("metrics", {}).get("plots", []):
             out.print(f"plot:     {run}/plots/{png}", markup=False)

@@ -3,10 +3,11 @@
 Every run has a directory ``runs/<workflow>/<run id>/`` holding the outputs, ``run.json`` (the
 resolved config and its hash, versions, hardware, the cluster as it really ran, per-step wall
 time, task counts, bytes written, output checksums and the status) and Dask's
-``performance-report.html``. ``run.json`` is rewritten after every step and every checkpoint, so
-an interrupted or killed run leaves a true record behind, and ``--resume`` continues it: steps
-completed with the same op, arguments, inputs and result-relevant config are skipped, and an
-iterative step restarts from its last complete checkpoint.
+``performance-report.html`` (unless switched off: rendering it costs a fixed second).
+``run.json`` is rewritten after every step and every checkpoint, so an interrupted or killed
+run leaves a true record behind, and ``--resume`` continues it: steps completed with the same
+op, arguments, inputs and result-relevant config are skipped, and an iterative step restarts
+from its last complete checkpoint.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ logger = logging.getLogger("openclaw_dask.workflows")
 
 RUN_RECORD = "run.json"
 CHECKPOINTS = ".checkpoints"
+PERFORMANCE_REPORT = "performance-report.html"
 
 
 class StepFailedError(Exception):
@@ -407,6 +409,7 @@ def run_workflow(
     dry_run: bool = False,
     progress: bool = False,
     announce: Callable[[str], None] | None = None,
+    report: bool = True,
 ) -> dict[str, Any]:
     """Run a workflow file and return its run record.
 
@@ -433,6 +436,10 @@ def run_workflow(
         Show rich progress bars.
     announce
         Called with one-line news for the user (run directory, dashboard link).
+    report
+        Write Dask's ``performance-report.html`` into the run directory. Rendering it is
+        a fixed cost of about a second on the scheduler (bokeh), whatever the run's size;
+        ``False`` skips it (``submit --no-report``) for short runs.
 
     Returns
     -------
@@ -505,6 +512,7 @@ def run_workflow(
         "order": list(workflow.order),
         "steps": previous.get("steps", {}),
         "attempts": previous.get("attempts", 0) + 1,
+        "performance_report": None,
         "started": time.time(),
         "status": "running",
     }
@@ -516,11 +524,12 @@ def run_workflow(
             stack.enter_context(_termination_as_interrupt())
             client = stack.enter_context(start_cluster(cfg, backend=backend))
             stack.enter_context(client.as_current())
-            from distributed import performance_report
+            if report:
+                from distributed import performance_report
 
-            stack.enter_context(
-                performance_report(filename=str(directory / "performance-report.html"))
-            )
+                html = directory / PERFORMANCE_REPORT
+                stack.enter_context(performance_report(filename=str(html)))
+                record["performance_report"] = str(html)
             record["dashboard"] = client.dashboard_link
             if announce:
                 announce(f"run directory: {directory}")

@@ -24,7 +24,11 @@ RATIOS = {
     },
     "reduce": {"deterministic_cost"},
     "zarr": {f"compression_{k}_zstd{lv}" for k in ("smooth", "random") for lv in (1, 3, 9)},
-    "overhead": {"submit_vs_plain_dask"},
+    "overhead": {
+        "submit_vs_plain_dask",
+        "submit_vs_plain_dask_same_report",
+        "submit_no_report_vs_plain_dask",
+    },
     "graph": {"scheduler_memory_growth", "step_time_long_vs_short"},
 }
 
@@ -86,9 +90,14 @@ def test_ratios_are_computed_from_the_measured_times(quick_report: dict[str, Any
     cost = median(r, "deterministic_on") / median(r, "deterministic_off")
     assert r["ratios"]["deterministic_cost"] == pytest.approx(cost)
     o = s["overhead"]
-    assert o["ratios"]["submit_vs_plain_dask"] == pytest.approx(
-        median(o, "submit") / median(o, "plain_dask")
-    )
+    for name, engine, plain in (
+        ("submit_vs_plain_dask", "submit", "plain_dask"),
+        ("submit_vs_plain_dask_same_report", "submit", "plain_dask_report"),
+        ("submit_no_report_vs_plain_dask", "submit_no_report", "plain_dask"),
+    ):
+        assert o["ratios"][name] == pytest.approx(median(o, engine) / median(o, plain)), name
+    cost = o["throughput"]["performance_report_cost"]["value"]
+    assert cost == pytest.approx(median(o, "plain_dask_report") - median(o, "plain_dask"))
     g = s["graph"]["throughput"]
     growth = g["scheduler_rss_long"]["value"] / g["scheduler_rss_short"]["value"] - 1
     assert s["graph"]["ratios"]["scheduler_memory_growth"] == pytest.approx(growth)

@@ -53,7 +53,9 @@ def test_example_end_to_end(tmp_path: Path) -> None:
         assert step["wall_seconds"] > 0 and step["tasks"] > 0 and step["bytes_written"] > 0
         assert all(len(h) == 64 for c in step["checksums"].values() for h in c.values())
     assert rec["steps"]["diffuse"]["checkpoint_step"] == 120
-    assert (run_dir / "performance-report.html").stat().st_size > 10_000
+    report = run_dir.resolve() / "performance-report.html"
+    assert rec["performance_report"] == str(report) and report.stat().st_size > 10_000
+    assert f"report:   {report}" in result.stdout
     assert not (run_dir / ".checkpoints" / "diffuse").exists()
 
     field = xr.open_zarr(run_dir / "field.zarr")
@@ -138,9 +140,13 @@ def test_sigkill_mid_iteration_then_resume_is_bit_identical(tmp_path: Path) -> N
         "distributed.sync_interval=100",
     ]
     reference_dir = tmp_path / "reference"
-    done = submit(str(EXAMPLE), "--run-dir", str(reference_dir), *args)
+    # the reference also shows --no-report: no report, and outputs identical to a run with one
+    done = submit(str(EXAMPLE), "--run-dir", str(reference_dir), "--no-report", *args)
     assert done.returncode == 0, done.stderr
+    assert "report:" not in done.stdout
     reference = record_of(reference_dir)
+    assert reference["performance_report"] is None
+    assert not (reference_dir / "performance-report.html").exists()
 
     run_dir = tmp_path / "killed"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -172,5 +178,6 @@ def test_sigkill_mid_iteration_then_resume_is_bit_identical(tmp_path: Path) -> N
     diffuse = rec["steps"]["diffuse"]
     # restarted from the last committed checkpoint: at most one sync interval is redone
     assert diffuse["resumed_from_step"] == killed_at
+    assert (run_dir / "performance-report.html").exists()
     for name in ("diffuse", "profile"):
         assert rec["steps"][name]["checksums"] == reference["steps"][name]["checksums"], name
