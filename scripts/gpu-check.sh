@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# The one-shot GPU check, for a session that is lent the H200 device machine (15 minutes of
+# device time in all, so everything runs in ONE call). From the repository root, with the
+# wheels fetched by scripts/gpu-wheels.sh, the device `run` call is:
+#
+#   command: bash scripts/gpu-check.sh     carry: [".whl"]     timeout_s: 480
+#
+# It installs .whl/*.whl to /tmp/site, prints nvidia-smi and the versions, then runs, each
+# under its own timeout and whatever the others did:
+#   a. the gpu-marked unit tests (they must pass there, not skip)
+#   b. scripts/gpu_check.py: the climate kernel on numpy (1 thread) and CuPy, then on the
+#      project's CUDA cluster (start_cluster with cluster.backend=cuda), -> $OUT/gpu-check.json
+# The log goes to $OUT/gpu-check.log; the exit code is non-zero if any part failed.
+#
+# Here, without a GPU:   OUT=/tmp/gpucheck-out PYTHON=.venv/bin/python bash scripts/gpu-check.sh --dry
+# --dry (alias --no-gpu) accepts a machine without GPU: the parts that need one are reported
+# as skipped ("no GPU here") and only then can the exit code be 0 without a GPU.
+# --no-install skips the wheel install (it is also skipped when .whl/ holds no wheels, or when
+# the interpreter is not CPython 3.12, which the wheels are built for).
+set -uo pipefail  # no -e: every part runs and is recorded
+cd "$(dirname "$0")/.."
+
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }  # the header
+DRY=0
+INSTALL=${GPU_CHECK_INSTALL:-1}
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --dry | --no-gpu) DRY=1 ;;
+        --no-install) INSTALL=0 ;;
+        -h | --help) usage; exit 0 ;;
+        *) echo "gpu-check: unknown argument: $1" >&2; usage >&2; exit 2 ;;
+    esac
+    shift
+done
+OUT=${OUT:-/tmp/gpucheck-out}
+PY=${PYTHON:-python3}
+SITE=${GPU_CHECK_SITE:-/tmp/site}
+# worst case 60 + 150 + 240 s, inside the 480 s of the device call (expected: ~3 minutes)
+TEST_TIMEOUT=${GPU_CHECK_TEST_TIMEOUT:-150}
+MEASURE_TIMEOUT=${GPU_CHECK_MEASURE_TIMEOUT:-240}
+export PYTHONUNBUFFERED=1
+mkdir -p "$OUT"
+
+FAILED=()
+fail() { FAILED+=("$1"); echo "!!! FAILED: $1"; }
+banner() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
+
+main() {
+    local start=$SECONDS rc
+    banner "gpu-check: mode $([ $DRY = 1 ] && echo 'DRY (no GPU accepted)' || echo GPU)," \
+        "python $PY, OUT $OUT"
+
+    banner "install the carried wheels"
+    local pyver wheels=()
+    pyver=$("$PY" -c 'import sys; print("%s%d.%d" % (sys.implementation.name, *sys.version_info[:2]))')
+    if [ "$INSTALL" != 1 ]; then
+        echo "skipped (--no-install): using the interpreter's own packages"
+    elif ! ls .whl/*.whl >/dev/null 2>&1; then
+        echo "skipped: no .whl/*.whl here (scripts/gpu-wheels.sh fetches them)"
+    elif [ "$pyver" != cpython3.12 ]; then
+        echo "skipped: the wheels are for CPython 3.12, $PY is $pyver"
+    else
+        # one version of each package, no dependency resolution (nothing can be fetched there)
+        if timeout 60 "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+            --upgrade --target "$SITE" .whl/*.whl; then
+            echo "installed $(ls .whl/*.whl | wc -l) wheels into $SITE"
+            export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+            wheels=(--wheels .whl)  # gpu_check.py checks their requirements against the image
+        else
+            fail "wheel install"
+        fi
+    fi
+    export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
+    echo "PYTHONPATH=$PYTHONPATH"
+
+    banner "machine and versions"
+    if command -v nvidia-smi >/dev/null; then
+        timeout 60 nvidia-smi || echo "(nvidia-smi failed)"
+    else
+        echo "nvidia-smi: not found (no NVIDIA driver here)"
+    fi
+    nproc
+    timeout 60 "$PY" - <<'EOF' || fail "versions"
+import platform
+from importlib.metadata import PackageNotFoundError, version
+
+print("python", platform.python_version(), platform.python_implementation())
+for name in ("numpy", "cupy-cuda13x", "cuda-core", "nvidia-ml-py", "dask", "distributed",
+             "dask-cuda", "zarr", "numcodecs", "xarray", "bokeh", "pytest", "pytest-timeout"):
+    try:
+        print(f"{name:16s}", version(name))
+    except PackageNotFoundError:
+        print(f"{name:16s}", "-")
+EOF
+
+    banner "a. gpu-marked unit tests"
+    local xml=$OUT/gpu-tests.xml
+    rm -f "$xml"
+    timeout -k 10 "$TEST_TIMEOUT" "$PY" -m pytest -q -m gpu tests/unit -p no:cacheprovider -rs \
+        --junitxml="$xml"
+    rc=$?
+    local verdict
+    verdict=$("$PY" - "$xml" "$rc" "$DRY" <<'EOF'
+import sys
+import xml.etree.ElementTree as ET
+
+path, rc, dry = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+try:
+    suite = ET.parse(path).getroot()
+    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+    n = {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")}
+except (OSError, ET.ParseError) as exc:
+    print(f"FAIL no test report ({exc}), pytest exit {rc}")
+    sys.exit()
+passed = n["tests"] - n["failures"] - n["errors"] - n["skipped"]
+summary = f"{passed} passed, {n['failures']} failed, {n['errors']} errors, {n['skipped']} skipped"
+if rc != 0 or n["tests"] < 2:
+    print(f"FAIL {summary} (pytest exit {rc})")
+elif n["skipped"] and not dry:
+    print(f"FAIL {summary}: on the GPU machine they must run, not skip")
+elif n["skipped"]:
+    print(f"OK-DRY {summary}: skips accepted in --dry mode")
+else:
+    print(f"OK {summary}")
+EOF
+)
+    echo "gpu tests: $verdict"
+    case "$verdict" in OK*) ;; *) fail "gpu tests: $verdict" ;; esac
+
+    banner "b. measurements (scripts/gpu_check.py)"
+    local dry_flag=()
+    [ "$DRY" = 1 ] && dry_flag=(--dry)
+    timeout -k 10 "$MEASURE_TIMEOUT" "$PY" scripts/gpu_check.py --out "$OUT" "${dry_flag[@]}" \
+        "${wheels[@]}"
+    rc=$?
+    [ $rc = 0 ] || fail "gpu_check.py (exit $rc$([ $rc = 124 ] && echo ': timed out'))"
+
+    banner "gpu-check: done in $((SECONDS - start)) s"
+    if [ ${#FAILED[@]} -gt 0 ]; then
+        printf 'FAILED: %s\n' "${FAILED[@]}"
+        return 1
+    fi
+    if [ "$DRY" = 1 ]; then
+        echo "PASSED in DRY mode: the GPU parts were not checked unless a GPU was found"
+    else
+        echo "PASSED"
+    fi
+}
+
+main 2>&1 | tee "$OUT/gpu-check.log"
+exit "${PIPESTATUS[0]}"
