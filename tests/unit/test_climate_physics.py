@@ -168,3 +168,19 @@ def test_cache_blocking_does_not_change_a_single_bit() -> None:
     # a band with 15-row halos on both sides, blocked differently, agrees on its interior
     band = advance_band(T0[5:40], cap[5:40], params, grid, 5, 4321, 15, block_rows=4)
     assert np.array_equal(band[15:-15], whole[20:25])
+
+
+def test_overwrite_advances_the_callers_array_in_place() -> None:
+    grid = LatLonGrid(4.0)
+    params = EBMParams().resolved(grid)
+    cap = heat_capacity(params, grid)
+    T0 = _rough_field(grid, seed=6)
+    copied = advance_band(T0, cap, params, grid, 0, 77, 5)
+    mine = T0.copy()
+    out = advance_band(mine, cap, params, grid, 0, 77, 5, overwrite=True)
+    assert out is mine
+    assert np.array_equal(out, copied)
+    # an array that is not C-contiguous float64 is converted, never changed
+    fortran = np.asfortranarray(T0)
+    out = advance_band(fortran, cap, params, grid, 0, 77, 5, overwrite=True)
+    assert np.array_equal(out, copied) and np.array_equal(fortran, T0)

@@ -167,18 +167,108 @@ def test_cupy_state_matches_numpy(case) -> None:
     assert cupy.array_equal(result, on_device)
 
 
-@pytest.mark.parametrize("bands", [1, (23, 22), 3])
-def test_accumulated_sum_matches_the_reference(bands) -> None:
-    """advance(accumulate=True): the sum of T after each step, on any banding."""
+@pytest.mark.parametrize(
+    ("bands", "batch_size"),
+    [(1, 2), (1, 2**31), ((23, 22), 2), (3, 2), (3, 3), ((4, 17, 9, 15), 4), (5, 9)],
+    ids=str,
+)
+def test_accumulated_sum_matches_the_reference(bands, batch_size) -> None:
+    """advance(accumulate=True): the sum of T after each step, on any banding.
+
+    7 steps: the last batch is shorter for every batch size but 2**31 (one batch); K = 4 is
+    the smallest band of the uneven layout and K = 9 that of 5 bands.
+    """
     grid = LatLonGrid(4.0)
     params = EBMParams().resolved(grid)
     T0 = 5.0 + np.cos(np.deg2rad(grid.lat))[:, None] * np.ones(grid.shape)
     expected_sum = np.zeros(grid.shape)
+    batch_sums = None  # the driver's arithmetic: batch sums from 0, added batch by batch
     T = T0
     for k in range(7):
+        if k % batch_size == 0:
+            batch = np.zeros(grid.shape)
         T = run_reference(params, grid, 1, T, step0=100 + k)
         expected_sum += T
-    end, total = advance(to_bands(T0, bands), params, grid, 7, 2, step0=100, accumulate=True)
-    end, total = dask.compute(end, total, scheduler="sync")
+        batch += T
+        if (k + 1) % batch_size == 0 or k == 6:
+            batch_sums = batch if batch_sums is None else batch_sums + batch
+    state = to_bands(T0, bands)
+    end, total = advance(state, params, grid, 7, batch_size, step0=100, accumulate=True)
+    assert end.chunks == total.chunks == state.chunks
+    end, total = dask.compute(end, total, scheduler="threads")
     assert np.array_equal(end, T)
+    assert np.array_equal(total, batch_sums)
     np.testing.assert_allclose(total, expected_sum, rtol=1e-14)
+
+
+def test_accumulate_with_a_dask_capacity_and_no_steps(case) -> None:
+    grid, params, T0, _ = case
+    mask = np.zeros(grid.shape, dtype=bool)
+    mask[5:25, 10:60] = True
+    cap = heat_capacity(params, grid, mask)
+    reference = run_reference(params, grid, 11, T0, step0=STEP0, capacity=cap)
+    state = to_bands(T0, (4, 17, 9, 15))
+    end, _ = advance(
+        state, params, grid, 11, 4, STEP0, da.from_array(cap, chunks=(10, 90)), accumulate=True
+    )
+    assert any(name.startswith("ebm-capacity-") for name in end.__dask_graph__().layers)
+    assert np.array_equal(end.compute(scheduler="threads"), reference)
+    same, zero = advance(state, params, grid, 0, 4, accumulate=True)
+    same, zero = dask.compute(same, zero, scheduler="sync")
+    assert np.array_equal(same, T0) and not zero.any()
+
+
+def test_single_band_needs_no_exchange(case) -> None:
+    """What climate.ebm does on a coarse grid: one band, one task per call (any batch size)."""
+    grid, params, T0, reference = case
+    out = advance(to_bands(T0, 1), params, grid, NSTEPS, 2**31, step0=STEP0)
+    layers = out.__dask_graph__().layers
+    assert not [name for name in layers if name.startswith("ebm-halo")]
+    assert [name for name in layers if name.startswith("ebm-steps")] == [out.name]
+    assert np.array_equal(out.compute(scheduler="sync"), reference)
+
+
+def _literal_bytes(task: object) -> int:
+    """Bytes of the numpy arrays inside a (legacy, tuple) task."""
+    if isinstance(task, np.ndarray):
+        return task.nbytes
+    if isinstance(task, tuple):
+        return sum(_literal_bytes(t) for t in task)
+    return 0
+
+
+def test_graph_shape_halo_slices_then_one_step_task_per_band(case) -> None:
+    """Per batch: 2 (n-1) small slices on the neighbours, then one task per band that takes
+    its own state and the two slices; the host capacity is in the graph once."""
+    grid, params, T0, reference = case
+    T = to_bands(T0, (4, 17, 9, 15)).persist(scheduler="sync")
+    K, n = 4, 4
+    out = advance(T, params, grid, NSTEPS, K, step0=STEP0)
+    graph = out.__dask_graph__()
+    deps = graph.get_all_dependencies()
+    steps = [name for name in graph.layers if name.startswith("ebm-steps-")]
+    halos = [name for name in graph.layers if name.startswith("ebm-halo-")]
+    assert len(steps) == len(halos) == -(-NSTEPS // K) == 10
+    assert len(graph.layers) == 1 + len(steps) + len(halos)  # nothing else: no overlap layers
+    assert steps[0].startswith(f"ebm-steps-{STEP0}-{STEP0 + K}-")
+    assert steps[-1] == out.name and out.name.startswith(f"ebm-steps-{STEP0 + 36}-{STEP0 + 37}-")
+    source = T.name
+    for step, halo in zip(steps, halos, strict=True):
+        assert halo.split("-")[2:] == step.split("-")[2:]  # same steps and token
+        assert len(graph.layers[halo]) == 2 * (n - 1)
+        for i in range(n):
+            expected = {(source, i, 0)}
+            expected |= {(halo, i, 0)} if i > 0 else set()
+            expected |= {(halo, i, 1)} if i < n - 1 else set()
+            assert deps[(step, i, 0)] == expected
+            if i > 0:
+                assert deps[(halo, i, 0)] == {(source, i - 1, 0)}
+            if i < n - 1:
+                assert deps[(halo, i, 1)] == {(source, i + 1, 0)}
+        source = step
+    # the capacity: each band plus K rows per inner side, only in the first batch's tasks
+    literal = [sum(_literal_bytes(t) for t in graph.layers[name].values()) for name in steps]
+    assert literal[0] == (grid.nlat + 2 * K * (n - 1)) * grid.nlon * 8
+    assert not any(literal[1:])
+    assert np.array_equal(out.compute(scheduler="threads"), reference)
+    assert np.array_equal(T.compute(scheduler="sync"), T0)  # the input state is untouched

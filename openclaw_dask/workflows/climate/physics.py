@@ -314,6 +314,7 @@ def advance_band(
     nsteps: int,
     block_rows: int | None = None,
     accumulate: bool = False,
+    overwrite: bool = False,
 ) -> Any:
     """Advance a band of whole rows by ``nsteps`` steps (returns a new array).
 
@@ -337,6 +338,9 @@ def advance_band(
         Cache-block height (see :func:`make_band_operators`); does not change the result.
     accumulate : bool, optional
         Also return the sum of the temperatures after each step (for time means).
+    overwrite : bool, optional
+        Advance ``T`` itself when it is a C-contiguous float64 array (and return it), saving
+        a copy; for callers that own ``T``, such as the Dask driver's concatenated band.
 
     Returns
     -------
@@ -344,7 +348,10 @@ def advance_band(
         Temperatures at step ``step0 + nsteps`` (and the sum over the steps).
     """
     xp = get_namespace(T, capacity)
-    out = xp.array(T, dtype=xp.float64, copy=True, order="C")
+    if overwrite:
+        out = xp.ascontiguousarray(T, dtype=xp.float64)
+    else:
+        out = xp.array(T, dtype=xp.float64, copy=True, order="C")
     total = xp.zeros_like(out) if accumulate else None
     if nsteps > 0:
         cap = xp.asarray(capacity, dtype=xp.float64)

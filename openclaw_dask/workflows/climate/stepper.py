@@ -5,34 +5,78 @@ holds whole rows, because the zonal part of the step is an FFT along each row an
 longitude neighbours. The explicit meridional stencil reaches one row north and south per
 step, so a task that owns band ``[a, b)`` and also receives ``K`` rows of halo on each side can
 take ``K`` steps on its own before the halos are stale: after step ``s`` the outer ``s`` rows
-of the extended band are wrong and the band itself is still exact. One *batch* is therefore::
+of the extended band are wrong and the band itself is still exact.
 
-    overlap(T, depth K, boundary none)  ->  advance_band(K steps)  ->  trim to [a, b)
+Graph of one batch
+------------------
+Each batch of ``K`` steps (steps ``s`` to ``s + K``) is two layers, written by hand as a
+:class:`~dask.highlevelgraph.HighLevelGraph`; band ``i`` has height ``h_i``::
 
-built from :func:`dask.array.overlap.overlap` and :func:`dask.array.map_blocks`. At the poles
-there is nothing to exchange: the pole rows' outer faces carry no flux in the kernel, so a band
-that starts at row 0 (or ends at the last row) gets no halo there and needs none.
+    ebm-halo-{s}-{s+K}  (i, 0)  rows [h_(i-1) - K, h_(i-1)) of band i-1, run where it is
+    ebm-halo-{s}-{s+K}  (i, 1)  rows [0, K) of band i+1, run where it is
+    ebm-steps-{s}-{s+K} (i, 0)  (band i, halo (i, 0), halo (i, 1)):
+                                concatenate -> K steps -> trim to band i
 
-Each task is told the global row of its first row (from the chunk layout and ``block_id``), so
-row coefficients are slices of the same full-grid arrays the reference uses, and the season of
-every step comes from the global step index ``step0 + s``. Together with the row-local FFT this
-makes the chunked result bit-identical to :func:`~.reference.run_reference` for any band layout,
-any ``batch_size`` and any split of the run into calls (tested with ``numpy.array_equal``).
+Why by hand: built with :func:`dask.array.overlap.overlap` and ``map_blocks``, the critical
+path of a batch is three dependent tasks (halo slice on the neighbour -> concatenation task ->
+step task). On a distributed cluster every hop between dependent tasks costs scheduler round
+trips (~7-10 ms of batched-send latency on a 2-core machine, against ~110 ms for a step task
+at 0.25° with ``K = 16``), seen as 20-40 ms idle gaps between step tasks. With the
+concatenation inside the step task a batch costs two hops. Only the ``K`` halo rows travel
+between workers, and a step task's largest input by far (its band's state, below) is on the
+worker that computed it, so the scheduler keeps every band on its worker (with one band per
+worker thread, as ``climate.ebm`` and the benchmark use; with more bands than threads it may
+still move bands to balance the load, as it did with the overlap graph).
+
+Passing whole neighbour bands to the step task instead (one hop, no halo tasks) was measured
+on the 2-core machine and not kept. At 0.25° (4 MB bands, ``K = 16``) it was 5-13 % faster,
+but it moves ``h/K`` times more data per batch (at 0.125° its gaps between step tasks were
+39 ms against 15 ms; worse between hosts or from a GPU), and fetching a neighbour's whole band
+leaves a copy of it on the other worker: a later run from the same persisted state (as the
+benchmark repeats) may then start a band on either worker, and in 2 of 5 such runs both bands
+ended up mostly on one worker.
+
+State and heat capacity: between batches a band's block is a tuple ``(T, capacity)``, the
+capacity block being the band plus ``K`` rows on each inner side (``K`` the deepest batch of
+the call). It is built once per :func:`advance` call, travels with the band and never leaves
+its worker; a shorter batch takes a view of it. A host (numpy) capacity enters the graph once,
+each band's rows as a literal argument of that band's first step task (which puts them on the
+state's device: numpy or cupy); a dask-array capacity is aligned to the bands and its blocks
+are built by ``ebm-capacity`` tasks. The last batch returns plain ``T`` blocks, so the result
+is an ordinary dask array chunked like the input.
+
+With ``accumulate`` the state is ``(T, capacity, running sum)`` and the last batch returns
+``[T, sum]`` stacked on a new first axis; the sum adds no task and no hop. It is accumulated as
+``sum + batch sum``, the same arithmetic as adding the batches' sums afterwards.
+
+At the poles there is nothing to exchange: the pole rows' outer faces carry no flux in the
+kernel, so a band that starts at row 0 (or ends at the last row) gets no halo there and needs
+none. A single band exchanges nothing: each batch is one task.
+
+Each task is told the global row of its first row (from the band layout), so row coefficients
+are slices of the same full-grid arrays the reference uses, and the season of every step comes
+from the global step index ``step0 + s``. Together with the row-local FFT this makes the
+chunked result bit-identical to :func:`~.reference.run_reference` for any band layout, any
+``batch_size`` and any split of the run into calls (tested with ``numpy.array_equal``).
 
 Choice for ``batch_size`` larger than a band: refused with a ValueError (a halo deeper than the
-neighbouring band would need rows from two bands away; dask's overlap cannot express that, and
-silently rechunking would change the caller's layout and memory plan). ``nsteps`` need not be
-a multiple of ``batch_size``: the last batch is shorter.
+neighbouring band would need rows from two bands away, and silently rechunking would change the
+caller's layout and memory plan). ``nsteps`` need not be a multiple of ``batch_size``: the last
+batch is shorter.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import dask
 import dask.array as da
 import numpy as np
+from dask.array.utils import meta_from_array
+from dask.base import tokenize
+from dask.highlevelgraph import HighLevelGraph
 
 from openclaw_dask.workflows.climate.grid import LatLonGrid
 from openclaw_dask.workflows.climate.namespace import get_namespace
@@ -86,110 +130,165 @@ def to_bands(T: Any, bands: int | tuple[int, ...]) -> da.Array:
     return da.from_array(np.asarray(T, dtype=np.float64), chunks=(rows, -1))
 
 
+# -- heat capacity --------------------------------------------------------------------------
+def _capacity_field(
+    capacity: Any, params: EBMParams, grid: LatLonGrid
+) -> tuple[np.ndarray | da.Array, float]:
+    """The capacity as a float64 host array or dask array, and its minimum (for ``dt``)."""
+    if capacity is None:
+        capacity = heat_capacity(params, grid)
+    if isinstance(capacity, da.Array):
+        field: np.ndarray | da.Array = capacity.astype(np.float64)
+    else:
+        field = np.asarray(capacity, dtype=np.float64)
+    if field.shape != grid.shape:
+        raise ValueError(f"capacity has shape {field.shape}, the grid is {grid.shape}")
+    if isinstance(field, da.Array):
+        (c_min,) = dask.compute(field.min(), scheduler="sync")
+    else:
+        c_min = field.min()
+    return field, float(c_min)
+
+
 def _aligned_capacity(
     capacity: Any, params: EBMParams, grid: LatLonGrid, T: da.Array
 ) -> tuple[da.Array, float]:
     """The capacity as a dask array chunked like ``T``, and its minimum (for ``dt``)."""
-    if capacity is None:
-        capacity = heat_capacity(params, grid)
-    if isinstance(capacity, da.Array):
-        cap = capacity.astype(np.float64).rechunk(T.chunks)
-        (c_min,) = dask.compute(cap.min(), scheduler="sync")
-    else:
-        host = np.asarray(capacity, dtype=np.float64)
-        cap = da.from_array(host, chunks=T.chunks)
-        c_min = host.min()
-    if cap.shape != grid.shape:
-        raise ValueError(f"capacity has shape {cap.shape}, the grid is {grid.shape}")
-    return cap, float(c_min)
+    field, c_min = _capacity_field(capacity, params, grid)
+    if isinstance(field, da.Array):
+        return field.rechunk(T.chunks), c_min
+    return da.from_array(field, chunks=T.chunks), c_min
 
 
+def _band(block: Any) -> Any:
+    """The temperatures of a band's block (a state between batches also holds more)."""
+    return block[0] if isinstance(block, tuple) else block
+
+
+def _halo_rows(block: Any, start: int, stop: int) -> Any:
+    """Rows ``start:stop`` of a band's temperatures."""
+    return _band(block)[start:stop]
+
+
+def _capacity_block(*parts: Any) -> Any:
+    """Concatenate a band's capacity rows (south halo, band, north halo; ``None`` skipped)."""
+    rows = [p for p in parts if p is not None]
+    return rows[0] if len(rows) == 1 else get_namespace(*rows).concatenate(rows)
+
+
+def _extended_capacity(
+    field: np.ndarray | da.Array, heights: tuple[int, ...], depth: int
+) -> tuple[list[Any], HighLevelGraph | None, str]:
+    """Each band's capacity extended by ``depth`` halo rows on its inner sides.
+
+    Returns, per band, the block (a host array) or its key, the graph of those keys (``None``
+    for a host field) and a token of the field.
+    """
+    n = len(heights)
+    starts = _row_starts(heights)
+    rows = [
+        slice(
+            starts[i] - (depth if i > 0 else 0),
+            starts[i] + heights[i] + (depth if i < n - 1 else 0),
+        )
+        for i in range(n)
+    ]
+    if isinstance(field, np.ndarray):
+        return [field[r] for r in rows], None, tokenize(field)
+    aligned = field.rechunk((heights, -1))
+    token = tokenize(aligned.name, depth)
+    name, halo = f"ebm-capacity-{token}", f"ebm-capacity-halo-{token}"
+    halos: dict[Hashable, Any] = {}
+    for i in range(1, n):
+        top = heights[i - 1]
+        halos[(halo, i, 0)] = (_halo_rows, (aligned.name, i - 1, 0), top - depth, top)
+    for i in range(n - 1):
+        halos[(halo, i, 1)] = (_halo_rows, (aligned.name, i + 1, 0), 0, depth)
+    blocks = {
+        (name, i, 0): (
+            _capacity_block,
+            (halo, i, 0) if i > 0 else None,
+            (aligned.name, i, 0),
+            (halo, i, 1) if i < n - 1 else None,
+        )
+        for i in range(n)
+    }
+    source = set(aligned.__dask_layers__())
+    layers: dict[str, Mapping[Hashable, Any]] = {name: blocks}
+    dependencies = {name: set(source)}
+    if halos:
+        layers[halo], dependencies[halo] = halos, set(source)
+        dependencies[name].add(halo)
+    graph = aligned.__dask_graph__()
+    graph = HighLevelGraph({**graph.layers, **layers}, {**graph.dependencies, **dependencies})
+    return [(name, i, 0) for i in range(n)], graph, token
+
+
+# -- time steps -----------------------------------------------------------------------------
 def _batch_task(
-    T_block: Any,
-    C_block: Any,
+    own: Any,
+    south: Any,
+    north: Any,
+    capacity: Any,
+    start: int,
+    capacity_below: int,
     *,
     params: EBMParams,
     grid: LatLonGrid,
-    starts: tuple[int, ...],
-    heights: tuple[int, ...],
     depth: int,
     step0: int,
-    accumulate: bool = False,
-    block_id: tuple[int, int] | None = None,
+    accumulate: bool,
+    last: bool,
 ) -> Any:
-    """Advance one extended band by ``depth`` steps and trim it to the band it owns.
+    """Advance band ``start : start + len(band)`` by ``depth`` steps, with its halos.
 
-    With ``accumulate`` the block holds ``[T, sum of T over the steps]`` stacked on a new
-    first axis (one task, two results).
+    Parameters
+    ----------
+    own : array or tuple
+        The band at step ``step0``: the input array in the first batch, later the state
+        returned by the previous batch, ``(T, capacity)`` or ``(T, capacity, sum)``.
+    south, north : array or None
+        The ``depth`` rows below and above the band (``None`` at a pole or for one band).
+    capacity : array or None
+        The band's capacity block in the first batch (``None`` later: it is in ``own``); its
+        first ``capacity_below`` rows lie below the band.
+    start : int
+        Global row of the band's first row.
+    last : bool
+        Whether this is the call's last batch: it returns the band (``[T, sum]`` stacked on a
+        new first axis with ``accumulate``) instead of a state.
     """
-    assert block_id is not None
-    i = block_id[-2]  # the row-band index (accumulate adds a leading axis)
-    row0 = max(starts[i] - depth, 0)
-    expected = min(starts[i] + heights[i] + depth, grid.nlat) - row0
-    if T_block.shape[0] != expected:  # guards the halo arithmetic against dask changes
-        raise RuntimeError(f"band {i}: got {T_block.shape[0]} rows, expected {expected}")
-    lo = starts[i] - row0
-    if accumulate:
-        out, total = advance_band(
-            T_block, C_block, params, grid, row0, step0, depth, accumulate=True
-        )
-        xp = get_namespace(out)
-        return xp.stack([out[lo : lo + heights[i]], total[lo : lo + heights[i]]])
-    out = advance_band(T_block, C_block, params, grid, row0, step0, depth)
-    return out[lo : lo + heights[i]]
-
-
-def _one_batch(
-    T: da.Array,
-    cap: da.Array,
-    params: EBMParams,
-    grid: LatLonGrid,
-    depth: int,
-    step0: int,
-    accumulate: bool = False,
-) -> Any:
-    heights = T.chunks[0]
-    starts = tuple(int(s) for s in np.cumsum((0, *heights[:-1])))
-    if len(heights) == 1:  # one band: no neighbours, nothing to exchange
-
-        def extend(x: da.Array) -> da.Array:
-            return x
-
+    total_before = None
+    if isinstance(own, tuple):
+        band, capacity, *rest = own
+        total_before = rest[0] if rest else None
     else:
-        extend = functools.partial(
-            da.overlap.overlap, depth={0: depth, 1: 0}, boundary={0: "none", 1: "none"}
+        band = own
+    xp = get_namespace(band)
+    capacity = xp.asarray(capacity, dtype=xp.float64)  # onto the state's device, once
+    rows = band.shape[0]
+    below = 0 if south is None else south.shape[0]
+    above = 0 if north is None else north.shape[0]
+    first = capacity_below - below
+    if below not in (0, depth) or above not in (0, depth) or first < 0:
+        # guards the halo arithmetic of the graph
+        raise RuntimeError(
+            f"band at row {start}: halos of {below} and {above} rows for {depth} steps, "
+            f"capacity block with {capacity_below} rows below"
         )
-    task = functools.partial(
-        _batch_task,
-        params=params,
-        grid=grid,
-        starts=starts,
-        heights=heights,
-        depth=depth,
-        step0=step0,
-        accumulate=accumulate,
-    )
-    if accumulate:
-        both = da.map_blocks(
-            task,
-            extend(T),
-            extend(cap),
-            chunks=((2,), *T.chunks),
-            new_axis=0,
-            dtype=np.float64,
-            meta=T._meta,
-            token=f"ebm-steps-sum-{step0}-{step0 + depth}",
-        )
-        return both[0], both[1]
-    return da.map_blocks(
-        task,
-        extend(T),
-        extend(cap),
-        chunks=T.chunks,
-        dtype=np.float64,
-        meta=T._meta,  # numpy or cupy blocks, whatever the state holds
-        token=f"ebm-steps-{step0}-{step0 + depth}",  # readable prefix; dask appends a hash
-    )
+    parts = [p for p in (south, band, north) if p is not None]
+    # a fresh concatenation is ours to advance in place; a lone band is the task's input
+    extended = xp.concatenate(parts) if len(parts) > 1 else band
+    cap = capacity[first : first + below + rows + above]
+    args = (extended, cap, params, grid, start - below, step0, depth)
+    if not accumulate:
+        out = advance_band(*args, overwrite=len(parts) > 1)[below : below + rows]
+        return out if last else (out, capacity)
+    out, total = advance_band(*args, accumulate=True, overwrite=len(parts) > 1)
+    out, total = out[below : below + rows], total[below : below + rows]
+    if total_before is not None:
+        total = total_before + total
+    return xp.stack([out, total]) if last else (out, capacity, total)
 
 
 def advance(
@@ -220,7 +319,8 @@ def advance(
     step0 : int, optional
         Global index of the first step, so a run continued from a checkpoint keeps its season.
     capacity : array or dask.array.Array, optional
-        Heat-capacity field; default :func:`~.params.heat_capacity` of ``params``.
+        Heat-capacity field; default :func:`~.params.heat_capacity` of ``params``. A host array
+        enters the graph once (each band's rows in that band's first step task).
     accumulate : bool, optional
         Also return the sum of the temperatures after each of the ``nsteps`` steps (the
         numerator of a time mean), computed in the same tasks.
@@ -252,21 +352,70 @@ def advance(
             f"direct neighbours. Use batch_size <= {min(heights)} or fewer, taller bands "
             f"(e.g. to_bands(T, {max(1, grid.nlat // batch_size)}))."
         )
-    cap, c_min = _aligned_capacity(capacity, params, grid, T)
+    field, c_min = _capacity_field(capacity, params, grid)
     params = params.resolved(grid, c_min)
+    if nsteps == 0:
+        return (T, da.zeros_like(T)) if accumulate else T
+
+    n = len(heights)
+    starts = _row_starts(heights)
+    deepest = min(batch_size, nsteps) if n > 1 else 0
+    capacity_blocks, capacity_graph, capacity_token = _extended_capacity(field, heights, deepest)
+    graph = T.__dask_graph__()
+    if capacity_graph is not None:
+        graph = HighLevelGraph.merge(graph, capacity_graph)
+    layers, dependencies = dict(graph.layers), dict(graph.dependencies)
+    base = tokenize(capacity_token, heights, deepest, params, grid, accumulate)
+    src, src_layers = T.name, set(T.__dask_layers__())
+    # the first batch also reads the capacity blocks, when they are keys
+    capacity_layers = set() if capacity_graph is None else {capacity_blocks[0][0]}
+    kind = "ebm-steps-sum" if accumulate else "ebm-steps"
     done = 0
-    total = None
     while done < nsteps:
         depth = min(batch_size, nsteps - done)
-        if accumulate:
-            T, part = _one_batch(T, cap, params, grid, depth, step0 + done, accumulate=True)
-            total = part if total is None else total + part
-        else:
-            T = _one_batch(T, cap, params, grid, depth, step0 + done)
+        first, stop = step0 + done, step0 + done + depth
+        last = done + depth == nsteps
+        token = tokenize(base, src, first, depth)
+        name, halo = f"{kind}-{first}-{stop}-{token}", f"ebm-halo-{first}-{stop}-{token}"
+        halos: dict[Hashable, Any] = {}
+        for i in range(1, n):
+            top = heights[i - 1]
+            halos[(halo, i, 0)] = (_halo_rows, (src, i - 1, 0), top - depth, top)
+        for i in range(n - 1):
+            halos[(halo, i, 1)] = (_halo_rows, (src, i + 1, 0), 0, depth)
+        task = functools.partial(
+            _batch_task,
+            params=params,
+            grid=grid,
+            depth=depth,
+            step0=first,
+            accumulate=accumulate,
+            last=last,
+        )
+        layers[name] = {
+            ((name, 0, i, 0) if last and accumulate else (name, i, 0)): (
+                task,
+                (src, i, 0),
+                (halo, i, 0) if i > 0 else None,
+                (halo, i, 1) if i < n - 1 else None,
+                capacity_blocks[i] if done == 0 else None,  # later: carried in the state
+                starts[i],
+                deepest if i > 0 else 0,
+            )
+            for i in range(n)
+        }
+        dependencies[name] = src_layers | (capacity_layers if done == 0 else set())
+        if halos:
+            layers[halo], dependencies[halo] = halos, set(src_layers)
+            dependencies[name].add(halo)
+        src, src_layers = name, {name}
         done += depth
-    if accumulate:
-        return T, (da.zeros_like(T) if total is None else total)
-    return T
+
+    graph = HighLevelGraph(layers, dependencies)
+    if not accumulate:
+        return da.Array(graph, src, T.chunks, meta=T._meta)  # numpy or cupy blocks, like T
+    both = da.Array(graph, src, ((2,), *T.chunks), meta=meta_from_array(T._meta, ndim=3))
+    return both[0], both[1]
 
 
 # -- global energy budget -----------------------------------------------------------------
