@@ -112,6 +112,20 @@ def test_graph_keys_differ_for_different_states(case) -> None:
     assert a.name == c.name  # deterministic: same inputs, same keys
 
 
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_runs_of_different_lengths_from_one_state_share_no_wrong_keys(case, accumulate) -> None:
+    """A run's last batch returns bands; the same batch of a longer run returns the state."""
+    grid, params, T0, _ = case
+    state = to_bands(T0, 3)
+    short = advance(state, params, grid, 4, 4, step0=STEP0, accumulate=accumulate)
+    long = advance(state, params, grid, 8, 4, step0=STEP0, accumulate=accumulate)
+    short, long = dask.compute(short, long, scheduler="sync")  # one merged graph
+    if accumulate:
+        short, long = short[0], long[0]
+    assert np.array_equal(short, run_reference(params, grid, 4, T0, step0=STEP0))
+    assert np.array_equal(long, run_reference(params, grid, 8, T0, step0=STEP0))
+
+
 def test_bad_arguments_are_refused(case) -> None:
     grid, params, T0, _ = case
     T = to_bands(T0, 3)

@@ -127,7 +127,8 @@ def to_bands(T: Any, bands: int | tuple[int, ...]) -> da.Array:
         raise ValueError(f"band heights {rows} do not add up to {nlat} rows")
     if isinstance(T, da.Array):
         return T.rechunk((rows, -1))
-    return da.from_array(np.asarray(T, dtype=np.float64), chunks=(rows, -1))
+    xp = get_namespace(T)  # a cupy state stays on its device (numpy's asarray refuses it)
+    return da.from_array(xp.asarray(T, dtype=xp.float64), chunks=(rows, -1), asarray=False)
 
 
 # -- heat capacity --------------------------------------------------------------------------
@@ -375,7 +376,7 @@ def advance(
         depth = min(batch_size, nsteps - done)
         first, stop = step0 + done, step0 + done + depth
         last = done + depth == nsteps
-        token = tokenize(base, src, first, depth)
+        token = tokenize(base, src, first, depth, last)  # a last batch returns another type
         name, halo = f"{kind}-{first}-{stop}-{token}", f"ebm-halo-{first}-{stop}-{token}"
         halos: dict[Hashable, Any] = {}
         for i in range(1, n):
