@@ -8,7 +8,13 @@ import collections
 import numpy as np
 from distributed import Client, LocalCluster, get_task_stream, wait
 
-from openclaw_dask.workflows.climate import EBMParams, LatLonGrid, advance, run_reference
+from openclaw_dask.workflows.climate import (
+    EBMParams,
+    LatLonGrid,
+    advance,
+    heat_capacity,
+    run_reference,
+)
 from openclaw_dask.workflows.climate.stepper import to_bands
 
 
@@ -45,3 +51,19 @@ def test_step_tasks_run_where_their_band_is() -> None:
                 i, side = record["key"][1:]
                 assert record["worker"] == owner[i - 1 if side == 0 else i + 1]
         assert dict(ran) == {i: {w} for i, w in owner.items()}
+
+
+def test_a_capacity_persisted_on_the_cluster_is_used_there() -> None:
+    """A capacity that lives only on the cluster (persisted) works: its minimum sets dt."""
+    grid = LatLonGrid(4.0)
+    params = EBMParams()
+    T0 = 5.0 + 10.0 * np.cos(np.deg2rad(grid.lat))[:, None] * np.ones(grid.shape)
+    capacity = heat_capacity(params, grid)
+    reference = run_reference(params, grid, 9, T0, step0=40)
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
+        state, cap = client.persist([to_bands(T0, 2), to_bands(capacity, 2)])
+        end = advance(state, params, grid, 9, 4, step0=40, capacity=cap)
+        assert np.array_equal(end.compute(), reference)

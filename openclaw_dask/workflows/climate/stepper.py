@@ -145,7 +145,8 @@ def _capacity_field(
     if field.shape != grid.shape:
         raise ValueError(f"capacity has shape {field.shape}, the grid is {grid.shape}")
     if isinstance(field, da.Array):
-        (c_min,) = dask.compute(field.min(), scheduler="sync")
+        # the current scheduler: a capacity persisted on a cluster lives only there
+        (c_min,) = dask.compute(field.min())
     else:
         c_min = field.min()
     return field, float(c_min)
