@@ -18,6 +18,7 @@ RATIOS = {
     "stencil": {
         "speedup_vs_reference_1core",
         "parallel_efficiency",
+        "efficiency_vs_independent_copies",
         "fraction_of_copy_bandwidth",
         "batch_K4_vs_K1",
         "batch_K16_vs_K1",
@@ -86,6 +87,11 @@ def test_ratios_are_computed_from_the_measured_times(quick_report: dict[str, Any
     speedup = median(st, "reference_1core") / median(st, f"dask_K{k}")
     assert st["ratios"]["speedup_vs_reference_1core"] == pytest.approx(speedup)
     assert st["ratios"]["parallel_efficiency"] == pytest.approx(speedup / st["params"]["threads"])
+    # the independent copies: one whole-globe reference per worker thread, all at once
+    copies = st["params"]["threads"] / median(st, "reference_on_every_thread")
+    assert st["ratios"]["efficiency_vs_independent_copies"] == pytest.approx(
+        (1 / median(st, f"dask_K{k}")) / copies
+    )
     r = s["reduce"]
     cost = median(r, "deterministic_on") / median(r, "deterministic_off")
     assert r["ratios"]["deterministic_cost"] == pytest.approx(cost)

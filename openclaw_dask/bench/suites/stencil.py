@@ -7,6 +7,13 @@ persisted on the workers. The baseline is
 globe in this process on one core. Both do the same cell-updates; the ratio of their times is
 the speedup, and the speedup over the cluster's thread count is the parallel efficiency.
 
+The same reference is also run on every worker thread at once, each on the whole globe in
+its own task with no communication (``reference_on_every_thread``): the most this machine gives
+for ``threads`` independent copies of the kernel (shared caches, memory bandwidth, clocks).
+``efficiency_vs_independent_copies`` compares the Dask run with that, so what the cluster
+loses (halo exchange, task latency, redundant halo rows) shows apart from what the hardware
+loses when all cores run.
+
 Bytes moved per cell-update are counted as the state's read and write (16 bytes in float64),
 the least any explicit step must move; they are compared with a copy-bandwidth probe run in
 this process on as many threads as the cluster has.
@@ -59,14 +66,32 @@ def run(ctx: BenchContext) -> SuiteResult:
         with threadpool_limits(limits=1):
             run_reference(params, grid, nsteps, start)
 
+    [start_on_cluster] = client.scatter([start], broadcast=True)
+    slots = [w for w, n in client.nthreads().items() for _ in range(n)]
+
+    def reference_everywhere() -> None:
+        runs = [
+            client.submit(
+                _reference_task, params, grid, nsteps, start_on_cluster, workers=[w], pure=False
+            )
+            for w in slots
+        ]
+        wait(runs)
+        for run in runs:
+            run.result()  # raise a failed copy here
+
     sizes = sorted({*BATCH_SIZES, configured})
-    fns = {"reference_1core": reference} | {f"dask_K{k}": dask_run(k) for k in sizes}
+    fns = {
+        "reference_1core": reference,
+        "reference_on_every_thread": reference_everywhere,
+    } | {f"dask_K{k}": dask_run(k) for k in sizes}
     t = interleaved(fns, repeats=ctx.repeats(3))
     updates = grid.size * nsteps
     best = f"dask_K{configured}"
     speedup = ratio(t[best], t["reference_1core"])
     bandwidth = copy_bandwidth(threads, repeats=3 if ctx.quick else 5)
     state_rate = t[best].rate(updates) * STATE_BYTES_PER_UPDATE
+    independent = t["reference_on_every_thread"].rate(updates * len(slots))
     result = SuiteResult(
         params={
             "resolution_deg": resolution,
@@ -79,15 +104,25 @@ def run(ctx: BenchContext) -> SuiteResult:
         timings=t,
         throughput={k: (v.rate(updates), "cell-updates/s") for k, v in t.items()}
         | {
+            "reference_on_every_thread": (independent, "cell-updates/s"),
             "state_bytes": (state_rate, "B/s"),
             "copy_bandwidth": (bandwidth, "B/s"),
         },
         ratios={
             "speedup_vs_reference_1core": speedup,
             "parallel_efficiency": speedup / threads,
+            "efficiency_vs_independent_copies": t[best].rate(updates) / independent,
+            "independent_copies_vs_reference_1core": independent
+            / t["reference_1core"].rate(updates),
             "fraction_of_copy_bandwidth": state_rate / bandwidth,
         }
         | {f"batch_K{k}_vs_K1": ratio(t[f"dask_K{k}"], t["dask_K1"]) for k in sizes if k != 1},
         goals={"parallel_efficiency": 0.9, "fraction_of_copy_bandwidth": 0.6},
     )
     return result
+
+
+def _reference_task(params: EBMParams, grid: LatLonGrid, nsteps: int, start: np.ndarray) -> None:
+    """One whole-globe reference run inside a worker task (one core, nothing exchanged)."""
+    with threadpool_limits(limits=1):
+        run_reference(params, grid, nsteps, start)
