@@ -527,7 +527,7 @@ def run_workflow(
             if report:
                 from distributed import performance_report
 
-                html = directory / PERFORMANCE_REPORT
+                html = (directory / PERFORMANCE_REPORT).resolve()
                 stack.enter_context(performance_report(filename=str(html)))
                 record["performance_report"] = str(html)
             record["dashboard"] = client.dashboard_link
