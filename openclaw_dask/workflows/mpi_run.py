@@ -61,6 +61,7 @@ def client_args(
     config_file: str | os.PathLike[str] | None,
     overrides: Sequence[str] | None,
     backend: str | None,
+    report: bool = True,
 ) -> list[str]:
     """The ``openclaw-dask submit`` command line rank 1 runs (without the run directory)."""
     args = ["submit", str(Path(path).resolve())]
@@ -70,6 +71,8 @@ def client_args(
         args += ["--set", item]
     if backend:
         args += ["--backend", backend]
+    if not report:
+        args.append("--no-report")
     return args
 
 
@@ -79,9 +82,11 @@ def mpirun_line(
     config: Config | str | os.PathLike[str] | None,
     overrides: Sequence[str] | None,
     backend: str | None,
+    report: bool = True,
 ) -> str:
     """The line a dry run shows (plan file, run directory and a loaded config: placeholders)."""
-    args = client_args(path, None if isinstance(config, Config) else config, overrides, backend)
+    config_file = None if isinstance(config, Config) else config
+    args = client_args(path, config_file, overrides, backend, report)
     if isinstance(config, Config):
         args[2:2] = ["--config", "CONFIG"]
     args += ["--run-dir", "RUN_DIR"]
@@ -108,12 +113,13 @@ def run_under_mpirun(
     run_dir: str | Path | None = None,
     resume: str | Path | None = None,
     announce: Callable[[str], None] | None = None,
+    report: bool = True,
 ) -> dict[str, Any]:
     """Launch the workflow under ``mpirun`` and return the run record rank 1 wrote.
 
     Parameters
     ----------
-    path, config, overrides, backend, run_dir, resume, announce
+    path, config, overrides, backend, run_dir, resume, announce, report
         As given to :func:`~openclaw_dask.workflows.runner.run_workflow`.
     cfg, workflow, plan
         The resolved config, the loaded workflow and its ``mpi`` plan.
@@ -155,7 +161,7 @@ def run_under_mpirun(
             env = {
                 k: v for k, v in env.items() if not k.startswith(ENV_PREFIX) or k in ENV_RESERVED
             }
-        args = client_args(path, config_file, overrides, backend)
+        args = client_args(path, config_file, overrides, backend, report)
         args += ["--resume" if resume is not None else "--run-dir", str(directory.resolve())]
         lines: list[str] = []
 

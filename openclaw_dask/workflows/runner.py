@@ -468,7 +468,7 @@ def run_workflow(
         # this process launches mpirun; its rank 1 runs the workflow (see mpi_run.py)
         from openclaw_dask.workflows import mpi_run
 
-        summary["mpirun"] = mpi_run.mpirun_line(plan, path, config, overrides, backend)
+        summary["mpirun"] = mpi_run.mpirun_line(plan, path, config, overrides, backend, report)
         if not dry_run:
             return mpi_run.run_under_mpirun(
                 path,
@@ -481,6 +481,7 @@ def run_workflow(
                 run_dir=run_dir,
                 resume=resume,
                 announce=announce,
+                report=report,
             )
     if dry_run:
         return {"status": "dry-run", **summary}

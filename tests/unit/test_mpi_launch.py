@@ -58,6 +58,8 @@ def test_client_args_carry_config_sets_and_backend() -> None:
     assert args[0] == "submit" and args[1].endswith("/wf.yaml")
     assert args[2] == "--config" and args[3].endswith("/my.config")
     assert args[4:] == ["--set", "params.x=1", "--backend", "mpi"]
+    # submit --no-report reaches rank 1, which is the process that would write the report
+    assert client_args("wf.yaml", None, [], None, report=False)[2:] == ["--no-report"]
 
 
 def test_missing_mpirun_names_the_backend(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
