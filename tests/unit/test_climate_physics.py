@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from dask.sizeof import sizeof
 
 from openclaw_dask.workflows.climate import (
     EBMParams,
@@ -21,6 +22,8 @@ from openclaw_dask.workflows.climate import (
 )
 from openclaw_dask.workflows.climate.insolation import legendre_p2
 from openclaw_dask.workflows.climate.physics import (
+    BandOperators,
+    advance_with,
     equilibrium_relaxation_steps,
     make_band_operators,
     radiative_energy,
@@ -184,3 +187,51 @@ def test_overwrite_advances_the_callers_array_in_place() -> None:
     fortran = np.asfortranarray(T0)
     out = advance_band(fortran, cap, params, grid, 0, 77, 5, overwrite=True)
     assert np.array_equal(out, copied) and np.array_equal(fortran, T0)
+
+
+OPERATOR_ARRAYS = (
+    "insolation",
+    "coalbedo_free",
+    "c_north",
+    "c_south",
+    "zonal_gain",
+    "inv_capacity",
+)
+
+
+@pytest.mark.parametrize("seasonal", [True, False])
+def test_operator_rows_hold_the_bits_of_operators_built_for_those_rows(seasonal) -> None:
+    """What lets the Dask driver build a band's operators once and slice them per batch."""
+    grid = LatLonGrid(4.0)
+    params = EBMParams(seasonal_cycle=seasonal).resolved(grid)
+    cap = heat_capacity(params, grid)
+    ops = make_band_operators(params, grid, cap[3:40], 3)
+    assert ops.rows(0, ops.nrows) is ops
+    for a, b in [(0, 37), (5, 37), (0, 20), (7, 21), (36, 37)]:
+        sliced, built = ops.rows(a, b), make_band_operators(params, grid, cap[3 + a : 3 + b], 3 + a)
+        assert (sliced.row0, sliced.nrows) == (built.row0, built.nrows) == (3 + a, b - a)
+        for name in OPERATOR_ARRAYS:
+            mine, theirs = getattr(sliced, name), getattr(built, name)
+            if theirs is None:
+                assert mine is None and seasonal  # the annual case only
+            else:
+                assert mine.shape == theirs.shape and np.array_equal(mine, theirs), (a, b, name)
+        T = _rough_field(grid, seed=a)[3 + a : 3 + b]
+        assert np.array_equal(advance_with(T, sliced, 900, 6), advance_with(T, built, 900, 6))
+    for a, b in [(-1, 4), (4, 4), (0, 38)]:
+        with pytest.raises(ValueError, match="not inside a band of 37 rows"):
+            ops.rows(a, b)
+
+
+def test_operators_report_their_memory_and_refuse_a_band_of_another_height() -> None:
+    grid = LatLonGrid(4.0)
+    params = EBMParams().resolved(grid)
+    ops = make_band_operators(params, grid, heat_capacity(params, grid), 0)
+    assert isinstance(ops, BandOperators)
+    # worker memory accounting: at least the gains and 1/C (host float64 arrays)
+    assert sizeof(ops) >= ops.zonal_gain.nbytes + ops.inv_capacity.nbytes
+    with pytest.raises(ValueError, match="operators for 45 rows, the band has 44"):
+        advance_with(np.zeros((44, grid.nlon)), ops, 0, 1)
+    with pytest.raises(ValueError, match="operators for None rows"):
+        advance_with(np.zeros((44, grid.nlon)), None, 0, 1)
+    assert np.array_equal(advance_with(np.ones((3, 2)), None, 0, 0), np.ones((3, 2)))

@@ -286,3 +286,27 @@ def test_graph_shape_halo_slices_then_one_step_task_per_band(case) -> None:
     assert not any(literal[1:])
     assert np.array_equal(out.compute(scheduler="threads"), reference)
     assert np.array_equal(T.compute(scheduler="sync"), T0)  # the input state is untouched
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_a_band_builds_its_operators_once_and_carries_them(case, accumulate) -> None:
+    """Between batches a band's state is ``(T, operators[, sum])``: built in the first batch
+    for the band plus K rows per inner side, then passed on (not rebuilt) batch after batch."""
+    grid, params, T0, _ = case
+    heights, K = (4, 17, 9, 15), 4
+    out = advance(to_bands(T0, heights), params, grid, 10, K, step0=STEP0, accumulate=accumulate)
+    graph = dict((out[0] if accumulate else out).__dask_graph__())
+    kind = "ebm-steps-sum-" if accumulate else "ebm-steps-"
+    steps = sorted({k[0] for k in graph if isinstance(k, tuple) and k[0].startswith(kind)})
+    assert len(steps) == 3  # 4 + 4 + 2 steps
+    first, second = (next(s for s in steps if s.startswith(f"{kind}{STEP0 + d}-")) for d in (0, 4))
+    for i, rows in enumerate(heights):
+        state1, state2 = dask.get(graph, [(first, i, 0), (second, i, 0)])
+        assert len(state1) == (3 if accumulate else 2)
+        ops = state1[1]
+        assert state2[1] is ops  # carried, not rebuilt
+        inner = (K if i > 0 else 0) + (K if i < len(heights) - 1 else 0)
+        assert ops.nrows == rows + inner and ops.row0 == sum(heights[:i]) - (K if i else 0)
+    ref10 = run_reference(params, grid, 10, T0, step0=STEP0)
+    result = (out[0] if accumulate else out).compute(scheduler="sync")
+    assert np.array_equal(result, ref10)

@@ -67,12 +67,14 @@ the error moves in by one row per step, which the driver trims.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 import numpy as np
+from dask.sizeof import sizeof
 
 from openclaw_dask.workflows.climate.grid import LatLonGrid
 from openclaw_dask.workflows.climate.insolation import insolation_factor, legendre_p2
@@ -82,6 +84,7 @@ from openclaw_dask.workflows.climate.params import EBMParams
 __all__ = [
     "BandOperators",
     "advance_band",
+    "advance_with",
     "make_band_operators",
     "north_analytic_solution",
     "radiative_energy",
@@ -113,6 +116,38 @@ class BandOperators:
     energy: Any  # (block_rows, nlon) work array: the step's energy increment
     old_row: Any  # (1, nlon) work array: last old row of the previous block
     block_rows: int  # rows per cache block in step_band
+
+    def rows(self, start: int, stop: int) -> BandOperators:
+        """The operators of rows ``start:stop`` of this band (views, no copies).
+
+        Every coefficient is computed row by row (or elementwise), so the slice holds the
+        same bits as :func:`make_band_operators` would compute for those rows; the Dask driver
+        builds a band's operators once per run and slices them for each batch's halo depth.
+        The slice shares the work arrays: use one of them at a time.
+        """
+        if not 0 <= start < stop <= self.nrows:
+            raise ValueError(f"rows {start}:{stop} are not inside a band of {self.nrows} rows")
+        if (start, stop) == (0, self.nrows):
+            return self
+        inner = slice(start, stop - 1)  # faces between the slice's rows
+        return dataclasses.replace(
+            self,
+            row0=self.row0 + start,
+            nrows=stop - start,
+            insolation=None if self.insolation is None else self.insolation[start:stop],
+            coalbedo_free=self.coalbedo_free[start:stop],
+            c_north=self.c_north[inner],
+            c_south=self.c_south[inner],
+            zonal_gain=self.zonal_gain[start:stop],
+            inv_capacity=self.inv_capacity[start:stop],
+        )
+
+
+@sizeof.register(BandOperators)
+def _sizeof_operators(ops: BandOperators) -> int:
+    # the Dask driver keeps operators in a band's state: count their arrays in worker memory
+    arrays = (ops.zonal_gain, ops.inv_capacity, ops.c_north, ops.c_south, ops.coalbedo_free)
+    return sum(sizeof(a) for a in (*arrays, ops.scratch, ops.energy))
 
 
 #: Target size of one block temporary in :func:`step_band` (bytes): a few of them fit in L2.
@@ -348,14 +383,46 @@ def advance_band(
         Temperatures at step ``step0 + nsteps`` (and the sum over the steps).
     """
     xp = get_namespace(T, capacity)
+    ops = None
+    if nsteps > 0:
+        cap = xp.asarray(capacity, dtype=xp.float64)
+        ops = make_band_operators(params, grid, cap, row0, block_rows)
+    return advance_with(T, ops, step0, nsteps, accumulate=accumulate, overwrite=overwrite)
+
+
+def advance_with(
+    T: Any,
+    ops: BandOperators | None,
+    step0: int,
+    nsteps: int,
+    accumulate: bool = False,
+    overwrite: bool = False,
+) -> Any:
+    """:func:`advance_band` with operators built beforehand (``ops.nrows`` rows like ``T``).
+
+    Parameters
+    ----------
+    T : array, shape (ops.nrows, nlon)
+        Temperatures at step ``step0``.
+    ops : BandOperators or None
+        The band's operators (see :meth:`BandOperators.rows`); ``None`` only for ``nsteps=0``.
+    step0, nsteps, accumulate, overwrite
+        As for :func:`advance_band`.
+
+    Returns
+    -------
+    array, or (array, array) with ``accumulate``
+    """
+    xp = get_namespace(T)
     if overwrite:
         out = xp.ascontiguousarray(T, dtype=xp.float64)
     else:
         out = xp.array(T, dtype=xp.float64, copy=True, order="C")
     total = xp.zeros_like(out) if accumulate else None
     if nsteps > 0:
-        cap = xp.asarray(capacity, dtype=xp.float64)
-        ops = make_band_operators(params, grid, cap, row0, block_rows)
+        if ops is None or ops.nrows != out.shape[0]:
+            rows = None if ops is None else ops.nrows
+            raise ValueError(f"operators for {rows} rows, the band has {out.shape[0]}")
         for n in range(step0, step0 + nsteps):
             step_band(out, ops, n)
             if total is not None:
