@@ -68,6 +68,7 @@ the error moves in by one row per step, which the driver trims.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
 from dataclasses import dataclass
 from types import ModuleType
@@ -117,6 +118,12 @@ class BandOperators:
     old_row: Any  # (1, nlon) work array: last old row of the previous block
     block_rows: int  # rows per cache block in step_band
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the array namespace travels by name: plain pickle refuses module objects, and a band's
+        # state (which holds its operators) may be spilled to disk or moved to another worker
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return (_rebuild_operators, (fields.pop("xp").__name__, fields))
+
     def rows(self, start: int, stop: int) -> BandOperators:
         """The operators of rows ``start:stop`` of this band (views, no copies).
 
@@ -141,6 +148,10 @@ class BandOperators:
             zonal_gain=self.zonal_gain[start:stop],
             inv_capacity=self.inv_capacity[start:stop],
         )
+
+
+def _rebuild_operators(namespace: str, fields: dict[str, Any]) -> BandOperators:
+    return BandOperators(xp=importlib.import_module(namespace), **fields)
 
 
 @sizeof.register(BandOperators)
