@@ -268,12 +268,12 @@ def _batch_task(
         band, ops, *rest = own
         total_before = rest[0] if rest else None
     else:
-        band = own
-        xp = get_namespace(band)
-        # built once per band and call, then carried in the state (onto the state's device)
+        band, ops = own, None
+    xp = get_namespace(band)
+    if ops is None:
+        # built once per band and call, then carried in the state (on the state's device)
         cap = xp.asarray(capacity, dtype=xp.float64)
         ops = make_band_operators(params, grid, cap, start - capacity_below)
-    xp = get_namespace(band)
     rows = band.shape[0]
     below = 0 if south is None else south.shape[0]
     above = 0 if north is None else north.shape[0]
