@@ -30,8 +30,15 @@ AFFINITY_PRELOAD = "openclaw_dask.runtime.affinity"
 #: setting it freezes glibc's mmap threshold at 128 KiB, so every larger temporary becomes a
 #: fresh mmap whose pages fault in one by one: the climate kernel ran 2.2x slower that way
 #: (0.5 of its time in page faults; see docs/design-notes.md). The mmap threshold goes back to
-#: the ceiling glibc's own dynamic threshold would reach (32 MiB on 64-bit).
-GLIBC_ENV = {"MALLOC_TRIM_THRESHOLD_": 65536, "MALLOC_MMAP_THRESHOLD_": 32 * 2**20}
+#: the ceiling glibc's own dynamic threshold would reach (32 MiB on 64-bit). With the heap
+#: trimmed back to 64 KiB of slack, a loop that frees and reallocates its temporaries (the
+#: kernel at 2° to 0.5°) still grows and shrinks the heap every step and faults its pages in
+#: again (2x slower there): a top pad of 4 MiB keeps that much slack on each grow and trim.
+GLIBC_ENV = {
+    "MALLOC_TRIM_THRESHOLD_": 65536,
+    "MALLOC_MMAP_THRESHOLD_": 32 * 2**20,
+    "MALLOC_TOP_PAD_": 4 * 2**20,
+}
 BLAS_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 

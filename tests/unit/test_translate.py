@@ -82,7 +82,7 @@ def test_allocator_goes_to_pre_spawn_environ() -> None:
     p = plan("memory.allocator=jemalloc")
     env = p.dask_config["distributed.nanny.pre-spawn-environ"]
     assert env["LD_PRELOAD"] == "/usr/lib/libjemalloc.so"
-    assert "MALLOC_TRIM_THRESHOLD_" not in env and "MALLOC_MMAP_THRESHOLD_" not in env  # glibc
+    assert not any(name.startswith("MALLOC_") for name in env)  # glibc only
     assert p.worker_env == env
     assert {
         "class": "openclaw_dask.runtime.plugins.AllocatorCheck",
@@ -92,6 +92,8 @@ def test_allocator_goes_to_pre_spawn_environ() -> None:
     assert "LD_PRELOAD" not in system and system["MALLOC_TRIM_THRESHOLD_"] == 65536
     # the trim threshold alone would pin glibc's mmap threshold at 128 KiB (page-fault storms)
     assert system["MALLOC_MMAP_THRESHOLD_"] == 32 * 2**20
+    # and its 64 KiB of slack would make a loop of temporaries grow and shrink the heap
+    assert system["MALLOC_TOP_PAD_"] == 4 * 2**20
 
 
 def test_blas_threads_are_one_per_task_thread() -> None:
