@@ -175,6 +175,24 @@ def test_cache_blocking_does_not_change_a_single_bit() -> None:
     assert np.array_equal(band[15:-15], whole[20:25])
 
 
+@pytest.mark.parametrize("shrink", [(True, True), (False, True), (True, False)])
+def test_a_shrinking_halo_keeps_every_valid_row_bit_for_bit(shrink) -> None:
+    """The Dask driver skips the halo rows that are already wrong (a cone, not a rectangle)."""
+    grid = LatLonGrid(4.0)
+    params = EBMParams().resolved(grid)
+    cap = heat_capacity(params, grid)
+    T0 = _rough_field(grid, seed=8)
+    ops = make_band_operators(params, grid, cap[:30], 0)  # the south pole row is row 0
+    full, full_sum = advance_with(T0[:30], ops, 4321, 9, accumulate=True)
+    cone, cone_sum = advance_with(T0[:30], ops, 4321, 9, accumulate=True, shrink=shrink)
+    valid = slice(9 if shrink[0] else 0, 30 - 9 if shrink[1] else 30)
+    assert np.array_equal(cone[valid], full[valid])
+    assert np.array_equal(cone_sum[valid], full_sum[valid])
+    assert not np.array_equal(cone, full)  # the skipped rows were left behind
+    with pytest.raises(ValueError, match="shrink a band of 30 rows to nothing"):
+        advance_with(T0[:30], ops, 0, 16, shrink=(True, True))
+
+
 def test_overwrite_advances_the_callers_array_in_place() -> None:
     grid = LatLonGrid(4.0)
     params = EBMParams().resolved(grid)

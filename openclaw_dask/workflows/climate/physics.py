@@ -408,6 +408,7 @@ def advance_with(
     nsteps: int,
     accumulate: bool = False,
     overwrite: bool = False,
+    shrink: tuple[bool, bool] = (False, False),
 ) -> Any:
     """:func:`advance_band` with operators built beforehand (``ops.nrows`` rows like ``T``).
 
@@ -419,6 +420,11 @@ def advance_with(
         The band's operators (see :meth:`BandOperators.rows`); ``None`` only for ``nsteps=0``.
     step0, nsteps, accumulate, overwrite
         As for :func:`advance_band`.
+    shrink : (bool, bool), optional
+        Whether the south and north ends are halo edges. Such an end loses one valid row per
+        step, so step ``s`` (from 0) skips the ``s`` outermost rows there, which are already
+        wrong: the valid rows get the same bits and the halo costs half the work (a shrinking
+        cone instead of a rectangle). Skipped rows (and their sums) hold stale values.
 
     Returns
     -------
@@ -434,10 +440,15 @@ def advance_with(
         if ops is None or ops.nrows != out.shape[0]:
             rows = None if ops is None else ops.nrows
             raise ValueError(f"operators for {rows} rows, the band has {out.shape[0]}")
-        for n in range(step0, step0 + nsteps):
-            step_band(out, ops, n)
+        south, north = shrink
+        rows = out.shape[0]
+        for s, n in enumerate(range(step0, step0 + nsteps)):
+            lo, hi = (s if south else 0), (rows - s if north else rows)
+            if lo >= hi:
+                raise ValueError(f"{nsteps} steps shrink a band of {rows} rows to nothing")
+            step_band(out[lo:hi], ops.rows(lo, hi), n)
             if total is not None:
-                total += out
+                total[lo:hi] += out[lo:hi]
     return (out, total) if accumulate else out
 
 

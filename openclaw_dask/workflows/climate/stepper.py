@@ -289,10 +289,12 @@ def _batch_task(
     extended = xp.concatenate(parts) if len(parts) > 1 else band
     batch_ops = ops.rows(first, first + below + rows + above)
     args = (extended, batch_ops, step0, depth)
+    # the halo rows go stale from the outside in: a shrinking cone computes only what is valid
+    kwargs = {"overwrite": len(parts) > 1, "shrink": (below > 0, above > 0)}
     if not accumulate:
-        out = advance_with(*args, overwrite=len(parts) > 1)[below : below + rows]
+        out = advance_with(*args, **kwargs)[below : below + rows]
         return out if last else (out, ops)
-    out, total = advance_with(*args, accumulate=True, overwrite=len(parts) > 1)
+    out, total = advance_with(*args, accumulate=True, **kwargs)
     out, total = out[below : below + rows], total[below : below + rows]
     if total_before is not None:
         total = total_before + total

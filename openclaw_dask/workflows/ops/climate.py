@@ -8,11 +8,11 @@ hemisphere, the seasonal-amplitude map and PNG plots. All model parameters trave
 outputs' attributes, so anyone can recompute North's analytic solution from the files.
 
 Bands: the state is chunked in latitude bands of whole rows. A halo of ``K = batch_size`` rows
-costs ``2K/height`` redundant work, and each task should carry well over 100 ms (Dask's per-task
-cost here is 3-6 ms), so the op uses as many bands as there are worker threads only while each
-band stays at least ``8 K`` rows tall; below that (e.g. the 2° default: 90 rows) it runs one
-band, and a single band needs no halo exchange at all, so one task then advances a whole segment
-(up to a month or a sync window) instead of ``K`` steps.
+costs ``K/height`` redundant work (two sides, each a shrinking cone), and each task should carry
+well over 100 ms (Dask's per-task cost here is 3-6 ms), so the op uses as many bands as there
+are worker threads only while each band stays at least ``8 K`` rows tall; below that (e.g. the
+2° default: 90 rows) it runs one band, and a single band needs no halo exchange at all, so one
+task then advances a whole segment (up to a month or a sync window) instead of ``K`` steps.
 """
 
 from __future__ import annotations
