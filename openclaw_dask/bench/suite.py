@@ -18,15 +18,16 @@ def _known(keys: list[Any], dask_scheduler: Any = None) -> bool:
     return any(key in dask_scheduler.tasks for key in keys)
 
 
-def run_and_forget(client: Client, collection: Any) -> None:
+def run_and_forget(client: Client, collection: Any, optimize_graph: bool = True) -> None:
     """Persist ``collection``, wait for it, release it and wait until the scheduler forgot it.
 
     Repeats of a benchmark submit the same graph (the same keys). Submitted again while the
     scheduler still holds the last result, it would be found done; cancelled instead, the
     cancellation can race the resubmission and cancel the new futures too. Waiting for the
     release costs a scheduler round trip or two, which counts against Dask (conservative).
+    ``optimize_graph=False`` keeps the graph's task annotations (worker restrictions).
     """
-    [persisted] = client.persist([collection])
+    [persisted] = client.persist([collection], optimize_graph=optimize_graph)
     wait(persisted)
     keys = [f.key for f in futures_of(persisted)]
     del persisted

@@ -49,17 +49,17 @@ class Workload:
 
 def _stencil(resolution: float, steps: int) -> Callable[[Client, Config], Callable[[], float]]:
     def prepare(client: Client, config: Config) -> Callable[[], float]:
-        from openclaw_dask.bench.suites.stencil import model_setup, placed_state
-        from openclaw_dask.workflows.climate import advance, heat_capacity
+        from openclaw_dask.bench.suites.stencil import model_setup, placed_state, run_placed
+        from openclaw_dask.workflows.climate import heat_capacity
 
         params, grid, start = model_setup(resolution)
         capacity = heat_capacity(params, grid)  # once, as the workflow's forcing step
         k = int(config["distributed.batch_size"])
         bands = max(1, min(sum(client.nthreads().values()), grid.nlat // max(k, 1)))
-        state = placed_state(client, start, bands)
+        state, homes = placed_state(client, start, bands)
 
         def run() -> float:
-            run_and_forget(client, advance(state, params, grid, steps, k, capacity=capacity))
+            run_placed(client, state, homes, params, grid, steps, k, capacity)
             return float(grid.size * steps)
 
         return run

@@ -98,6 +98,10 @@ class IterativeOp:
     outputs: tuple[str, ...] = ()
     #: Dimension along which emitted records are appended.
     append_dim: str = "time"
+    #: Whether Dask may optimise (cull, fuse) the graphs of :meth:`advance`. Its low-level
+    #: fusion turns a graph into a plain dict and drops the layers' annotations, so an op that
+    #: places its tasks with worker restrictions sets this to False.
+    optimize_graphs: bool = True
 
     def __init__(self, ctx: StepContext) -> None:
         self.ctx = ctx

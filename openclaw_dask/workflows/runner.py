@@ -213,7 +213,9 @@ class Run:
                     f"the step {sorted(step.zarr_outputs)}"
                 )
             # submit the window and go on: its writes run while the next window computes
-            new_state, records = dask.persist(new_state, records)  # on the run's client
+            # on the run's client; the optimisation runs on the scheduler, so it is this flag
+            # (not a dask.config.set around the call) that decides whether it happens
+            new_state, records = dask.persist(new_state, records, optimize_graph=op.optimize_graphs)
             if pending:
                 self._commit(ckpt_dir, op, step, rec, *pending)
                 progress.update(bar, completed=pending[1]["step"])

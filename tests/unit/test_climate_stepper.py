@@ -12,6 +12,7 @@ from openclaw_dask.workflows.climate import (
     LatLonGrid,
     advance,
     band_chunks,
+    band_homes,
     energy_budget,
     heat_capacity,
     run_reference,
@@ -136,6 +137,19 @@ def test_bad_arguments_are_refused(case) -> None:
     with pytest.raises(ValueError, match="add up"):
         to_bands(T0, (10, 10))
     assert band_chunks(45, 4) == (12, 11, 11, 11)
+    with pytest.raises(ValueError, match="2 home workers for 3 bands"):
+        advance(T, params, grid, 5, 1, workers=["tcp://a", "tcp://b"])
+
+
+def test_band_homes_keep_neighbours_together_in_proportion_to_threads() -> None:
+    two = {"tcp://b:1": 1, "tcp://a:1": 1}
+    assert band_homes(two, 2) == ["tcp://a:1", "tcp://b:1"]  # sorted: the same on every call
+    assert band_homes(two, 4) == ["tcp://a:1", "tcp://a:1", "tcp://b:1", "tcp://b:1"]
+    assert band_homes(two, 3) == ["tcp://a:1", "tcp://a:1", "tcp://b:1"]
+    assert band_homes({"tcp://a:1": 3, "tcp://b:1": 1}, 4) == ["tcp://a:1"] * 3 + ["tcp://b:1"]
+    assert band_homes(two, 1) == ["tcp://a:1"]
+    with pytest.raises(ValueError, match="bands on 0 worker threads"):
+        band_homes({}, 2)
 
 
 def test_fft_of_row_subsets_is_bit_identical() -> None:

@@ -2,8 +2,8 @@
 
 The Dask run is what ``climate.ebm`` runs: the state in one latitude band per worker thread,
 ``batch_size`` steps per halo exchange (:func:`~openclaw_dask.workflows.climate.advance`),
-persisted with band ``i`` on worker thread ``i`` (as the previous graph leaves it in the
-workflow), the heat capacity computed once beforehand (as the workflow's forcing step does).
+each band's tasks and state on its home worker (``band_homes``), the heat capacity computed
+once beforehand (as the workflow's forcing step does).
 The baseline is :func:`~openclaw_dask.workflows.climate.reference.run_reference`, the same
 kernels on the whole globe in this process on one core, with the same capacity. Both do the
 same cell-updates; the ratio of their times is the speedup, and the speedup over the cluster's
@@ -33,7 +33,7 @@ from openclaw_dask.bench.suite import BenchContext, SuiteResult, run_and_forget
 from openclaw_dask.bench.timing import interleaved, ratio
 from openclaw_dask.workflows.climate import EBMParams, LatLonGrid, advance, heat_capacity
 from openclaw_dask.workflows.climate.reference import run_reference
-from openclaw_dask.workflows.climate.stepper import band_chunks
+from openclaw_dask.workflows.climate.stepper import band_homes, place_bands
 
 STATE_BYTES_PER_UPDATE = 16  # read T and write T, float64
 
@@ -65,12 +65,12 @@ def run(ctx: BenchContext) -> SuiteResult:
     threads = ctx.worker_threads
     client = ctx.client
     slots = [w for w, n in client.nthreads().items() for _ in range(n)]
-    state = placed_state(client, start, threads)
+    state, homes = placed_state(client, start, threads)
     configured = int(ctx.config["distributed.batch_size"])
 
     def dask_run(k: int):
         def go() -> None:
-            run_and_forget(client, advance(state, params, grid, nsteps, k, capacity=capacity))
+            run_placed(client, state, homes, params, grid, nsteps, k, capacity)
 
         return go
 
@@ -140,28 +140,32 @@ def run(ctx: BenchContext) -> SuiteResult:
     return result
 
 
-def placed_state(client: Client, start: np.ndarray, bands: int) -> da.Array:
-    """``start`` persisted in ``bands`` latitude bands, band ``i`` on worker thread ``i``
-    (round robin when there are more bands than threads).
+def placed_state(client: Client, start: np.ndarray, bands: int) -> tuple[da.Array, list[str]]:
+    """``start`` persisted in ``bands`` latitude bands, each on its home worker, and the homes.
 
-    Where the workflow's state comes from the previous graph, each band already on the worker
-    that advanced it; a plain ``persist`` may put both bands of a fresh array on one worker,
-    and every timed run would then begin by moving a band.
+    The workflow passes the same homes (``band_homes``) to ``advance``, and in a run each band's
+    state is already home from the previous graph; a plain ``persist`` may put both bands of a
+    fresh array on one worker, and every timed run would then begin by moving a band home.
     """
-    slots = [w for w, n in client.nthreads().items() for _ in range(n)]
-    heights = band_chunks(start.shape[0], bands)
-    edges = np.cumsum((0, *heights))
-    parts = [
-        da.from_delayed(
-            client.scatter(start[edges[i] : edges[i + 1]], workers=[slots[i % len(slots)]]),
-            (heights[i], start.shape[1]),
-            dtype=start.dtype,
-        )
-        for i in range(bands)
-    ]
-    [state] = client.persist([da.concatenate(parts)])
-    wait(state)
-    return state
+    homes = band_homes(client.nthreads(), bands)
+    return place_bands(client, start, homes), homes
+
+
+def run_placed(
+    client: Client,
+    state: da.Array,
+    homes: list[str],
+    params: EBMParams,
+    grid: LatLonGrid,
+    nsteps: int,
+    batch_size: int,
+    capacity: np.ndarray,
+) -> None:
+    """Advance a :func:`placed_state` on the cluster as ``climate.ebm`` does and wait for it:
+    each band's tasks restricted to its home, persisted unoptimised (Dask's low-level fusion
+    would drop the restrictions), as the workflow runner does for that op."""
+    run = advance(state, params, grid, nsteps, batch_size, capacity=capacity, workers=homes)
+    run_and_forget(client, run, optimize_graph=False)
 
 
 def _reference_task(

@@ -45,7 +45,13 @@ from openclaw_dask.workflows.climate.reference import (
     reference_energy_budget,
     run_reference,
 )
-from openclaw_dask.workflows.climate.stepper import advance, band_chunks, energy_budget, to_bands
+from openclaw_dask.workflows.climate.stepper import (
+    advance,
+    band_chunks,
+    band_homes,
+    energy_budget,
+    to_bands,
+)
 
 __all__ = [
     "EBMParams",
@@ -55,6 +61,7 @@ __all__ = [
     "advance_band",
     "annual_mean",
     "band_chunks",
+    "band_homes",
     "daily_insolation_factor",
     "energy_budget",
     "get_namespace",

@@ -34,7 +34,7 @@ from openclaw_dask.workflows.climate import (
     idealized_land_mask,
     insolation_factor,
 )
-from openclaw_dask.workflows.climate.stepper import band_chunks
+from openclaw_dask.workflows.climate.stepper import band_chunks, band_homes, place_bands
 from openclaw_dask.workflows.context import IterativeOp, StepContext
 from openclaw_dask.workflows.registry import register
 
@@ -127,6 +127,7 @@ class EnergyBalanceModel(IterativeOp):
 
     outputs = ("monthly", "final")
     append_dim = "time"
+    optimize_graphs = False  # keeps the bands' home-worker restrictions (see ``advance``)
 
     def __init__(
         self,
@@ -146,7 +147,7 @@ class EnergyBalanceModel(IterativeOp):
         self.attrs = dict(forcing_ds.attrs)
         self.grid = LatLonGrid(float(self.attrs["resolution"]))
         self.params = EBMParams.from_attrs(self.attrs)
-        self.capacity = np.asarray(forcing_ds["heat_capacity"].values)
+        capacity = np.asarray(forcing_ds["heat_capacity"].values)
         self.spy = int(self.attrs["steps_per_year"])
         self.record_start = spinup_years * self.spy
         self.years, self.spinup_years = years, spinup_years
@@ -155,6 +156,14 @@ class EnergyBalanceModel(IterativeOp):
         self.bands = band_chunks(self.grid.nlat, bands or choose_bands(self.grid.nlat, ctx))
         # one band exchanges no halo: a task may then advance a whole segment
         self.batch = ctx.batch_size if len(self.bands) > 1 else 2**31
+        # the capacity goes to the bands' homes once, not into every window's graph (33 MB
+        # at 0.125°, which Dask warned about as a large graph)
+        client = ctx.client
+        self.capacity = (
+            capacity
+            if client is None
+            else place_bands(client, capacity, band_homes(client.nthreads(), len(self.bands)))
+        )
 
     @property
     def total_steps(self) -> int:
@@ -210,6 +219,9 @@ class EnergyBalanceModel(IterativeOp):
     def advance(
         self, state: xr.Dataset, step0: int, nsteps: int
     ) -> tuple[xr.Dataset, dict[str, xr.Dataset]]:
+        # each band's tasks go to its home worker (the cluster may have changed since last time)
+        client = self.ctx.client
+        homes = band_homes(client.nthreads(), len(self.bands)) if client is not None else None
         T = state["T"].data.rechunk((self.bands, -1))
         total = state["month_sum"].data.rechunk((self.bands, -1))
         count = int(state["month_steps"].values)
@@ -219,7 +231,9 @@ class EnergyBalanceModel(IterativeOp):
             stop = min(end, self.month_end(s))
             if s < self.record_start:
                 stop = min(stop, self.record_start)
-                T = advance(T, self.params, self.grid, stop - s, self.batch, s, self.capacity)
+                T = advance(
+                    T, self.params, self.grid, stop - s, self.batch, s, self.capacity, workers=homes
+                )
             else:
                 T, part = advance(
                     T,
@@ -230,6 +244,7 @@ class EnergyBalanceModel(IterativeOp):
                     s,
                     self.capacity,
                     accumulate=True,
+                    workers=homes,
                 )
                 total, count = total + part, count + (stop - s)
                 if stop == self.month_end(stop - 1):  # the month is complete
