@@ -6,7 +6,8 @@ the scheduler and ranks 2.. workers (both block until the client finishes); rank
 puts the scheduler address into ``_OPENCLAW_MPI_SCHEDULER`` and runs ``COMMAND`` (an
 ``openclaw-dask`` command line, e.g. ``submit WORKFLOW``) attached to that scheduler.
 
-Then rank 1 shuts the cluster down (workers first) and every rank meets at an MPI barrier
+Then rank 1 shuts the cluster down (workers first, the scheduler once every worker rank has
+reported its end) and every rank meets at an MPI barrier
 before exiting, so rank 1's exit code (which becomes ``mpirun``'s) is only reported once the
 scheduler and the workers have ended cleanly: Open MPI kills the whole job as soon as one rank
 exits non-zero, and a scheduler that goes away under its workers makes them log heartbeat
@@ -25,6 +26,12 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+#: dask-mpi's layout: rank 0 the scheduler, rank 1 the client, the ranks from 2 on workers.
+CLIENT_RANK, FIRST_WORKER_RANK = 1, 2
+#: Tag of the message a worker rank sends the client rank once its event loop has ended.
+WORKER_CLOSED = 7
 
 USAGE = "usage: python -m openclaw_dask.runtime.mpi_entry PLAN.json -- OPENCLAW-DASK ARGS...\n"
 
@@ -53,16 +60,19 @@ def main(argv: list[str] | None = None) -> int:
 
     dask.config.set(plan["dask_config"])
     kwargs = {**plan["cluster_kwargs"], "exit": False}
+    world = MPI.COMM_WORLD
     if not initialize(**kwargs):  # scheduler or worker rank: its event loop has ended
-        MPI.COMM_WORLD.Barrier()
+        if world.Get_rank() >= FIRST_WORKER_RANK:
+            world.send(None, dest=CLIENT_RANK, tag=WORKER_CLOSED)
+        world.Barrier()
         return 0
     address = dask.config.get("scheduler-address")
     os.environ[MPI_SCHEDULER_ENV] = address
     try:
         return run_client(command)
     finally:
-        shutdown(address)
-        MPI.COMM_WORLD.Barrier()
+        shutdown(address, world)
+        world.Barrier()
 
 
 def run_client(command: list[str]) -> int:
@@ -81,11 +91,13 @@ def run_client(command: list[str]) -> int:
     return 0
 
 
-def shutdown(address: str, timeout: float = 30.0) -> None:
+def shutdown(address: str, world: Any, timeout: float = 30.0) -> None:
     """Close the workers, then the scheduler (what dask-mpi's ``send_close_signal`` does at once).
 
     Workers go first: a scheduler that closes under them breaks their heartbeat, which they log
-    as an error with a traceback.
+    as an error with a traceback. The scheduler forgets a retired worker before the worker has
+    closed, so the scheduler is shut down only once every worker rank has said (by an MPI
+    message) that its event loop has ended.
     """
     from distributed import Client
 
@@ -95,8 +107,12 @@ def shutdown(address: str, timeout: float = 30.0) -> None:
             if workers:
                 client.retire_workers(workers, close_workers=True, remove=True)
             deadline = time.monotonic() + timeout
-            while client.scheduler_info(n_workers=-1)["workers"] and time.monotonic() < deadline:
-                time.sleep(0.05)
+            waiting = set(range(FIRST_WORKER_RANK, world.Get_size()))
+            while waiting and time.monotonic() < deadline:
+                for rank in [r for r in waiting if world.Iprobe(source=r, tag=WORKER_CLOSED)]:
+                    world.recv(source=rank, tag=WORKER_CLOSED)
+                    waiting.discard(rank)
+                time.sleep(0.02)
             client.shutdown()
     except (OSError, TimeoutError) as exc:  # already gone: the barrier still ends the job
         sys.stderr.write(f"mpi_entry: could not shut the cluster down: {exc}\n")
