@@ -51,11 +51,16 @@ def _stencil(resolution: float, steps: int) -> Callable[[Client, Config], Callab
     def prepare(client: Client, config: Config) -> Callable[[], float]:
         from openclaw_dask.bench.suites.stencil import model_setup, placed_state, run_placed
         from openclaw_dask.workflows.climate import heat_capacity
+        from openclaw_dask.workflows.ops.climate import band_count, steps_per_task
 
         params, grid, start = model_setup(resolution)
         capacity = heat_capacity(params, grid)  # once, as the workflow's forcing step
-        k = int(config["distributed.batch_size"])
-        bands = max(1, min(sum(client.nthreads().values()), grid.nlat // max(k, 1)))
+        # the bands and steps per task climate.ebm would use with this config and cluster
+        batch_size = int(config["distributed.batch_size"])
+        threads = sum(client.nthreads().values())
+        deterministic = bool(config["parallel.deterministic_mode"])
+        bands = band_count(grid.nlat, threads, batch_size, deterministic)
+        k = steps_per_task(batch_size, bands)
         state, homes = placed_state(client, start, bands)
 
         def run() -> float:

@@ -137,3 +137,16 @@ def test_insolation_global_mean_is_one_and_annual_mean_is_north_p2() -> None:
     assert s2 == pytest.approx(-0.482, abs=0.01)  # North (1975a) fits -0.482; we get ≈ -0.477
     flat = insolation_factor(EBMParams(seasonal_cycle=False), g.sin_lat, g.cos_lat, 0)
     assert np.array_equal(flat, 1.0 - 0.482 * legendre_p2(g.sin_lat))
+
+
+# -- bands of climate.ebm ---------------------------------------------------------------------
+def test_bands_are_one_per_thread_while_each_is_eight_halos_tall() -> None:
+    from openclaw_dask.workflows.ops.climate import band_count, steps_per_task
+
+    assert band_count(360, threads=2, batch_size=16) == 2  # 0.5°: 180 rows >= 128
+    assert band_count(360, threads=2, batch_size=32) == 1  # 180 rows < 256
+    assert band_count(1440, threads=16, batch_size=16) == 11  # 1440 // 128
+    assert band_count(90, threads=2, batch_size=16) == 1  # the 2° default: one band
+    # deterministic mode: the grid decides, never the cluster
+    assert band_count(1440, 1, 16, deterministic=True) == band_count(1440, 64, 16, True)
+    assert steps_per_task(16, 2) == 16 and steps_per_task(16, 1) == 2**31  # one task a segment

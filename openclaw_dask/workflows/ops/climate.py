@@ -54,15 +54,23 @@ DETERMINISTIC_MAX_BANDS = 4
 
 
 def choose_bands(nlat: int, ctx: StepContext) -> int:
+    """Latitude bands for ``ctx``'s cluster and config: :func:`band_count`."""
+    return band_count(nlat, ctx.worker_threads, ctx.batch_size, ctx.deterministic)
+
+
+def steps_per_task(batch_size: int, bands: int) -> int:
+    """``K``, or with one band (which exchanges no halo) a whole segment per task."""
+    return batch_size if bands > 1 else 2**31
+
+
+def band_count(nlat: int, threads: int, batch_size: int, deterministic: bool = False) -> int:
     """Latitude bands: one per thread while each band is at least ``8 K`` rows tall.
 
     In deterministic mode the count depends on the grid only, never on the cluster: the
     stepper is bit-identical for any banding, but the analysis reductions sum chunk by chunk.
     """
-    tall_enough = nlat // (MIN_ROWS_PER_HALO * ctx.batch_size)
-    if ctx.deterministic:
-        return max(1, min(DETERMINISTIC_MAX_BANDS, tall_enough))
-    return max(1, min(ctx.worker_threads, tall_enough))
+    tall_enough = nlat // (MIN_ROWS_PER_HALO * batch_size)
+    return max(1, min(DETERMINISTIC_MAX_BANDS if deterministic else threads, tall_enough))
 
 
 @register("climate.forcing", outputs=("forcing",))
@@ -154,8 +162,7 @@ class EnergyBalanceModel(IterativeOp):
         self.initial_temperature = initial_temperature
         # bands=0: choose from the grid, batch size and cluster (see the module docstring)
         self.bands = band_chunks(self.grid.nlat, bands or choose_bands(self.grid.nlat, ctx))
-        # one band exchanges no halo: a task may then advance a whole segment
-        self.batch = ctx.batch_size if len(self.bands) > 1 else 2**31
+        self.batch = steps_per_task(ctx.batch_size, len(self.bands))
         # the capacity goes to the bands' homes once, not into every window's graph (33 MB
         # at 0.125°, which Dask warned about as a large graph)
         client = ctx.client
