@@ -4,6 +4,8 @@ thread, the layout of climate.ebm and of the stencil benchmark) and goes to its 
 from __future__ import annotations
 
 import collections
+import contextlib
+from collections.abc import Iterator
 
 import numpy as np
 from distributed import Client, LocalCluster, get_task_stream, wait
@@ -23,17 +25,29 @@ def _band(key: object) -> int:
     return int(key[-2])  # (name, i, 0), or (name, 0, i, 0) for the stacked [T, sum]
 
 
-def test_step_tasks_run_where_their_band_is() -> None:
-    grid = LatLonGrid(2.0)
-    params = EBMParams().resolved(grid)
-    T0 = 10.0 + 20.0 * (1.0 / 3.0 - grid.sin_lat[:, None] ** 2) * np.ones(grid.shape)
-    reference = run_reference(params, grid, 19, T0, step0=300)
+@contextlib.contextmanager
+def _two_workers() -> Iterator[Client]:
+    """A client of 2 in-process workers x 1 thread (one band per thread, as climate.ebm)."""
     with (
         LocalCluster(
             n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
         ) as cluster,
         Client(cluster) as client,
     ):
+        yield client
+
+
+def _two_degree_case() -> tuple[LatLonGrid, EBMParams, np.ndarray, np.ndarray]:
+    """Grid, parameters, a start and the reference after 19 steps from step 300."""
+    grid = LatLonGrid(2.0)
+    params = EBMParams().resolved(grid)
+    T0 = 10.0 + 20.0 * (1.0 / 3.0 - grid.sin_lat[:, None] ** 2) * np.ones(grid.shape)
+    return grid, params, T0, run_reference(params, grid, 19, T0, step0=300)
+
+
+def test_step_tasks_run_where_their_band_is() -> None:
+    grid, params, T0, reference = _two_degree_case()
+    with _two_workers() as client:
         [state] = client.persist([to_bands(T0, 2)])  # one band per thread, as climate.ebm
         wait(state)
         owner = {_band(k): w for k, (w,) in client.who_has(state).items()}
@@ -56,16 +70,8 @@ def test_step_tasks_run_where_their_band_is() -> None:
 def test_bands_go_to_their_home_workers_from_wherever_they_are() -> None:
     """Both bands start on one worker (as a fresh state, or one that work stealing moved, can
     be): with homes, each band's tasks run on its own home, and the bits do not change."""
-    grid = LatLonGrid(2.0)
-    params = EBMParams().resolved(grid)
-    T0 = 10.0 + 20.0 * (1.0 / 3.0 - grid.sin_lat[:, None] ** 2) * np.ones(grid.shape)
-    reference = run_reference(params, grid, 19, T0, step0=300)
-    with (
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    grid, params, T0, reference = _two_degree_case()
+    with _two_workers() as client:
         homes = band_homes(client.nthreads(), 3)
         assert homes[0] == homes[1] != homes[2]  # neighbours share a worker
         [state] = client.persist([to_bands(T0, 3)], workers=[homes[2]])
@@ -88,12 +94,7 @@ def test_bands_go_to_their_home_workers_from_wherever_they_are() -> None:
 
 def test_placed_bands_are_on_their_homes_and_hold_the_field() -> None:
     field = np.arange(45 * 90, dtype=np.float64).reshape(45, 90)
-    with (
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    with _two_workers() as client:
         homes = band_homes(client.nthreads(), 3)
         placed = place_bands(client, field, homes)
         assert placed.chunks == ((15, 15, 15), (90,))
