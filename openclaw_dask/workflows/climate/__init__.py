@@ -50,6 +50,7 @@ from openclaw_dask.workflows.climate.stepper import (
     band_chunks,
     band_homes,
     energy_budget,
+    place_bands,
     to_bands,
 )
 
@@ -73,6 +74,7 @@ __all__ = [
     "max_stable_dt",
     "monthly_means",
     "north_analytic_solution",
+    "place_bands",
     "reference_energy_budget",
     "run_reference",
     "seasonal_amplitude",
