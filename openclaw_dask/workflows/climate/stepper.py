@@ -24,9 +24,9 @@ trips (~7-10 ms of batched-send latency on a 2-core machine, against ~110 ms for
 at 0.25° with ``K = 16``), seen as 20-40 ms idle gaps between step tasks. With the
 concatenation inside the step task a batch costs two hops. Only the ``K`` halo rows travel
 between workers, and a step task's largest input by far (its band's state, below) is on the
-worker that computed it, so the scheduler keeps every band on its worker (with one band per
-worker thread, as ``climate.ebm`` and the benchmark use; with more bands than threads it may
-still move bands to balance the load, as it did with the overlap graph).
+worker that computed it, so the scheduler tends to keep a band on its worker; it does not
+always (work stealing, a fresh state), which is why ``climate.ebm`` and the benchmark also
+give each band a home worker (below).
 
 Passing whole neighbour bands to the step task instead (one hop, no halo tasks) was measured
 on the 2-core machine and not kept. At 0.25° (4 MB bands, ``K = 16``) it was 5-13 % faster,
