@@ -50,7 +50,7 @@ class Workload:
 def _stencil(resolution: float, steps: int) -> Callable[[Client, Config], Callable[[], float]]:
     def prepare(client: Client, config: Config) -> Callable[[], float]:
         from openclaw_dask.bench.suites.stencil import model_setup, placed_state, run_placed
-        from openclaw_dask.workflows.climate import heat_capacity, place_bands
+        from openclaw_dask.workflows.climate import heat_capacity
         from openclaw_dask.workflows.ops.climate import band_count, steps_per_task
 
         params, grid, start = model_setup(resolution)
@@ -61,8 +61,7 @@ def _stencil(resolution: float, steps: int) -> Callable[[Client, Config], Callab
         deterministic = bool(config["parallel.deterministic_mode"])
         bands = band_count(grid.nlat, threads, batch_size, deterministic)
         k = steps_per_task(batch_size, bands)
-        state, homes = placed_state(client, start, bands)
-        placed_capacity = place_bands(client, capacity, homes)  # once, as climate.ebm does
+        state, placed_capacity, homes = placed_state(client, start, capacity, bands)
 
         def run() -> float:
             run_placed(client, state, homes, params, grid, steps, k, placed_capacity)
