@@ -32,5 +32,12 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[test,dev]"
+# the install is editable, so code changes need no reinstall: pip runs again only when
+# pyproject.toml (dependencies, entry points) changed since the last install into this .venv
+stamp=.venv/.openclaw-installed
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e ".[test,dev]"
+  echo "$want" > "$stamp"
+fi

@@ -15,6 +15,12 @@ if [ ! -x .venv-ucx/bin/python ]; then
   "$PY" -m venv .venv-ucx
   .venv-ucx/bin/python -m pip install -q --upgrade pip
 fi
-.venv-ucx/bin/python -m pip install -q -e ".[ucx]"
+# editable: pip runs again only when pyproject.toml changed since the last install (as setup-env.sh)
+stamp=.venv-ucx/.openclaw-installed
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  .venv-ucx/bin/python -m pip install -q -e ".[ucx]"
+  echo "$want" > "$stamp"
+fi
 .venv-ucx/bin/python -c "import distributed_ucxx, ucxx" \
   || { echo "setup-ucx-env: distributed-ucxx does not import in .venv-ucx" >&2; exit 1; }
