@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from uuid import uuid4
+
 import dask
 import dask.array as da
 import numpy as np
@@ -244,6 +246,33 @@ def test_accumulate_with_a_dask_capacity_and_no_steps(case) -> None:
     same, zero = advance(state, params, grid, 0, 4, accumulate=True)
     same, zero = dask.compute(same, zero, scheduler="sync")
     assert np.array_equal(same, T0) and not zero.any()
+
+
+def test_a_dask_capacity_minimum_is_computed_once(case) -> None:
+    """climate.ebm passes one placed capacity to every call: its minimum (for ``dt``) is a
+    blocking compute, which must not run again in every call."""
+    from dask.callbacks import Callback
+
+    grid, params, T0, _ = case
+    # a name no other test uses: the minimum is remembered by array name
+    cap = da.from_array(heat_capacity(params, grid), chunks=(15, 90), name=f"cap-{uuid4()}")
+    computed: list[str] = []
+
+    class Minima(Callback):
+        def _start_state(self, dsk, state) -> None:
+            computed.extend(str(k) for k in dsk if "min" in str(k))
+
+    with Minima():
+        advance(to_bands(T0, 3), params, grid, 4, 4, capacity=cap)
+        first = len(computed)
+        assert first  # the first call computed it
+        advance(to_bands(T0, 3), params, grid, 4, 4, step0=4, capacity=cap)
+        assert len(computed) == first  # the second did not
+        advance(to_bands(T0, 3), params, grid, 4, 4, capacity=cap + 0.0)  # another array
+        assert len(computed) > first
+    reference = run_reference(params, grid, 4, T0, capacity=heat_capacity(params, grid))
+    out = advance(to_bands(T0, 3), params, grid, 4, 4, capacity=cap)
+    assert np.array_equal(out.compute(scheduler="sync"), reference)
 
 
 def test_single_band_needs_no_exchange(case) -> None:
