@@ -406,7 +406,10 @@ def advance(
         Global index of the first step, so a run continued from a checkpoint keeps its season.
     capacity : array or dask.array.Array, optional
         Heat-capacity field; default :func:`~.params.heat_capacity` of ``params``. A host array
-        enters the graph once (each band's rows in that band's first step task).
+        enters the graph once (each band's rows in that band's first step task). Of a dask
+        array (e.g. placed with :func:`place_bands`), the minimum that ``dt`` needs is computed
+        in the first call and remembered by the array's name, which Dask takes to identify
+        its contents.
     accumulate : bool, optional
         Also return the sum of the temperatures after each of the ``nsteps`` steps (the
         numerator of a time mean), computed in the same tasks.
