@@ -18,6 +18,7 @@ from openclaw_dask.translate.plan import (
     protocol,
     security_kwargs,
     uses_nvlink,
+    with_child_worker_preload,
     worker_env,
     worker_plugins,
 )
@@ -88,7 +89,7 @@ def plan_cuda(config: Config, hw: Hardware) -> ClusterPlan:
         backend="cuda",
         cluster_class="dask_cuda.LocalCUDACluster",
         cluster_kwargs=kwargs,
-        dask_config=dask_config,
+        dask_config=with_child_worker_preload(dask_config),
         worker_env=env,
         worker_plugins=worker_plugins(config),
         layout=layout_dict(layout),

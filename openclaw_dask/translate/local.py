@@ -12,6 +12,7 @@ from openclaw_dask.translate.plan import (
     layout_dict,
     protocol,
     security_kwargs,
+    with_child_worker_preload,
     worker_env,
     worker_plugins,
 )
@@ -46,7 +47,7 @@ def plan_local(config: Config, hw: Hardware) -> ClusterPlan:
         backend="local",
         cluster_class="distributed.LocalCluster",
         cluster_kwargs=kwargs,
-        dask_config=dask_config,
+        dask_config=with_child_worker_preload(dask_config),
         worker_env=env,
         worker_plugins=worker_plugins(config),
         layout=layout_dict(layout),

@@ -127,6 +127,45 @@ def test_existing_run_dir_is_never_overwritten(tmp_path: Path) -> None:
     assert (run_dir / "precious.txt").read_text() == "keep me"
 
 
+def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Path) -> None:
+    """Ctrl-C in a terminal signals the whole process group: the client and its workers."""
+    args = [*QUIET, *SMALL[:4], "--set", "params.steps=2000"]
+    args += ["--set", "distributed.sync_interval=100", "--no-report"]
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [str(EXE), "submit", str(EXAMPLE), "--run-dir", str(run_dir), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,  # its own group, as a terminal's foreground job
+    )
+    checkpoint = run_dir / ".checkpoints" / "diffuse" / "checkpoint.json"
+    deadline = time.monotonic() + 240
+    seen = 0
+    while time.monotonic() < deadline and seen < 200 and proc.poll() is None:
+        with contextlib.suppress(OSError, ValueError, KeyError):  # not written yet
+            seen = json.loads(checkpoint.read_text())["step"]
+        time.sleep(0.05)
+    assert 200 <= seen < 2000, f"the run should be mid-way, checkpoint at {seen}"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    # one line, no worker tracebacks and no scheduler complaints about lost workers
+    assert "interrupted: run.json says so; continue with --resume" in stderr
+    for noise in ("Traceback", "KeyboardInterrupt", "Removing worker"):
+        assert noise not in stderr, stderr
+    rec = record_of(run_dir)
+    assert rec["status"] == "interrupted" and rec["steps"]["diffuse"]["status"] == "interrupted"
+
+    resumed = submit(str(EXAMPLE), "--resume", str(run_dir), *args)
+    assert resumed.returncode == 0, resumed.stderr
+    rec = record_of(run_dir)
+    assert rec["status"] == "completed" and rec["attempts"] == 2
+    assert rec["steps"]["diffuse"]["resumed_from_step"] >= 200
+
+
 def test_sigkill_mid_iteration_then_resume_is_bit_identical(tmp_path: Path) -> None:
     args = [
         *QUIET,
