@@ -5,11 +5,11 @@ from __future__ import annotations
 import click
 
 from openclaw_dask.cli import args
-from openclaw_dask.cli.config_cmd import SET_OPTION
+from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
 from openclaw_dask.cli.output import err, out
 
 
-@click.command("benchmark")
+@click.command("benchmark", cls=SetCommand)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config file.")
 @click.option(
     "--suite",
@@ -70,7 +70,7 @@ def benchmark_cmd(
         out.print(f"plot: {plot_path}", markup=False)
 
 
-@click.command("tune")
+@click.command("tune", cls=SetCommand)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config file.")
 @click.option(
     "--workload",

@@ -12,7 +12,7 @@ import click
 from dask.utils import format_bytes
 from rich.table import Table
 
-from openclaw_dask.cli.config_cmd import SET_OPTION
+from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
 from openclaw_dask.cli.output import err, out
 from openclaw_dask.config import ConfigError
 from openclaw_dask.config.errors import Problem
@@ -27,7 +27,7 @@ def cluster_group() -> None:
     """Start, inspect and stop a long-lived local cluster that later commands attach to."""
 
 
-@cluster_group.command("up")
+@cluster_group.command("up", cls=SetCommand)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config file.")
 @SET_OPTION
 def up_cmd(config_path: str | None, overrides: tuple[str, ...]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -20,8 +21,41 @@ SET_OPTION = click.option(
     "overrides",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Override a key, e.g. --set parallel.thread_pool_size=4 (repeatable).",
+    help="Override a key, e.g. --set parallel.thread_pool_size=4 (repeatable; "
+    "--set a.b=1 c.d=2 sets both).",
 )
+
+#: a bare ``section.key=value`` (or ``params.x=value``) token
+_ASSIGNMENT = re.compile(r"[A-Za-z_][\w-]*(\.[\w-]+)+=")
+
+
+class SetCommand(click.Command):
+    """A command whose ``--set`` also takes the ``KEY=VALUE`` tokens right after its value.
+
+    ``--set params.resolution=0.25 params.years=50`` (as people write it, and as the issues
+    do) would otherwise stop at "unexpected extra argument"; click has no options with a
+    variable number of values, so the tokens are rewritten to one ``--set`` each before
+    parsing. Only dotted ``key=value`` tokens are taken, so a path argument after them is
+    still the path.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, expand_set_values(args))
+
+
+def expand_set_values(args: list[str]) -> list[str]:
+    """``[--set, a.b=1, c.d=2]`` -> ``[--set, a.b=1, --set, c.d=2]`` (stops at ``--``)."""
+    result: list[str] = []
+    after_set = False  # the previous token was a --set value
+    for i, token in enumerate(args):
+        if token == "--":
+            return result + args[i:]
+        if after_set and _ASSIGNMENT.match(token):
+            result += ["--set", token]
+            continue
+        result.append(token)
+        after_set = token.startswith("--set=") or (i > 0 and args[i - 1] == "--set")
+    return result
 
 
 @click.group("config")
@@ -29,7 +63,7 @@ def config_group() -> None:
     """Check, show, plan and create openclaw.config files."""
 
 
-@config_group.command("validate")
+@config_group.command("validate", cls=SetCommand)
 @click.argument("paths", nargs=-1, type=click.Path(dir_okay=False))
 @SET_OPTION
 def validate_cmd(paths: tuple[str, ...], overrides: tuple[str, ...]) -> None:
@@ -55,7 +89,7 @@ def validate_cmd(paths: tuple[str, ...], overrides: tuple[str, ...]) -> None:
         sys.exit(2)
 
 
-@config_group.command("show")
+@config_group.command("show", cls=SetCommand)
 @click.argument("path", required=False, type=click.Path(dir_okay=False))
 @click.option("--sources", is_flag=True, help="Show where each value came from.")
 @click.option("--json", "as_json", is_flag=True, help="Print the resolved config as JSON.")
@@ -96,7 +130,7 @@ def _load_hardware(path: str | None) -> Hardware:
         ) from None
 
 
-@config_group.command("plan")
+@config_group.command("plan", cls=SetCommand)
 @click.argument("path", required=False, type=click.Path(dir_okay=False))
 @click.option(
     "--backend",

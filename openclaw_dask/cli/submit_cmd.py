@@ -6,11 +6,12 @@ import sys
 
 import click
 
-from openclaw_dask.cli.config_cmd import SET_OPTION
+from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
 from openclaw_dask.cli.output import err, out
+from openclaw_dask.config.render import yaml_value
 
 
-@click.command("submit")
+@click.command("submit", cls=SetCommand)
 @click.argument("workflow", type=click.Path(dir_okay=False))
 @click.option(
     "--config",
@@ -85,6 +86,12 @@ def submit_cmd(
             f"workflow {record['workflow']}: steps in order: " + " -> ".join(record["order"]),
             markup=False,
         )
+        sources = record["param_sources"]
+        params = ", ".join(
+            f"{k}={yaml_value(v)}" + ("" if sources.get(k) == "default" else f" ({sources[k]})")
+            for k, v in record["params"].items()
+        )
+        out.print(f"params: {params or 'none'}", markup=False)
         out.print(
             f"cluster: {plan['backend']} ({plan['cluster_class']}) {plan['layout']}", markup=False
         )

@@ -465,7 +465,13 @@ def run_workflow(
     if address:
         cfg = cfg.with_values(cluster__scheduler_address=address)
     plan = plan_cluster(cfg, backend=backend)
-    summary = {"workflow": workflow.name, "order": list(workflow.order), "plan": plan.to_dict()}
+    summary = {
+        "workflow": workflow.name,
+        "order": list(workflow.order),
+        "params": dict(workflow.values),
+        "param_sources": dict(workflow.param_sources),
+        "plan": plan.to_dict(),
+    }
     if plan.backend == "mpi" and mpi_job_scheduler() is None:
         # this process launches mpirun; its rank 1 runs the workflow (see mpi_run.py)
         from openclaw_dask.workflows import mpi_run

@@ -71,9 +71,13 @@ def test_example_end_to_end(tmp_path: Path) -> None:
 
 def test_dry_run_starts_nothing(tmp_path: Path) -> None:
     before = {p.pid for p in psutil.Process().children(recursive=True)}
-    result = submit(str(EXAMPLE), "--dry-run", cwd=tmp_path)
+    # one --set with several assignments (as the issues write it), then the workflow path
+    args = ["--dry-run", "--set", "params.size=256", "params.steps=9", "distributed.batch_size=4"]
+    result = submit(*args, str(EXAMPLE), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "steps in order: field -> diffuse -> profile" in result.stdout
+    # the values the run would use, and which came from the command line
+    assert "params: size=256 (--set), chunk=512, seed=42, steps=9 (--set)\n" in result.stdout
     assert "cluster: local (distributed.LocalCluster)" in result.stdout
     assert not (tmp_path / "runs").exists()
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= before

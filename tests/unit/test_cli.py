@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from openclaw_dask.cli.config_cmd import expand_set_values
 from openclaw_dask.cli.main import cli
 from openclaw_dask.config import load_config
 from tests.conftest import ROOT
@@ -85,6 +86,21 @@ def test_show_json_and_set() -> None:
     data = json.loads(result.output)
     assert data["values"]["distributed"]["batch_size"] == 9
     assert data["sources"]["distributed.batch_size"] == "--set"
+
+
+def test_one_set_takes_several_assignments() -> None:
+    shipped = str(ROOT / "configs/openclaw.config")
+    args = ["--set", "distributed.batch_size=9", "distributed.sync_interval=50", shipped]
+    data = json.loads(invoke("config", "show", "--json", "--sources", *args).output)
+    assert data["values"]["distributed"]["batch_size"] == 9
+    assert data["values"]["distributed"]["sync_interval"] == 50
+    # the path after them is still the path
+    assert data["sources"]["memory.allocator"].startswith(f"{shipped}:")
+    # only the tokens right after a --set value, and none after "--"
+    assert expand_set_values(["--set", "a.b=1", "c.d=2", "--x", "e.f=3", "--", "g.h=4"]) == (
+        ["--set", "a.b=1", "--set", "c.d=2", "--x", "e.f=3", "--", "g.h=4"]
+    )
+    assert expand_set_values(["--set=a.b=1", "c.d=2"]) == ["--set=a.b=1", "--set", "c.d=2"]
 
 
 @pytest.mark.parametrize(
