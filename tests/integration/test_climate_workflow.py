@@ -9,7 +9,7 @@ import numpy as np
 import xarray as xr
 
 from openclaw_dask.runtime import start_cluster
-from openclaw_dask.workflows.climate import band_homes
+from openclaw_dask.workflows.climate import EBMParams, LatLonGrid, band_homes, insolation_factor
 from openclaw_dask.workflows.runner import run_workflow
 from tests.conftest import ROOT
 
@@ -42,6 +42,13 @@ def test_climate_workflow_outputs_and_record(tmp_path: Path) -> None:
     land_amp = amplitude.values[mid][mask[mid]].mean()
     ocean_amp = amplitude.values[mid][~mask[mid]].mean()
     assert land_amp > 2 * ocean_amp
+    # the recorded annual-mean insolation is the mean of what the model's steps see in a year
+    forcing = xr.open_zarr(run / "forcing.zarr")
+    grid = LatLonGrid(4.0)
+    params = EBMParams().resolved(grid, float(forcing["heat_capacity"].min()))
+    spy = forcing.attrs["steps_per_year"]
+    year = [insolation_factor(params, grid.sin_lat, grid.cos_lat, k) for k in range(spy)]
+    assert np.array_equal(forcing["insolation"].values, params.Q * np.mean(year, axis=0))
     edges = xr.open_zarr(run / "ice_edge.zarr")
     assert edges["north"].attrs["units"] == "degrees_north"
     metrics = rec["steps"]["analyse"]["metrics"]
