@@ -14,6 +14,7 @@ outputs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,15 @@ class IterativeOp:
 
     def __init__(self, ctx: StepContext) -> None:
         self.ctx = ctx
+
+    @staticmethod
+    def check_args(args: Mapping[str, Any]) -> Mapping[str, str]:
+        """``{argument: problem}`` for ``with:`` values the op would refuse (none by default).
+
+        Called when the workflow is checked, before anything starts; see
+        :mod:`~openclaw_dask.workflows.registry`.
+        """
+        return {}
 
     @property
     def total_steps(self) -> int:

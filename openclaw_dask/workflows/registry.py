@@ -6,6 +6,13 @@ and is checkpointed every ``distributed.sync_interval`` steps). Built-in ops reg
 :func:`register`; other packages can add theirs through the ``openclaw_dask.ops`` entry-point
 group (the xarray-backend idea), and a workflow can name any importable op by path. Nothing is
 ever ``eval``-ed.
+
+An op may also check its arguments' *values* before anything starts: ``register(...,
+check=fn)`` for a function op, or a ``check_args`` static method on an :class:`IterativeOp`.
+``fn(args)`` gets the step's ``with:`` values (parameters substituted) and returns ``{argument:
+problem}``; the workflow check reports each one at its file, line and dotted key, so a value the
+op would refuse (a grid that does not divide the sphere) fails in ``submit --dry-run`` and before
+the cluster starts, not after a step has run.
 """
 
 from __future__ import annotations
@@ -22,6 +29,9 @@ from openclaw_dask.config.errors import did_you_mean
 ENTRY_POINT_GROUP = "openclaw_dask.ops"
 #: Modules whose import registers the built-in ops.
 BUILTIN_MODULES = ("openclaw_dask.workflows.ops.example", "openclaw_dask.workflows.ops.climate")
+
+#: ``check(args) -> {argument: problem}``: an op's check of its ``with:`` values.
+ArgsCheck = Callable[[Mapping[str, Any]], Mapping[str, str]]
 
 _REGISTRY: dict[str, OpInfo] = {}
 _loaded = False
@@ -45,12 +55,15 @@ class OpInfo:
         True for iterative ops.
     outputs
         Output names the op produces, or ``None`` when it does not declare them.
+    check
+        ``check(args) -> {argument: problem}`` for the ``with:`` values, or ``None``.
     """
 
     name: str
     target: Any
     iterative: bool
     outputs: tuple[str, ...] | None
+    check: ArgsCheck | None = None
 
     @property
     def parameters(self) -> Mapping[str, inspect.Parameter]:
@@ -61,18 +74,23 @@ class OpInfo:
         return {p.name: p for p in params[skip:] if p.kind is not inspect.Parameter.VAR_POSITIONAL}
 
 
-def _info(name: str, target: Any, outputs: tuple[str, ...] | None) -> OpInfo:
+def _info(
+    name: str, target: Any, outputs: tuple[str, ...] | None, check: ArgsCheck | None = None
+) -> OpInfo:
     from openclaw_dask.workflows.context import IterativeOp
 
     iterative = inspect.isclass(target) and issubclass(target, IterativeOp)
     if iterative:
         outputs = tuple(target.outputs)
+        check = check or target.check_args
     elif not callable(target):
         raise OpError(f"{name} is not a function or an IterativeOp subclass")
-    return OpInfo(name, target, iterative, outputs)
+    return OpInfo(name, target, iterative, outputs, check)
 
 
-def register(name: str, outputs: tuple[str, ...] | None = None) -> Callable[[Any], Any]:
+def register(
+    name: str, outputs: tuple[str, ...] | None = None, check: ArgsCheck | None = None
+) -> Callable[[Any], Any]:
     """Decorator: register a built-in op under ``name`` (``family.op``).
 
     Parameters
@@ -81,10 +99,13 @@ def register(name: str, outputs: tuple[str, ...] | None = None) -> Callable[[Any
         The name workflows use in ``op:``.
     outputs
         The outputs a map op returns (iterative ops declare ``outputs`` as a class attribute).
+    check
+        ``check(args) -> {argument: problem}``: what the op would refuse in its ``with:``
+        values, found before the run starts (iterative ops define ``check_args`` instead).
     """
 
     def decorate(target: Any) -> Any:
-        info = _info(name, target, outputs)
+        info = _info(name, target, outputs, check)
         target.__openclaw_op__ = info
         _REGISTRY[name] = info
         return target

@@ -230,8 +230,25 @@ def _outputs(chk: _Checker, path: str, raw: Any, info: OpInfo | None) -> tuple[s
     return tuple(names)
 
 
-def _check_args(chk: _Checker, path: str, args: dict[str, Any], info: OpInfo) -> None:
+def _check_args(
+    chk: _Checker,
+    path: str,
+    args: dict[str, Any],
+    info: OpInfo,
+    raw: dict[str, Any],
+    sources: Mapping[str, str],
+) -> None:
+    """Argument names against the op's signature, then the values by the op's own check.
+
+    ``raw`` holds the arguments before substitution and ``sources`` where each parameter's
+    value came from, so a refused value set by ``--set params.x=...`` says so.
+    """
+
+    def origin(param: str) -> str:
+        return ", set by --set" if sources.get(param) == "--set" else ""
+
     params = info.parameters
+    found = len(chk.problems)
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     for name in args:
         if name not in params and not takes_any:
@@ -248,6 +265,17 @@ def _check_args(chk: _Checker, path: str, args: dict[str, Any], info: OpInfo) ->
         )
         if required and name not in args:
             chk.bad(f"{path}.with", f"op {info.name} needs argument {name!r}")
+    if info.check is None or len(chk.problems) > found or any(_references(args)):
+        return  # the op's own check expects its arguments complete, with values
+    try:
+        refused = info.check(args)
+    except Exception as exc:  # a user op's checker that breaks must not hide the workflow
+        chk.bad(f"{path}.with", f"op {info.name}'s argument check failed: {exc}")
+        return
+    for name, problem in refused.items():
+        ref = REF_RE.fullmatch(str(raw.get(name, "")).strip())
+        where = f" (from params.{ref.group(1)}{origin(ref.group(1))})" if ref else ""
+        chk.bad(f"{path}.with.{name}", f"{problem}{where}")
 
 
 def apply_param_overrides(
@@ -387,7 +415,7 @@ def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> 
             else args
         )
         if info is not None:
-            _check_args(chk, path, resolved_args, info)
+            _check_args(chk, path, resolved_args, info, args, sources)
         steps[step] = StepSpec(
             step,
             str(op_name),

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from openclaw_dask.config import ConfigError
-from openclaw_dask.workflows.registry import available_ops, resolve_op
+from openclaw_dask.workflows.registry import OpInfo, available_ops, resolve_op
 from openclaw_dask.workflows.spec import load_workflow
 from tests.conftest import ROOT
 
@@ -184,3 +184,49 @@ def test_registry_lists_builtin_ops() -> None:
     assert {"example.field", "example.diffuse", "example.profile"} <= set(ops)
     assert resolve_op("openclaw_dask.workflows.ops.example:field") is ops["example.field"]
     assert ops["example.diffuse"].outputs == ("history", "smoothed")
+
+
+CLIMATE = ROOT / "workflows/climate.yaml"
+
+
+def test_ops_check_their_argument_values_before_anything_runs(tmp_path: Path) -> None:
+    # a function op's check (climate.forcing: the grid must divide the sphere), at the line of
+    # the argument, saying which parameter and where its value came from
+    with pytest.raises(ConfigError) as info:
+        load_workflow(CLIMATE, {"resolution": "7"})
+    [problem] = [str(p) for p in info.value.problems]
+    assert problem.startswith(f"{CLIMATE}:19: steps.forcing.with.resolution: resolution 7.0°")
+    assert problem.endswith(
+        "does not divide 180°; use e.g. 0.5, 1, 2, 4, 5 (from params.resolution, set by --set)"
+    )
+    # an iterative op's check_args (climate.ebm), on a value written in the file
+    text = CLIMATE.read_text().replace("with: {years:", "with: {bands: -2, years:")
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, text))
+    [problem] = [str(p) for p in info.value.problems]
+    assert problem.endswith(":27: steps.simulate.with.bands: expected an integer >= 0, got -2")
+    assert (
+        load_workflow(CLIMATE, {"resolution": "0.25"}).steps["forcing"].args["resolution"] == 0.25
+    )
+
+
+def _breaks(args: Any) -> dict[str, str]:
+    raise RuntimeError("checker bug")
+
+
+def op_with_a_broken_check(ctx: Any, *, size: int = 1) -> dict[str, Any]:
+    return {}
+
+
+op_with_a_broken_check.__openclaw_op__ = OpInfo(  # type: ignore[attr-defined]
+    f"{__name__}:op_with_a_broken_check", op_with_a_broken_check, False, ("out",), _breaks
+)
+
+
+def test_a_broken_argument_check_is_one_problem_not_a_crash(tmp_path: Path) -> None:
+    op = f"{__name__}:op_with_a_broken_check"
+    text = f"name: x\nsteps:\n  a:\n    op: {op}\n    with: {{size: 2}}\n    outputs: [out.zarr]\n"
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, text))
+    [problem] = [str(p) for p in info.value.problems]
+    assert problem.endswith(":5: steps.a.with: op " + op + "'s argument check failed: checker bug")

@@ -18,6 +18,7 @@ task then advances a whole segment (up to a month or a sync window) instead of `
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import dask.array as da
@@ -73,7 +74,16 @@ def band_count(nlat: int, threads: int, batch_size: int, deterministic: bool = F
     return max(1, min(DETERMINISTIC_MAX_BANDS if deterministic else threads, tall_enough))
 
 
-@register("climate.forcing", outputs=("forcing",))
+def _check_forcing(args: Mapping[str, Any]) -> dict[str, str]:
+    """The grid must exist: a resolution that divides 180° (what :class:`LatLonGrid` checks)."""
+    try:
+        LatLonGrid(float(args.get("resolution", 2.0)))
+    except (TypeError, ValueError) as exc:
+        return {"resolution": str(exc)}
+    return {}
+
+
+@register("climate.forcing", outputs=("forcing",), check=_check_forcing)
 def forcing(
     ctx: StepContext,
     *,
@@ -140,6 +150,18 @@ class EnergyBalanceModel(IterativeOp):
     append_dim = "time"
     optimize_graphs = False  # keeps the bands' home-worker restrictions (see ``advance``)
 
+    @staticmethod
+    def check_args(args: Mapping[str, Any]) -> dict[str, str]:
+        """Run lengths and the band count, before the run starts."""
+        limits = {"years": 1, "spinup_years": 0, "bands": 0}
+        defaults = {"years": 2, "spinup_years": 3, "bands": 0}
+        problems = {}
+        for name, least in limits.items():
+            value = args.get(name, defaults[name])
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                problems[name] = f"expected an integer >= {least}, got {value!r}"
+        return problems
+
     def __init__(
         self,
         ctx: StepContext,
@@ -150,10 +172,9 @@ class EnergyBalanceModel(IterativeOp):
         bands: int = 0,
     ) -> None:
         super().__init__(ctx)
-        if years < 1 or spinup_years < 0:
-            raise ValueError(
-                f"years must be >= 1 and spinup_years >= 0, got {years}, {spinup_years}"
-            )
+        refused = self.check_args({"years": years, "spinup_years": spinup_years, "bands": bands})
+        if refused:  # called from Python, not through a checked workflow
+            raise ValueError("; ".join(f"{k}: {v}" for k, v in refused.items()))
         forcing_ds = ctx.input("forcing")
         self.attrs = dict(forcing_ds.attrs)
         self.grid = LatLonGrid(float(self.attrs["resolution"]))
