@@ -34,11 +34,11 @@ from openclaw_dask.runtime.mpi_launch import (
 )
 from openclaw_dask.translate import ClusterPlan
 from openclaw_dask.workflows import zarrio
+from openclaw_dask.workflows.resume import read_run
 from openclaw_dask.workflows.runner import (
     RUN_RECORD,
     StepFailedError,
     _new_run_dir,
-    _resume_dir,
     _termination_as_interrupt,
 )
 from openclaw_dask.workflows.spec import Workflow
@@ -152,7 +152,7 @@ def run_under_mpirun(
             ]
         )
     find_mpirun(plan, cfg, backend)  # before a run directory is made
-    directory = _resume_dir(resume)[0] if resume is not None else _new_run_dir(workflow, run_dir)
+    directory = read_run(resume)[0] if resume is not None else _new_run_dir(workflow, run_dir)
     env = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="openclaw-mpi-") as tmp:
         config_file = None if isinstance(config, Config) else config

@@ -5,9 +5,10 @@ resolved config and its hash, versions, hardware, the cluster as it really ran, 
 time, task counts, bytes written, output checksums and the status) and Dask's
 ``performance-report.html`` (unless switched off: rendering it costs a fixed second).
 ``run.json`` is rewritten after every step and every checkpoint, so an interrupted or killed
-run leaves a true record behind, and ``--resume`` continues it: steps completed with the same
-op, arguments, inputs and result-relevant config are skipped, and an iterative step restarts
-from its last complete checkpoint.
+run leaves a true record behind, and ``--resume`` continues it (with the parameters and
+result-relevant config it was started with: :mod:`~openclaw_dask.workflows.resume`): steps
+completed with the same op, arguments, inputs and result-relevant config are skipped, and an
+iterative step restarts from its last complete checkpoint.
 """
 
 from __future__ import annotations
@@ -39,11 +40,11 @@ from openclaw_dask.translate import ClusterPlan, plan_cluster
 from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.context import IterativeOp, StepContext
 from openclaw_dask.workflows.progress import compute_with_progress
+from openclaw_dask.workflows.resume import RUN_RECORD, carried_inputs, read_run, resume_problems
 from openclaw_dask.workflows.spec import StepSpec, Workflow, load_workflow
 
 logger = logging.getLogger("openclaw_dask.workflows")
 
-RUN_RECORD = "run.json"
 CHECKPOINTS = ".checkpoints"
 PERFORMANCE_REPORT = "performance-report.html"
 
@@ -366,21 +367,6 @@ def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
     return path
 
 
-def _resume_dir(resume: str | Path) -> tuple[Path, dict[str, Any]]:
-    path = Path(resume)
-    try:
-        record = json.loads((path / RUN_RECORD).read_text())
-    except FileNotFoundError:
-        raise ConfigError(
-            [Problem(f"no {RUN_RECORD} here: not a run directory", "", str(path))]
-        ) from None
-    except ValueError as exc:
-        raise ConfigError(
-            [Problem(f"{RUN_RECORD} is not valid JSON: {exc}", "", str(path))]
-        ) from None
-    return path, record
-
-
 @contextmanager
 def _termination_as_interrupt() -> Iterator[None]:
     """SIGTERM behaves like Ctrl-C, so both mark the run interrupted."""
@@ -449,6 +435,11 @@ def run_workflow(
         The run record (also in ``run_dir/run.json``); ``status`` is ``completed``,
         ``failed`` (an op raised: :class:`StepFailedError`) or ``interrupted``.
     """
+    given = list(overrides or ())
+    previous: dict[str, Any] = {}
+    if resume is not None:  # the same run: what it was started with comes along
+        resume_path, previous = read_run(resume)
+        config, overrides = carried_inputs(previous, resume_path, path, config, given)
     _, param_overrides = split_overrides(overrides)
     problems: list[Problem] = []
     workflow = cfg = None
@@ -462,6 +453,10 @@ def run_workflow(
         problems += exc.problems
     if problems or workflow is None or cfg is None:
         raise ConfigError(problems)
+    if resume is not None:
+        problems = resume_problems(previous, workflow, cfg, split_overrides(given)[1])
+        if problems:
+            raise ConfigError(problems)
     if address:
         cfg = cfg.with_values(cluster__scheduler_address=address)
     plan = plan_cluster(cfg, backend=backend)
@@ -494,11 +489,7 @@ def run_workflow(
     if dry_run:
         return {"status": "dry-run", **summary}
 
-    previous: dict[str, Any] = {}
-    if resume is not None:
-        directory, previous = _resume_dir(resume)
-    else:
-        directory = _new_run_dir(workflow, run_dir)
+    directory = resume_path if resume is not None else _new_run_dir(workflow, run_dir)
     record: dict[str, Any] = {
         "workflow": {
             "name": workflow.name,

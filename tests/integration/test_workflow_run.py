@@ -163,11 +163,48 @@ def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Pat
     rec = record_of(run_dir)
     assert rec["status"] == "interrupted" and rec["steps"]["diffuse"]["status"] == "interrupted"
 
-    resumed = submit(str(EXAMPLE), "--resume", str(run_dir), *args)
+    # the --set values of the interrupted run come along: --resume alone continues it
+    resumed = submit(str(EXAMPLE), "--resume", str(run_dir), "--no-report")
     assert resumed.returncode == 0, resumed.stderr
     rec = record_of(run_dir)
     assert rec["status"] == "completed" and rec["attempts"] == 2
     assert rec["steps"]["diffuse"]["resumed_from_step"] >= 200
+    assert rec["workflow"]["params"]["steps"] == 2000
+    assert rec["config"]["values"]["distributed"]["sync_interval"] == 100
+
+
+def test_resume_continues_the_same_run_or_refuses(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    done = submit(str(EXAMPLE), "--run-dir", str(run_dir), "--no-report", *QUIET, *SMALL)
+    assert done.returncode == 0, done.stderr
+    outputs = {p: p.stat().st_mtime_ns for p in run_dir.rglob("*") if p.is_file()}
+    resume = [str(EXAMPLE), "--resume", str(run_dir), "--dry-run"]
+    refused = {
+        # another value for a parameter the run was started with
+        "params.steps=121": "params.steps: the run being resumed used 120; --resume continues",
+        # a result-relevant config key
+        "distributed.sync_interval=7": "--resume: distributed.sync_interval: the run being "
+        "resumed used 1000, this one would use 7 (from --set)",
+    }
+    for item, message in refused.items():
+        result = submit(*resume, "--set", item)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+    other = submit(str(ROOT / "workflows/climate.yaml"), *resume[1:])
+    assert other.returncode == 2, other.stderr
+    assert "holds a run of workflow 'example-smoothing'" in other.stderr
+    assert "not 'climate-ebm'" in other.stderr
+    # the same values again, or only another cluster shape: accepted
+    same = submit(*resume, "--set", "params.steps=120", "parallel.processes=1")
+    assert same.returncode == 0, same.stderr
+    assert "params: size=128 (--set), chunk=64 (--set), seed=42, steps=120 (--set)" in same.stdout
+    again = submit(*resume[:3], *QUIET)  # really resumed: every step skipped
+    assert again.returncode == 0, again.stderr
+    rec = record_of(run_dir)
+    assert rec["attempts"] == 2 and all("skipped" in s for s in rec["steps"].values())
+    assert {p: p.stat().st_mtime_ns for p in outputs if p.name != "run.json"} == {
+        p: t for p, t in outputs.items() if p.name != "run.json"
+    }
 
 
 def test_sigkill_mid_iteration_then_resume_is_bit_identical(tmp_path: Path) -> None:

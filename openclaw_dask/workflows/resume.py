@@ -1,0 +1,145 @@
+"""What ``submit --resume DIR`` continues with, and what it refuses.
+
+A resumed run is the same run: the same workflow, the same parameters and the same
+result-relevant config (the keys of :meth:`Config.fingerprint`), so that its outputs are those
+of an uninterrupted run. The recorded run supplies what the user gave it the first time (its
+``--set`` values and its config file), so ``--resume DIR`` alone continues a run started with
+``--set params.resolution=0.25``; a value given again must agree with the recorded one. Before,
+a resume that forgot a ``--set`` (or changed one) silently re-ran completed steps with other
+values over the run's outputs, or restarted an iterative step from step 0.
+
+Values that only shape the cluster (threads, processes, the dashboard) may change: a run can be
+continued on another machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from openclaw_dask.config import Config, ConfigError
+from openclaw_dask.config.errors import Problem
+from openclaw_dask.config.render import yaml_value
+from openclaw_dask.config.yamlsource import read_yaml
+from openclaw_dask.translate.plan import flatten
+from openclaw_dask.workflows.spec import Workflow
+
+RUN_RECORD = "run.json"
+
+
+def read_run(resume: str | Path) -> tuple[Path, dict[str, Any]]:
+    """The run directory and its record (``run.json``).
+
+    Raises
+    ------
+    ConfigError
+        Not a run directory, or a record that is not JSON.
+    """
+    path = Path(resume)
+    try:
+        record = json.loads((path / RUN_RECORD).read_text())
+    except FileNotFoundError:
+        raise ConfigError(
+            [Problem(f"no {RUN_RECORD} here: not a run directory", "", str(path))]
+        ) from None
+    except ValueError as exc:
+        raise ConfigError(
+            [Problem(f"{RUN_RECORD} is not valid JSON: {exc}", "", str(path))]
+        ) from None
+    return path, record
+
+
+def carried_inputs(
+    record: Mapping[str, Any],
+    directory: Path,
+    path: str | Path,
+    config: Config | str | None,
+    overrides: Sequence[str],
+) -> tuple[Config | str | None, list[str]]:
+    """The config argument and ``--set`` items of a resumed run of workflow file ``path``.
+
+    The recorded run's ``--set`` values (parameters and config keys) come first, so the ones
+    given now win, and its config file is used when none is given and it still exists.
+
+    Raises
+    ------
+    ConfigError
+        ``path`` is another workflow than the recorded run's (checked first: that workflow's
+        parameters would not fit).
+    """
+    name = other = record.get("workflow", {}).get("name")
+    with contextlib.suppress(ConfigError):  # an unreadable file is reported where it is loaded
+        other = read_yaml(path).data.get("name")
+    if other != name:
+        message = (
+            f"this run directory holds a run of workflow {name!r} "
+            f"({record.get('workflow', {}).get('file')}); --resume continues that workflow, "
+            f"not {other!r}"
+        )
+        raise ConfigError([Problem(message, "", str(directory))])
+    workflow = record.get("workflow", {})
+    recorded = record.get("config", {})
+    carried = [
+        f"params.{name}={yaml_value(value)}"
+        for name, value in workflow.get("params", {}).items()
+        if workflow.get("param_sources", {}).get(name) == "--set"
+    ]
+    sources = recorded.get("sources", {})
+    carried += [
+        f"{key}={yaml_value(value)}"
+        for key, value in flatten(recorded.get("values", {})).items()
+        if sources.get(key) == "--set"
+    ]
+    if config is None and recorded.get("file") and Path(recorded["file"]).is_file():
+        config = recorded["file"]
+    return config, [*carried, *overrides]
+
+
+def resume_problems(
+    record: Mapping[str, Any], workflow: Workflow, cfg: Config, given_params: Mapping[str, str]
+) -> list[Problem]:
+    """Why these parameters and config cannot continue the recorded run (empty: they can).
+
+    Parameters
+    ----------
+    record
+        The recorded run (of the same workflow: :func:`carried_inputs` checked).
+    workflow, cfg
+        What the resumed run would use (after :func:`carried_inputs`).
+    given_params
+        The ``--set params.x=...`` given now, by name.
+    """
+    problems = []
+    values = record.get("workflow", {}).get("params", {})
+    for param in given_params:
+        if param in values and not _same(values[param], workflow.values.get(param)):
+            problems.append(
+                Problem(
+                    f"the run being resumed used {yaml_value(values[param])}; --resume continues "
+                    "it with the same values: drop this --set, or start a new run for another "
+                    "value",
+                    f"params.{param}",
+                    origin="--set",
+                )
+            )
+    before = flatten(record.get("config", {}).get("values", {}))
+    for key, value in cfg.fingerprint()[1].items():
+        if key in before and not _same(before[key], value):
+            problems.append(
+                Problem(
+                    f"the run being resumed used {yaml_value(before[key])}, this one would use "
+                    f"{yaml_value(value)} (from {cfg.sources.get(key, 'defaults')}); its results "
+                    "and checkpoints depend on it: resume with the same value, or start a new run",
+                    key,
+                    origin="--resume",
+                )
+            )
+    return problems
+
+
+def _same(a: Any, b: Any) -> bool:
+    # the record went through JSON (tuples became lists): compare in that form
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
