@@ -417,7 +417,9 @@ def run_workflow(
     run_dir
         Where the run writes (default ``runs/<workflow>/<timestamp>``); must be new or empty.
     resume
-        A run directory to continue.
+        A run directory to continue: its ``--set`` values and config file come along, and a
+        differing parameter or result-relevant config value is refused
+        (:mod:`~openclaw_dask.workflows.resume`).
     dry_run
         Validate and plan only: no cluster, nothing written.
     progress

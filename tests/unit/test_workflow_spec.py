@@ -230,3 +230,19 @@ def test_a_broken_argument_check_is_one_problem_not_a_crash(tmp_path: Path) -> N
         load_workflow(write(tmp_path, text))
     [problem] = [str(p) for p in info.value.problems]
     assert problem.endswith(":5: steps.a.with: op " + op + "'s argument check failed: checker bug")
+
+
+def test_climate_bands_that_the_grid_and_batch_size_refuse_are_said_in_workflow_terms() -> None:
+    # needs the grid and the config, so climate.ebm checks it when its step starts
+    from openclaw_dask.workflows.ops.climate import _check_bands
+
+    with pytest.raises(
+        ValueError,
+        match=r"^bands: 3 cuts the 4.0° grid's 45 rows into bands of "
+        r"15, fewer than distributed.batch_size=32 .*batch_size <= 15, or bands: 0",
+    ):
+        _check_bands(3, 45, 32, 4.0)
+    with pytest.raises(ValueError, match="bands: 46 is more than the 45 rows"):
+        _check_bands(46, 45, 16, 4.0)
+    _check_bands(3, 45, 15, 4.0)  # allowed: bands of 15 rows, K = 15
+    _check_bands(1, 45, 64, 4.0)  # one band borrows nothing

@@ -138,6 +138,23 @@ def forcing(
     return {"forcing": ds}
 
 
+def _check_bands(bands: int, nlat: int, batch_size: int, resolution: float) -> None:
+    """A ``bands:`` the grid and ``distributed.batch_size`` allow, said in workflow terms.
+
+    Needs the grid (from the forcing step) and the config, so it runs when the step starts.
+    """
+    if bands > nlat:
+        raise ValueError(f"bands: {bands} is more than the {nlat} rows of the {resolution}° grid")
+    lowest = min(band_chunks(nlat, bands))
+    if bands > 1 and lowest < batch_size:
+        raise ValueError(
+            f"bands: {bands} cuts the {resolution}° grid's {nlat} rows into bands of {lowest}, "
+            f"fewer than distributed.batch_size={batch_size} (a task borrows that many halo "
+            f"rows from each neighbour); use fewer bands, batch_size <= {lowest}, or bands: 0 "
+            "to let the step choose"
+        )
+
+
 @register("climate.ebm")
 class EnergyBalanceModel(IterativeOp):
     """Spin up and run the 2-D energy-balance model; emit monthly means of T.
@@ -185,7 +202,10 @@ class EnergyBalanceModel(IterativeOp):
         self.years, self.spinup_years = years, spinup_years
         self.initial_temperature = initial_temperature
         # bands=0: choose from the grid, batch size and cluster (see the module docstring)
-        self.bands = band_chunks(self.grid.nlat, bands or choose_bands(self.grid.nlat, ctx))
+        nlat = self.grid.nlat
+        if bands:
+            _check_bands(bands, nlat, ctx.batch_size, float(self.attrs["resolution"]))
+        self.bands = band_chunks(nlat, bands or choose_bands(nlat, ctx))
         self.batch = steps_per_task(ctx.batch_size, len(self.bands))
         # the capacity goes to the bands' homes once, not into every window's graph (33 MB
         # at 0.125°, which Dask warned about as a large graph)
