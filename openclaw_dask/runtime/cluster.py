@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
@@ -86,6 +87,15 @@ def connect(address: str, where: Problem | None = None) -> Client:
         raise ConfigError(
             [replace(where, message=f"no scheduler answers at {address}: {reason}")]
         ) from None
+
+
+def dashboard_note(client: Client, config: Config) -> str:
+    """The dashboard link, saying so when the configured port was taken (Dask used another)."""
+    link = client.dashboard_link
+    port = str(config["cluster.dashboard_address"] or "").rpartition(":")[2]
+    if port.isdigit() and int(port) and f":{port}/" not in link:
+        return f"{link} (port {port} was taken: another cluster running?)"
+    return link
 
 
 def register_plugins(client: Client, plan: ClusterPlan) -> None:
@@ -269,7 +279,10 @@ def start_cluster(
             if verify:
                 verify_cluster(client, plan, config)
         else:
-            with preserved_environ(plan.worker_env):
+            with preserved_environ(plan.worker_env), warnings.catch_warnings():
+                # a taken dashboard port: Dask serves on another and warns with a source line;
+                # the link we print shows the port really used (dashboard_note says why)
+                warnings.filterwarnings("ignore", r"Port \d+ is already in use", UserWarning)
                 cluster = stack.enter_context(cluster_class(plan)(**materialise_kwargs(plan)))
             client = stack.enter_context(Client(cluster, set_as_default=False))
             if plan.backend == "ssh":

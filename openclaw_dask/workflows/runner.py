@@ -33,7 +33,7 @@ from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.hardware import software_versions
 from openclaw_dask.config.yamlsource import parse_scalar
 from openclaw_dask.runtime import counter
-from openclaw_dask.runtime.cluster import start_cluster
+from openclaw_dask.runtime.cluster import dashboard_note, start_cluster
 from openclaw_dask.runtime.inspect import inspect_workers
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
 from openclaw_dask.translate import ClusterPlan, plan_cluster
@@ -536,7 +536,7 @@ def run_workflow(
             if announce:
                 announce(f"run directory: {directory}")
                 if cfg["cluster.dashboard_address"]:
-                    announce(f"dashboard: {client.dashboard_link}")
+                    announce(f"dashboard: {dashboard_note(client, cfg)}")
             record["cluster"] = _cluster_summary(client)
             counter.install(client)
             run.save()

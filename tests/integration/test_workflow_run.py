@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -261,3 +262,16 @@ def test_sigkill_mid_iteration_then_resume_is_bit_identical(tmp_path: Path) -> N
     assert (run_dir / "performance-report.html").exists()
     for name in ("diffuse", "profile"):
         assert rec["steps"][name]["checksums"] == reference["steps"][name]["checksums"], name
+
+
+def test_a_taken_dashboard_port_is_one_clear_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = ["--set", f"cluster.dashboard_address=127.0.0.1:{port}", "--no-report", *SMALL]
+        result = submit(str(EXAMPLE), "--run-dir", str(tmp_path / "run"), *args)
+    assert result.returncode == 0, result.stderr
+    # Dask serves the dashboard on another port; we say which and why, without its warning
+    assert f"/status (port {port} was taken: another cluster running?)" in result.stderr
+    assert "UserWarning" not in result.stderr and "warnings.warn" not in result.stderr
