@@ -344,6 +344,8 @@ class Run:
 def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
     if run_dir is not None:
         path = Path(run_dir)
+        if path.exists() and not path.is_dir():
+            raise ConfigError([Problem("is a file, not a folder", "", str(path))])
         if path.exists() and any(path.iterdir()):
             raise ConfigError(
                 [
@@ -363,7 +365,16 @@ def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
         while path.exists():
             n += 1
             path = base / f"{stamp}-{n}"
-    path.mkdir(parents=True, exist_ok=True)
+    probe = path / ".openclaw-write-test"
+    try:  # write something, as root may not write everywhere os.access says it can
+        path.mkdir(parents=True, exist_ok=True)
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ConfigError(
+            [Problem(f"cannot write a run directory here: {reason}", "", str(path))]
+        ) from None
     return path
 
 

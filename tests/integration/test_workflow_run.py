@@ -130,6 +130,11 @@ def test_existing_run_dir_is_never_overwritten(tmp_path: Path) -> None:
     result = submit(str(EXAMPLE), "--run-dir", str(run_dir), *QUIET)
     assert result.returncode == 2 and "not empty" in result.stderr
     assert (run_dir / "precious.txt").read_text() == "keep me"
+    # a place no run directory can be made: one line, exit 2, nothing started
+    result = submit(str(EXAMPLE), "--run-dir", "/proc/openclaw-run", *QUIET)
+    assert result.returncode == 2, result.stderr
+    assert "/proc/openclaw-run: cannot write a run directory here" in result.stderr
+    assert "Traceback" not in result.stderr and "dashboard:" not in result.stderr
 
 
 def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Path) -> None:
