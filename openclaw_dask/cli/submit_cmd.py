@@ -75,7 +75,11 @@ def submit_cmd(
             f"{type(exc.error).__name__}: {exc.error}",
             markup=True,
         )
-        err.print("completed steps and their outputs are kept; fix the step and --resume")
+        err.print(
+            f"its traceback is in run.json (steps.{exc.step}.traceback); completed steps and "
+            "their outputs are kept; fix the step and --resume",
+            markup=False,
+        )
         sys.exit(1)
     except KeyboardInterrupt:
         err.print("[yellow]interrupted:[/] run.json says so; continue with --resume")

@@ -25,7 +25,7 @@ from openclaw_dask.config.validate import transport
 AFFINITY_ENV = "_OPENCLAW_AFFINITY"
 PLUGINS = "openclaw_dask.runtime.plugins"
 AFFINITY_PRELOAD = "openclaw_dask.runtime.affinity"
-INTERRUPT_PRELOAD = "openclaw_dask.runtime.interrupt"
+TERMINAL_PRELOAD = "openclaw_dask.runtime.terminal"
 #: glibc malloc settings of workers on the system allocator. The trim threshold is Dask's own
 #: ``distributed.nanny.pre-spawn-environ`` default (return freed memory to the OS promptly). But
 #: setting it freezes glibc's mmap threshold at 128 KiB, so every larger temporary becomes a
@@ -208,14 +208,15 @@ def common_dask_config(config: Config, env: Mapping[str, Any]) -> tuple[dict[str
 
 
 def with_child_worker_preload(dask_config: dict[str, Any]) -> dict[str, Any]:
-    """Add :data:`INTERRUPT_PRELOAD` for workers that are children of the client (local, cuda).
+    """Add :data:`TERMINAL_PRELOAD` for workers that are children of the client (local, cuda).
 
-    They share the client's terminal process group, so Ctrl-C would reach them too; the
-    preloads the config already asks for (pinning, a raw ``dask:`` entry) are kept.
+    They share the client's terminal, so Ctrl-C and failed tasks are the client's to report
+    (:mod:`openclaw_dask.runtime.terminal`); the preloads the config already asks for (pinning,
+    a raw ``dask:`` entry) are kept.
     """
     preload = dask_config.get("distributed.worker.preload") or []
     preload = [preload] if isinstance(preload, str) else list(preload)
-    return dask_config | {"distributed.worker.preload": [*preload, INTERRUPT_PRELOAD]}
+    return dask_config | {"distributed.worker.preload": [*preload, TERMINAL_PRELOAD]}
 
 
 def ucx_dask_config(config: Config) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import logging
 import shutil
 import signal
 import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -334,6 +335,8 @@ class Run:
                     rec.update(
                         status="failed",
                         error=f"{type(exc).__name__}: {exc}",
+                        # with the worker's frames for an exception raised in a task
+                        traceback="".join(traceback.format_exception(exc)),
                         wall_seconds=time.perf_counter() - t0,
                     )
                     raise StepFailedError(name, step.op, exc) from exc

@@ -84,6 +84,24 @@ def test_dry_run_starts_nothing(tmp_path: Path) -> None:
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= before
 
 
+def test_a_task_that_fails_on_a_worker_is_one_line_and_its_traceback_is_kept(
+    tmp_path: Path,
+) -> None:
+    wf = tmp_path / "fails-in-task.yaml"
+    wf.write_text(FAILING_WORKFLOW.replace("user_ops:explode", "user_ops:explode_in_task"))
+    run_dir = tmp_path / "run"
+    result = submit(str(wf), "--run-dir", str(run_dir), "--no-report", *QUIET)
+    assert result.returncode == 1
+    assert "step 'bad' (op tests.integration.user_ops:explode_in_task): ValueError: the " in (
+        result.stderr
+    )
+    assert "its traceback is in run.json (steps.bad.traceback)" in result.stderr
+    # the worker's own "Compute Failed" log (a traceback as a repr string) is not repeated
+    assert "Traceback" not in result.stderr and "Compute Failed" not in result.stderr
+    kept = record_of(run_dir)["steps"]["bad"]["traceback"]
+    assert "in _explode_block" in kept and "the task's own error: kaboom" in kept
+
+
 def test_failing_op_reports_and_keeps_completed_outputs(tmp_path: Path) -> None:
     wf = tmp_path / "fails.yaml"
     wf.write_text(FAILING_WORKFLOW)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import xarray as xr
 
 from openclaw_dask.workflows.context import StepContext
@@ -25,3 +26,14 @@ def double(ctx: StepContext, *, factor: float = 2.0) -> dict[str, xr.Dataset]:
 def explode(ctx: StepContext, *, message: str = "boom") -> dict[str, xr.Dataset]:
     """A user op that fails with its own message."""
     raise ValueError(f"the op's own error: {message}")
+
+
+def _explode_block(block: np.ndarray, message: str) -> np.ndarray:
+    raise ValueError(f"the task's own error: {message}")
+
+
+def explode_in_task(ctx: StepContext, *, message: str = "boom") -> dict[str, xr.Dataset]:
+    """A user op whose Dask tasks fail on the workers (its graph builds fine)."""
+    field = ctx.input("field")["temperature"]
+    broken = field.copy(data=field.data.map_blocks(_explode_block, message, dtype=float))
+    return {"nothing": broken.to_dataset()}

@@ -17,7 +17,7 @@ from openclaw_dask.config.tls import create_certificates
 from openclaw_dask.runtime import cluster_class, materialise_kwargs
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 from openclaw_dask.translate.cuda import LOCAL_CUDA_CLUSTER_PARAMS
-from openclaw_dask.translate.plan import AFFINITY_ENV, AFFINITY_PRELOAD, INTERRUPT_PRELOAD
+from openclaw_dask.translate.plan import AFFINITY_ENV, AFFINITY_PRELOAD, TERMINAL_PRELOAD
 from tests.conftest import ROOT, make_hardware
 
 
@@ -150,7 +150,7 @@ def test_affinity_in_plan() -> None:
     )
     assert p.layout["affinity"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
     assert json.loads(p.worker_env[AFFINITY_ENV]) == p.layout["affinity"]
-    assert p.dask_config["distributed.worker.preload"] == [AFFINITY_PRELOAD, INTERRUPT_PRELOAD]
+    assert p.dask_config["distributed.worker.preload"] == [AFFINITY_PRELOAD, TERMINAL_PRELOAD]
     physical = plan(
         "parallel.thread_affinity=compact",
         "parallel.thread_pool_size=physical",
