@@ -4,10 +4,10 @@ An mpi cluster cannot be started from inside a running program: ``mpirun`` start
 and dask-mpi turns rank 0 into the scheduler, ranks 2.. into workers and lets rank 1 run the
 client program. So the launching process writes the plan to a JSON file and runs::
 
-    mpirun -np N ... python -m openclaw_dask.runtime.mpi_entry PLAN.json -- CLIENT ARGS...
+    mpirun -np N ... python -m openclaw_dask.cli.mpi_entry PLAN.json -- CLIENT ARGS...
 
 where ``CLIENT ARGS`` is an ``openclaw-dask`` command line (``submit WORKFLOW ...``). On rank 1,
-:mod:`~openclaw_dask.runtime.mpi_entry` puts the scheduler's address into
+:mod:`~openclaw_dask.cli.mpi_entry` puts the scheduler's address into
 :data:`MPI_SCHEDULER_ENV` before running that command; :func:`mpi_job_scheduler` reads it, and
 :func:`~openclaw_dask.runtime.start_cluster` attaches to that scheduler instead of launching
 ``mpirun`` again (which would recurse).

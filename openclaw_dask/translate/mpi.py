@@ -31,7 +31,7 @@ from openclaw_dask.translate.plan import (
 )
 
 #: The program every rank runs; it calls ``dask_mpi.initialize(**cluster_kwargs)``.
-MPI_ENTRY = "openclaw_dask.runtime.mpi_entry"
+MPI_ENTRY = "openclaw_dask.cli.mpi_entry"
 #: Interface of an mpi cluster when ``cluster.interface`` is unset: all ranks are on this host.
 DEFAULT_INTERFACE = "lo"
 

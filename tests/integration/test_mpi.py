@@ -69,7 +69,7 @@ def test_example_under_mpirun_equals_local_run_bit_for_bit(tmp_path: Path) -> No
     assert result.returncode == 0, result.stderr
     line = next(x for x in result.stderr.splitlines() if x.startswith("mpirun: "))
     assert "mpirun -np 4 --bind-to none" in line
-    assert "-m openclaw_dask.runtime.mpi_entry" in line and "-- submit" in line
+    assert "-m openclaw_dask.cli.mpi_entry" in line and "-- submit" in line
     assert (os.getuid() == 0) == line.startswith("mpirun: OMPI_ALLOW_RUN_AS_ROOT=1 ")
     assert result.stdout.count("completed example-smoothing") == 1  # once, by the launcher
     assert f"outputs:  {run_dir.resolve()}" in result.stdout

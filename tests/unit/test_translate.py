@@ -330,7 +330,7 @@ def test_mpi_kwargs_and_command() -> None:
     cmd = p.launch_command
     assert cmd[:5] == ["mpirun", "-np", "4", "--bind-to", "none"]
     assert "LD_PRELOAD=/usr/lib/libjemalloc.so" in cmd
-    assert cmd[-2:] == ["-m", "openclaw_dask.runtime.mpi_entry"]
+    assert cmd[-2:] == ["-m", "openclaw_dask.cli.mpi_entry"]
     assert "--oversubscribe" not in cmd
     assert (
         "--oversubscribe"

@@ -1,6 +1,6 @@
 """The program every rank of an ``mpirun`` launch runs (the plan's ``launch_command``).
 
-``python -m openclaw_dask.runtime.mpi_entry PLAN.json -- COMMAND...``: every rank applies the
+``python -m openclaw_dask.cli.mpi_entry PLAN.json -- COMMAND...``: every rank applies the
 plan's dask config and calls ``dask_mpi.initialize`` with the plan's arguments. Rank 0 becomes
 the scheduler and ranks 2.. workers (both block until the client finishes); rank 1 returns,
 puts the scheduler address into ``_OPENCLAW_MPI_SCHEDULER`` and runs ``COMMAND`` (an
@@ -33,7 +33,7 @@ CLIENT_RANK, FIRST_WORKER_RANK = 1, 2
 #: Tag of the message a worker rank sends the client rank once its event loop has ended.
 WORKER_CLOSED = 7
 
-USAGE = "usage: python -m openclaw_dask.runtime.mpi_entry PLAN.json -- OPENCLAW-DASK ARGS...\n"
+USAGE = "usage: python -m openclaw_dask.cli.mpi_entry PLAN.json -- OPENCLAW-DASK ARGS...\n"
 
 
 def main(argv: list[str] | None = None) -> int:
