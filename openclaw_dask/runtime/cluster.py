@@ -28,6 +28,7 @@ from openclaw_dask.runtime.build import cluster_class, materialise_kwargs
 from openclaw_dask.runtime.inspect import inspect_workers, refused_workers
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
 from openclaw_dask.runtime.state import live_cluster_address
+from openclaw_dask.runtime.terminal import quiet_interrupted_sync
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 
 logger = logging.getLogger("openclaw_dask.runtime")
@@ -240,6 +241,7 @@ def start_cluster(
         not honour the config. Whatever was started is shut down first.
     """
     config = _resolve(config, overrides, address)
+    quiet_interrupted_sync()  # a Dask bug's log on Ctrl-C (see runtime/terminal.py)
     mpi_scheduler = mpi_job_scheduler()
     if not config["cluster.scheduler_address"] and backend is None and not mpi_scheduler:
         running = live_cluster_address()

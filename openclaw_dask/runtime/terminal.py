@@ -12,7 +12,15 @@ and badly from there:
 * **A failed task.** Dask's worker logs ``Compute Failed`` with the task, the exception and its
   traceback as one ``repr`` string. The client that waits for the task receives the same
   exception with its traceback; ``submit`` prints one line and keeps the traceback in
-  ``run.json``. The worker's copy of that message is dropped; other worker logs are untouched.
+  ``run.json``. The worker's copy of that message is dropped, and so is the warning a worker
+  logs for a task cut short by its own closing (which Dask says happens only in
+  ``Worker.close``: the client closing the cluster after Ctrl-C); other worker logs are kept.
+
+On the client side, :func:`quiet_interrupted_sync` drops one log record of a Dask bug: when
+Ctrl-C lands in ``distributed.utils.sync`` before its coroutine has started, the ``cancel``
+callback reads the not yet assigned ``future`` and tornado logs a ``NameError`` traceback
+(distributed 2026.8; dask/distributed#5758 had made ``cancel`` handle that case). The interrupt
+itself is unaffected: it still reaches the caller, and there is nothing to cancel yet.
 """
 
 from __future__ import annotations
@@ -30,12 +38,32 @@ def _not_a_task_failure(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith(TASK_FAILED)
 
 
+def _not_closed_mid_task(record: logging.LogRecord) -> bool:
+    message = str(record.msg)
+    return not (message.startswith("Async instruction for") and "CancelledError" in message)
+
+
+def _not_the_sync_cancel_bug(record: logging.LogRecord) -> bool:
+    error = record.exc_info[1] if record.exc_info else None
+    return not (isinstance(error, NameError) and "'future'" in str(error))
+
+
+def quiet_interrupted_sync() -> None:
+    """Drop tornado's log of the ``sync``-``cancel`` ``NameError`` in this process (idempotent)."""
+    _add_filter("tornado.application", _not_the_sync_cancel_bug)
+
+
+def _add_filter(name: str, keep: Any) -> None:
+    logger = logging.getLogger(name)
+    if keep not in logger.filters:
+        logger.addFilter(keep)
+
+
 def dask_setup(worker: Any) -> None:
     """Preload hook: ignore SIGINT and leave failed tasks to the client in this worker."""
     # signal handlers can only be set from the main thread; a worker run inside a thread of
     # another process (not how our plans start them) keeps that process's handling
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logger = logging.getLogger("distributed.worker")
-    if _not_a_task_failure not in logger.filters:
-        logger.addFilter(_not_a_task_failure)
+    _add_filter("distributed.worker", _not_a_task_failure)
+    _add_filter("distributed.worker.state_machine", _not_closed_mid_task)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import dask
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from openclaw_dask.config import Config, ConfigError, detect_hardware, load_config
 from openclaw_dask.config.errors import Problem
@@ -105,6 +105,46 @@ def step_fingerprint(step: StepSpec, record: Mapping[str, Any], config: Config) 
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+class ProgressNews:
+    """A line about an iterative step's progress at most every :attr:`every` seconds.
+
+    Without a terminal (a batch job's log, ``nohup``) there is no progress bar, and a run at
+    0.25° that takes days said nothing until it ended; these lines give the step, the rate and
+    the time left, measured over this attempt.
+    """
+
+    #: seconds between two lines
+    every = 60.0
+
+    def __init__(self, name: str, start: int, total: int) -> None:
+        self.name, self.start, self.total = name, start, total
+        self.t0 = self.last = time.monotonic()
+
+    def line(self, done: int) -> str | None:
+        """The line for ``done`` steps, or None when the last one is recent."""
+        now = time.monotonic()
+        if now - self.last < self.every or done <= self.start:
+            return None
+        self.last = now
+        per_second = (done - self.start) / max(now - self.t0, 1e-9)
+        left = (self.total - done) / per_second
+        return (
+            f"{self.name}: step {done:,} of {self.total:,} ({100 * done / self.total:.1f} %), "
+            f"{per_second * 60:,.0f} steps/min, about {_duration(left)} left"
+        )
+
+
+def _duration(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3.5 h``, ``2.1 days``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
 class Run:
     """One run of a workflow (a run directory and its record)."""
 
@@ -116,10 +156,12 @@ class Run:
         run_dir: Path,
         record: dict[str, Any],
         show_progress: bool,
+        announce: Callable[[str], None] | None = None,
     ) -> None:
         self.workflow, self.config, self.plan = workflow, config, plan
         self.run_dir, self.record = run_dir, record
         self.show_progress = show_progress
+        self.announce = announce
 
     # -- record ---------------------------------------------------------------------------
     def save(self) -> None:
@@ -205,6 +247,7 @@ class Run:
         progress.update(bar, total=total, completed=start)
         pending: tuple[list[Any], dict[str, Any]] | None = None
         s = start
+        news = ProgressNews(step.name, start, total) if not self.show_progress else None
         while s < total:
             n = min(interval, total - s)
             new_state, records = op.advance(state, s, n)
@@ -221,6 +264,9 @@ class Run:
             if pending:
                 self._commit(ckpt_dir, op, step, rec, *pending)
                 progress.update(bar, completed=pending[1]["step"])
+                line = news.line(pending[1]["step"]) if news else None
+                if line and self.announce:
+                    self.announce(line)
             store = f"state-{s + n}.zarr"
             writes = [
                 zarrio.write(
@@ -295,6 +341,7 @@ class Run:
             BarColumn(),
             TextColumn("{task.completed}/{task.total}"),
             TimeElapsedColumn(),
+            TimeRemainingColumn(),
             disable=not self.show_progress,
             transient=False,
         )
@@ -532,7 +579,7 @@ def run_workflow(
         "started": time.time(),
         "status": "running",
     }
-    run = Run(workflow, cfg, plan, directory, record, progress)
+    run = Run(workflow, cfg, plan, directory, record, progress, announce)
     run.save()
     t0 = time.perf_counter()
     try:

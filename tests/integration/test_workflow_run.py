@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -14,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 import xarray as xr
 
-from openclaw_dask.workflows.runner import run_workflow
+from openclaw_dask.workflows.runner import ProgressNews, _duration, run_workflow
 from tests.conftest import ROOT
 from tests.integration.user_ops import FAILING_WORKFLOW
 
@@ -298,3 +300,33 @@ def test_a_taken_dashboard_port_is_one_clear_line(tmp_path: Path) -> None:
     # Dask serves the dashboard on another port; we say which and why, without its warning
     assert f"/status (port {port} was taken: another cluster running?)" in result.stderr
     assert "UserWarning" not in result.stderr and "warnings.warn" not in result.stderr
+
+
+def test_without_a_terminal_a_long_step_reports_its_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ProgressNews, "every", 0.0)  # a line per checkpoint, not per minute
+    lines: list[str] = []
+    overrides = [*QUIET[1:], *SMALL[1::2], "distributed.sync_interval=40"]
+    rec = run_workflow(
+        EXAMPLE, overrides=overrides, run_dir=tmp_path / "run", report=False, announce=lines.append
+    )
+    assert rec["status"] == "completed"
+    news = [line for line in lines if line.startswith("diffuse: step ")]
+    # every checkpoint but the last (that one ends the step)
+    assert [line.split(" (")[0] for line in news] == [
+        "diffuse: step 40 of 120",
+        "diffuse: step 80 of 120",
+    ]
+    assert re.fullmatch(
+        r"diffuse: step 80 of 120 \(66\.7 %\), [\d,]+ steps/min, about \d+ s left", news[-1]
+    ), news
+
+
+def test_durations_read_as_people_say_them() -> None:
+    assert [_duration(s) for s in (45, 720, 12_600, 181_440)] == [
+        "45 s",
+        "12 min",
+        "3.5 h",
+        "2.1 days",
+    ]

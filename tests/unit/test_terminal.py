@@ -1,0 +1,34 @@
+"""The log records local workers and the client leave to submit's own messages."""
+
+from __future__ import annotations
+
+import logging
+
+from openclaw_dask.runtime import terminal
+
+
+def record(name: str, msg: str, error: BaseException | None = None) -> logging.LogRecord:
+    exc_info = (type(error), error, None) if error else None
+    return logging.LogRecord(name, logging.ERROR, __file__, 1, msg, (), exc_info)
+
+
+def test_only_the_records_submit_reports_itself_are_dropped() -> None:
+    failed = record("distributed.worker", "Compute Failed\nKey: x\nTraceback: '...'")
+    assert not terminal._not_a_task_failure(failed)
+    assert terminal._not_a_task_failure(record("distributed.worker", "Run out-of-band function"))
+    closed = "Async instruction for <Task cancelled name='execute(x)'> ended with CancelledError"
+    assert not terminal._not_closed_mid_task(record("distributed.worker.state_machine", closed))
+    assert terminal._not_closed_mid_task(record("distributed.worker.state_machine", "other"))
+    # distributed.utils.sync's cancel() on an early Ctrl-C, exactly as Python words it
+    bug = NameError("cannot access free variable 'future' where it is not associated with a value")
+    assert not terminal._not_the_sync_cancel_bug(record("tornado.application", "Exception", bug))
+    other = NameError("name 'x' is not defined")
+    assert terminal._not_the_sync_cancel_bug(record("tornado.application", "Exception", other))
+    assert terminal._not_the_sync_cancel_bug(record("tornado.application", "no exception"))
+
+
+def test_the_client_filter_is_installed_once() -> None:
+    logger = logging.getLogger("tornado.application")
+    terminal.quiet_interrupted_sync()
+    terminal.quiet_interrupted_sync()
+    assert logger.filters.count(terminal._not_the_sync_cancel_bug) == 1
