@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
+import dask
 import numpy as np
 import xarray as xr
 
+from openclaw_dask.config import load_config
 from openclaw_dask.runtime import start_cluster
+from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.climate import EBMParams, LatLonGrid, band_homes, insolation_factor
+from openclaw_dask.workflows.context import StepContext
+from openclaw_dask.workflows.ops.climate import EnergyBalanceModel, forcing
 from openclaw_dask.workflows.runner import run_workflow
 from tests.conftest import ROOT
 
@@ -112,3 +118,47 @@ def test_deterministic_mode_is_bit_identical_across_layouts(tmp_path: Path) -> N
         assert sum(w["nthreads"] for w in workers) == int(layout[1].rsplit("=", 1)[1])
         sums[name] = {s: rec["steps"][s]["checksums"] for s in ("simulate", "analyse")}
     assert sums["1x1"] == sums["2x1"] == sums["1x2"]
+
+
+def _largest_array_in_graph(array: Any) -> int:
+    graph = dict(array.__dask_graph__())
+    found = [0]
+
+    def walk(obj: Any) -> None:
+        if isinstance(obj, np.ndarray):
+            found.append(obj.nbytes)
+        elif isinstance(obj, (tuple, list)):
+            for item in obj:
+                walk(item)
+        elif hasattr(obj, "args"):  # a dask Task
+            walk(tuple(obj.args))
+
+    for task in graph.values():
+        walk(task)
+    return max(found)
+
+
+def test_host_fields_go_to_the_workers_once_not_inside_graphs(tmp_path: Path) -> None:
+    """The forcing's fields and the first state are placed on the bands' homes (at 0.125° they
+    made Dask warn of 32-36 MiB graphs); the graphs only name them."""
+    config = load_config(None, ["cluster.dashboard_address=null"])
+    with start_cluster(config) as client, client.as_current():
+        ctx = StepContext("forcing", config, client, tmp_path, {}, {})
+        forcing_ds = forcing(ctx, resolution=1.0)["forcing"]  # 180 x 360: 518 kB of capacity
+        for name in ("heat_capacity", "land_mask"):
+            assert _largest_array_in_graph(forcing_ds[name].data) < 10_000, name
+        capacity = forcing_ds["heat_capacity"].values
+        assert capacity.shape == (180, 360) and np.isfinite(capacity).all()
+        store = tmp_path / "forcing.zarr"
+        dask.compute(zarrio.write(forcing_ds, store, config))
+        ctx = StepContext(
+            "simulate",
+            config,
+            client,
+            tmp_path,
+            {},
+            {"forcing": {"forcing": zarrio.open_output(store)}},
+        )
+        state = EnergyBalanceModel(ctx, years=1, spinup_years=0).initial_state()
+        assert _largest_array_in_graph(state["T"].data) < 10_000
+        assert state["T"].chunks[0] == forcing_ds["heat_capacity"].chunks[0]

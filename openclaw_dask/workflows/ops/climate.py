@@ -74,6 +74,17 @@ def band_count(nlat: int, threads: int, batch_size: int, deterministic: bool = F
     return max(1, min(DETERMINISTIC_MAX_BANDS if deterministic else threads, tall_enough))
 
 
+def _placed(client: Any, field: np.ndarray, bands: tuple[int, ...]) -> da.Array:
+    """A host field as a dask array in ``bands``, sent to the bands' homes once when there is a
+    cluster (:func:`place_bands`), not inside a graph: at 0.125° the capacity and the first state
+    made Dask warn of 32-36 MiB graphs."""
+    if client is None:
+        return da.from_array(field, chunks=(bands, -1))
+    placed = place_bands(client, field, band_homes(client.nthreads(), len(bands)))
+    assert placed.chunks[0] == bands, (placed.chunks[0], bands)  # both are band_chunks(nlat, n)
+    return placed
+
+
 def _check_forcing(args: Mapping[str, Any]) -> dict[str, str]:
     """The grid must exist: a resolution that divides 180° (what :class:`LatLonGrid` checks)."""
     try:
@@ -107,18 +118,17 @@ def forcing(
         s += insolation_factor(params, grid.sin_lat, grid.cos_lat, k)
     s /= spy
     rows = band_chunks(grid.nlat, choose_bands(grid.nlat, ctx))
-    chunks = (rows, -1)
     attrs = {**params.to_attrs(), "resolution": resolution, "steps_per_year": spy}
     ds = xr.Dataset(
         {
             "land_mask": (
                 ("lat", "lon"),
-                da.from_array(mask.astype(np.int8), chunks=chunks),
+                _placed(ctx.client, mask.astype(np.int8), rows),
                 {"long_name": "land (1) or ocean (0)", "source": "idealised"},
             ),
             "heat_capacity": (
                 ("lat", "lon"),
-                da.from_array(capacity, chunks=chunks),
+                _placed(ctx.client, capacity, rows),
                 {"units": "J m-2 K-1"},
             ),
             "insolation": (
@@ -210,11 +220,7 @@ class EnergyBalanceModel(IterativeOp):
         # the capacity goes to the bands' homes once, not into every window's graph (33 MB
         # at 0.125°, which Dask warned about as a large graph)
         client = ctx.client
-        self.capacity = (
-            capacity
-            if client is None
-            else place_bands(client, capacity, band_homes(client.nthreads(), len(self.bands)))
-        )
+        self.capacity = capacity if client is None else _placed(client, capacity, self.bands)
 
     @property
     def total_steps(self) -> int:
@@ -230,9 +236,10 @@ class EnergyBalanceModel(IterativeOp):
         # a warm, pole-cold start: the ice caps grow to their equilibrium edge in the spin-up
         profile = self.initial_temperature + 20.0 * (1.0 / 3.0 - self.grid.sin_lat**2)
         T0 = np.repeat(profile[:, None], self.grid.nlon, axis=1)
-        chunks = (self.bands, -1)
         return self._state(
-            da.from_array(T0, chunks=chunks), da.zeros(self.grid.shape, chunks=chunks), 0
+            _placed(self.ctx.client, T0, self.bands),
+            da.zeros(self.grid.shape, chunks=(self.bands, -1)),
+            0,
         )
 
     def _state(self, T: da.Array, total: da.Array, count: int) -> xr.Dataset:
