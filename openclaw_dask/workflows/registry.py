@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import inspect
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +73,16 @@ class OpInfo:
         params = list(inspect.signature(func).parameters.values())
         skip = 2 if self.iterative else 1  # (self,) ctx
         return {p.name: p for p in params[skip:] if p.kind is not inspect.Parameter.VAR_POSITIONAL}
+
+    @property
+    def hints(self) -> dict[str, Any]:
+        """The arguments' resolved type annotations (empty when they cannot be resolved)."""
+        func = self.target.__init__ if self.iterative else self.target
+        try:
+            hints = typing.get_type_hints(func)
+        except Exception:  # a name only imported for type checkers: check nothing
+            return {}
+        return {name: hints[name] for name in self.parameters if name in hints}
 
 
 def _info(

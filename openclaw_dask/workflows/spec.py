@@ -27,10 +27,12 @@ from __future__ import annotations
 import graphlib
 import inspect
 import re
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, Union
 
 from openclaw_dask.config.errors import ConfigError, Problem, did_you_mean
 from openclaw_dask.config.yamlsource import YamlDocument, parse_scalar, read_yaml
@@ -265,17 +267,50 @@ def _check_args(
         )
         if required and name not in args:
             chk.bad(f"{path}.with", f"op {info.name} needs argument {name!r}")
-    if info.check is None or len(chk.problems) > found or any(_references(args)):
-        return  # the op's own check expects its arguments complete, with values
-    try:
-        refused = info.check(args)
-    except Exception as exc:  # a user op's checker that breaks must not hide the workflow
-        chk.bad(f"{path}.with", f"op {info.name}'s argument check failed: {exc}")
-        return
+    if len(chk.problems) > found or any(_references(args)):
+        return  # the value checks expect the arguments complete, with values
+    hints = info.hints
+    refused = {
+        name: problem
+        for name, value in args.items()
+        if name in hints and (problem := _type_problem(hints[name], value))
+    }
+    if not refused and info.check is not None:  # the op's own check expects the types right
+        try:
+            refused = dict(info.check(args))
+        except Exception as exc:  # a user op's checker that breaks must not hide the workflow
+            chk.bad(f"{path}.with", f"op {info.name}'s argument check failed: {exc}")
+            return
     for name, problem in refused.items():
         ref = REF_RE.fullmatch(str(raw.get(name, "")).strip())
         where = f" (from params.{ref.group(1)}{origin(ref.group(1))})" if ref else ""
         chk.bad(f"{path}.with.{name}", f"{problem}{where}")
+
+
+#: annotations whose values a workflow's YAML can give, and the YAML name of each
+_SCALARS = {bool: "bool", int: "int", float: "float", str: "str"}
+
+
+def _type_problem(hint: Any, value: Any) -> str | None:
+    """Why ``value`` does not fit a scalar annotation (``int``, ``float | None``, ...), if not.
+
+    Other annotations (``Any``, lists, datasets) are not checked. ``bool`` is not an ``int``
+    here, and an ``int`` is a ``float``, as YAML writes ``1`` for one.
+    """
+    options = typing.get_args(hint) if typing.get_origin(hint) in (Union, UnionType) else (hint,)
+    if value is None and type(None) in options:
+        return None
+    scalars = [t for t in options if t in _SCALARS]
+    if len(scalars) != len([t for t in options if t is not type(None)]):
+        return None  # something we do not check
+    for t in scalars:
+        if t is float and isinstance(value, int | float) and not isinstance(value, bool):
+            return None
+        if isinstance(value, t) and not (t is int and isinstance(value, bool)):
+            return None
+    nullable = " or null" if type(None) in options else ""
+    names = " or ".join(_SCALARS[t] for t in scalars) + nullable
+    return f"expected {names}, got {value!r}"
 
 
 def apply_param_overrides(

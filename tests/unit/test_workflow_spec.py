@@ -9,7 +9,7 @@ import pytest
 
 from openclaw_dask.config import ConfigError
 from openclaw_dask.workflows.registry import OpInfo, available_ops, resolve_op
-from openclaw_dask.workflows.spec import load_workflow
+from openclaw_dask.workflows.spec import _type_problem, load_workflow
 from tests.conftest import ROOT
 
 OP_PATH = "openclaw_dask.workflows.ops.example"
@@ -114,6 +114,11 @@ BAD: dict[str, tuple[str, int | None, str]] = {
         GOOD.replace("chunk: 32", "chunks: 32"),
         8,
         "takes no argument 'chunks'; did you mean 'chunk'?",
+    ),
+    "op-argument-of-the-wrong-type": (
+        GOOD.replace("chunk: 32", "chunk: many"),
+        8,
+        "steps.field.with.chunk: expected int, got 'many'",
     ),
     "bad-output-name": (
         GOOD.replace("[field.zarr]", "[../field.zarr]"),
@@ -246,3 +251,23 @@ def test_climate_bands_that_the_grid_and_batch_size_refuse_are_said_in_workflow_
         _check_bands(46, 45, 16, 4.0)
     _check_bands(3, 45, 15, 4.0)  # allowed: bands of 15 rows, K = 15
     _check_bands(1, 45, 64, 4.0)  # one band borrows nothing
+
+
+@pytest.mark.parametrize(
+    ("hint", "value", "problem"),
+    [
+        (int, 3, None),
+        (int, True, "expected int, got True"),  # YAML's true is not a count
+        (int, 2.5, "expected int, got 2.5"),
+        (float, 2, None),  # YAML writes 2 for 2.0
+        (float, "2", "expected float, got '2'"),
+        (bool, 1, "expected bool, got 1"),
+        (str, "x", None),
+        (int | None, None, None),
+        (float | None, "x", "expected float or null, got 'x'"),
+        (Any, object(), None),  # not a scalar annotation: not checked
+        (list[int], "x", None),
+    ],
+)
+def test_op_argument_types_from_annotations(hint: Any, value: Any, problem: str | None) -> None:
+    assert _type_problem(hint, value) == problem
