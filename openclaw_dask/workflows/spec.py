@@ -240,7 +240,8 @@ def _check_args(
     raw: dict[str, Any],
     sources: Mapping[str, str],
 ) -> None:
-    """Argument names against the op's signature, then the values by the op's own check.
+    """Argument names against the op's signature, scalar types against its annotations, then
+    the values by the op's own check.
 
     ``raw`` holds the arguments before substitution and ``sources`` where each parameter's
     value came from, so a refused value set by ``--set params.x=...`` says so.
