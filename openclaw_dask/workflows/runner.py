@@ -38,6 +38,7 @@ from openclaw_dask.runtime.cluster import dashboard_note, start_cluster
 from openclaw_dask.runtime.inspect import inspect_workers
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
 from openclaw_dask.translate import ClusterPlan, plan_cluster
+from openclaw_dask.workflows import lock as run_dir_lock
 from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.context import IterativeOp, StepContext
 from openclaw_dask.workflows.progress import compute_with_progress
@@ -553,6 +554,7 @@ def run_workflow(
         return {"status": "dry-run", **summary}
 
     directory = resume_path if resume is not None else _new_run_dir(workflow, run_dir)
+    held = run_dir_lock.hold(directory)  # before run.json is touched: it may be another run's
     record: dict[str, Any] = {
         "workflow": {
             "name": workflow.name,
@@ -626,6 +628,7 @@ def run_workflow(
         record["wall_seconds"] = time.perf_counter() - t0
         record["finished"] = time.time()
         run.save()
+        held.close()
     return record
 
 

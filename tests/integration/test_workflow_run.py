@@ -18,6 +18,7 @@ import psutil
 import pytest
 import xarray as xr
 
+from openclaw_dask.workflows.lock import LOCK
 from openclaw_dask.workflows.runner import ProgressNews, _duration, run_workflow
 from tests.conftest import ROOT
 from tests.integration.user_ops import FAILING_WORKFLOW
@@ -179,6 +180,13 @@ def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Pat
             seen = json.loads(checkpoint.read_text())["step"]
         time.sleep(0.05)
     assert 200 <= seen < 2000, f"the run should be mid-way, checkpoint at {seen}"
+    # while it runs, no second run may write its directory (a requeued batch job, say)
+    second = submit(str(EXAMPLE), "--resume", str(run_dir), "--no-report")
+    assert second.returncode == 2, second.stderr
+    assert f"another openclaw-dask run is using this run directory (pid {proc.pid} on " in (
+        second.stderr
+    )
+    assert record_of(run_dir)["status"] == "running" and proc.poll() is None
     os.killpg(proc.pid, signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
@@ -228,8 +236,9 @@ def test_resume_continues_the_same_run_or_refuses(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stderr
     rec = record_of(run_dir)
     assert rec["attempts"] == 2 and all("skipped" in s for s in rec["steps"].values())
-    assert {p: p.stat().st_mtime_ns for p in outputs if p.name != "run.json"} == {
-        p: t for p, t in outputs.items() if p.name != "run.json"
+    records = ("run.json", LOCK)  # what each attempt rewrites
+    assert {p: p.stat().st_mtime_ns for p in outputs if p.name not in records} == {
+        p: t for p, t in outputs.items() if p.name not in records
     }
 
 
