@@ -19,6 +19,9 @@ def test_only_the_records_submit_reports_itself_are_dropped() -> None:
     closed = "Async instruction for <Task cancelled name='execute(x)'> ended with CancelledError"
     assert not terminal._not_closed_mid_task(record("distributed.worker.state_machine", closed))
     assert terminal._not_closed_mid_task(record("distributed.worker.state_machine", "other"))
+    cut = "failed during get data with tcp://127.0.0.1:40519 -> tcp://127.0.0.1:34815"
+    assert not terminal._not_a_cut_transfer(record("distributed.worker", cut))
+    assert terminal._not_a_cut_transfer(record("distributed.worker", "Compute Failed"))
     # distributed.utils.sync's cancel() on an early Ctrl-C, exactly as Python words it
     bug = NameError("cannot access free variable 'future' where it is not associated with a value")
     assert not terminal._not_the_sync_cancel_bug(record("tornado.application", "Exception", bug))
