@@ -40,6 +40,25 @@ def record_of(run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / "run.json").read_text())
 
 
+def start_in_own_group(run_dir: Path, args: list[str], **kw: Any) -> subprocess.Popen[str]:
+    """``submit EXAMPLE`` in a process group of its own, as a terminal's foreground job."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [str(EXE), "submit", str(EXAMPLE), "--run-dir", str(run_dir), *args]
+    return subprocess.Popen(command, text=True, env=env, start_new_session=True, **kw)
+
+
+def wait_for_checkpoint(proc: subprocess.Popen[str], run_dir: Path, step: int) -> int:
+    """The diffuse step's committed checkpoint once it reaches ``step`` (or the run ends)."""
+    checkpoint = run_dir / ".checkpoints" / "diffuse" / "checkpoint.json"
+    deadline = time.monotonic() + 240
+    seen = 0
+    while time.monotonic() < deadline and seen < step and proc.poll() is None:
+        with contextlib.suppress(OSError, ValueError, KeyError):  # not written yet
+            seen = json.loads(checkpoint.read_text())["step"]
+        time.sleep(0.05)
+    return seen
+
+
 def test_example_end_to_end(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     result = submit(str(EXAMPLE), "--run-dir", str(run_dir), *QUIET, *SMALL)
@@ -163,22 +182,8 @@ def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Pat
     args = [*QUIET, *SMALL[:4], "--set", "params.steps=2000"]
     args += ["--set", "distributed.sync_interval=100", "--no-report"]
     run_dir = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [str(EXE), "submit", str(EXAMPLE), "--run-dir", str(run_dir), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        start_new_session=True,  # its own group, as a terminal's foreground job
-    )
-    checkpoint = run_dir / ".checkpoints" / "diffuse" / "checkpoint.json"
-    deadline = time.monotonic() + 240
-    seen = 0
-    while time.monotonic() < deadline and seen < 200 and proc.poll() is None:
-        with contextlib.suppress(OSError, ValueError, KeyError):  # not written yet
-            seen = json.loads(checkpoint.read_text())["step"]
-        time.sleep(0.05)
+    proc = start_in_own_group(run_dir, args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = wait_for_checkpoint(proc, run_dir, 200)
     assert 200 <= seen < 2000, f"the run should be mid-way, checkpoint at {seen}"
     # while it runs, no second run may write its directory (a requeued batch job, say)
     second = submit(str(EXAMPLE), "--resume", str(run_dir), "--no-report")
@@ -264,25 +269,12 @@ def test_sigkill_mid_iteration_then_resume_is_bit_identical(tmp_path: Path) -> N
     assert not (reference_dir / "performance-report.html").exists()
 
     run_dir = tmp_path / "killed"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [str(EXE), "submit", str(EXAMPLE), "--run-dir", str(run_dir), *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        start_new_session=True,
-    )
-    checkpoint = run_dir / ".checkpoints" / "diffuse" / "checkpoint.json"
-    deadline = time.monotonic() + 240
-    seen = 0
-    while time.monotonic() < deadline and seen < 300:
-        with contextlib.suppress(OSError, ValueError, KeyError):  # not written yet
-            seen = json.loads(checkpoint.read_text())["step"]
-        time.sleep(0.05)
+    proc = start_in_own_group(run_dir, args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen = wait_for_checkpoint(proc, run_dir, 300)
     assert 300 <= seen < 1000, f"the run should be mid-way, checkpoint at {seen}"
     os.killpg(proc.pid, signal.SIGKILL)  # the submit process and its whole cluster
     proc.wait(timeout=30)
-    killed_at = json.loads(checkpoint.read_text())["step"]
+    killed_at = json.loads((run_dir / ".checkpoints/diffuse/checkpoint.json").read_text())["step"]
     assert record_of(run_dir)["status"] == "running"  # nobody could mark it
 
     resumed = submit(str(EXAMPLE), "--resume", str(run_dir), *args)
