@@ -554,7 +554,6 @@ def run_workflow(
         return {"status": "dry-run", **summary}
 
     directory = resume_path if resume is not None else _new_run_dir(workflow, run_dir)
-    held = run_dir_lock.hold(directory)  # before run.json is touched: it may be another run's
     record: dict[str, Any] = {
         "workflow": {
             "name": workflow.name,
@@ -582,9 +581,10 @@ def run_workflow(
         "status": "running",
     }
     run = Run(workflow, cfg, plan, directory, record, progress, announce)
-    run.save()
+    held = run_dir_lock.hold(directory)  # before run.json is touched: it may be another run's
     t0 = time.perf_counter()
     try:
+        run.save()
         with ExitStack() as stack:
             stack.enter_context(_termination_as_interrupt())
             client = stack.enter_context(start_cluster(cfg, backend=backend))
@@ -627,8 +627,10 @@ def run_workflow(
     finally:
         record["wall_seconds"] = time.perf_counter() - t0
         record["finished"] = time.time()
-        run.save()
-        held.close()
+        try:
+            run.save()
+        finally:
+            held.close()  # also when the record cannot be saved (a full disk)
     return record
 
 
