@@ -181,11 +181,10 @@ class EnergyBalanceModel(IterativeOp):
     @staticmethod
     def check_args(args: Mapping[str, Any]) -> dict[str, str]:
         """Run lengths and the band count, before the run starts."""
-        limits = {"years": 1, "spinup_years": 0, "bands": 0}
-        defaults = {"years": 2, "spinup_years": 3, "bands": 0}
+        limits = {"years": 1, "spinup_years": 0, "bands": 0}  # an argument left out: its default
         problems = {}
         for name, least in limits.items():
-            value = args.get(name, defaults[name])
+            value = args.get(name, least)
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 problems[name] = f"expected an integer >= {least}, got {value!r}"
         return problems
