@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openclaw_dask.config.errors import ConfigError, Problem, did_you_mean
+from openclaw_dask.config.errors import ConfigError, Problem
 from openclaw_dask.config.schema import KEYS, KEYS_BY_PATH, defaults, groups
+from openclaw_dask.config.suggest import suggest_key
 from openclaw_dask.config.types import InvalidValueError, join_path
 from openclaw_dask.config.validate import check_static
 from openclaw_dask.config.yamlsource import YamlDocument, parse_scalar, read_yaml
@@ -169,8 +170,7 @@ def _assign(
         if path in groups():
             problems.append(problem("expected a mapping of keys, not a single value", path))
         else:
-            choices = [k.path for k in KEYS] + sorted(groups())
-            problems.append(problem("unknown key" + did_you_mean(path, choices), path))
+            problems.append(problem("unknown key" + suggest_key(path), path))
         return
     try:
         values[path] = key.type.check(raw)
@@ -207,11 +207,8 @@ def _walk(
                     )
                 )
         else:
-            choices = [k.path for k in KEYS] + sorted(all_groups)
             problems.append(
-                Problem(
-                    "unknown key" + did_you_mean(path, choices), path, doc.file, doc.line_of(path)
-                )
+                Problem("unknown key" + suggest_key(path), path, doc.file, doc.line_of(path))
             )
 
 

@@ -93,6 +93,37 @@ def test_unknown_key_suggests_the_right_one(write_config: Any) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("text", "suggestion"),
+    [
+        # Dask's own keyword for the setting, named as such
+        ("parallel:\n  n_workers: 2\n", "'parallel.processes'? (Dask's n_workers)"),
+        ("cluster:\n  protocol: ucx\n", "'distributed.communication_backend'? (Dask's protocol)"),
+        (
+            "memory:\n  memory_limit: 4GB\n",
+            "'memory.per_thread_pool_size'? (Dask's memory_limit; here per worker thread, "
+            "or memory.global_pool per node)",
+        ),
+        # one of our keys under another section
+        ("parallel:\n  batch_size: 4\n", "'distributed.batch_size'?"),
+        # a plain word that spelling distance got wrong ('distributed.tls.cert')
+        ("distributed:\n  transport: tcp\n", "'distributed.communication_backend'?"),
+    ],
+)
+def test_unknown_key_suggests_what_sets_it(write_config: Any, text: str, suggestion: str) -> None:
+    (msg,) = problems_of(text, write_config)
+    assert msg.endswith(f"unknown key; did you mean {suggestion}")
+
+
+def test_unknown_env_key_gets_the_same_suggestion(
+    write_config: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENCLAW_PARALLEL__NTHREADS", "2")
+    (msg,) = problems_of("", write_config)
+    assert "OPENCLAW_PARALLEL__NTHREADS" in msg
+    assert "did you mean 'parallel.thread_pool_size'? (Dask's nthreads;" in msg
+
+
 def test_unknown_section_suggests(write_config: Any) -> None:
     (msg,) = problems_of("paralel:\n  processes: 2\n", write_config)
     assert "did you mean 'parallel'" in msg
