@@ -564,7 +564,8 @@ def run_workflow(
         },
         "run_dir": str(directory.resolve()),
         "config": {
-            "file": cfg.file,
+            # absolute, so that --resume from another directory finds the same file
+            "file": str(Path(cfg.file).resolve()) if cfg.file else None,
             "hash": cfg.config_hash(),
             "fingerprint": cfg.fingerprint()[0],
             "values": cfg.to_nested(),

@@ -214,7 +214,12 @@ def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Pat
 
 def test_resume_continues_the_same_run_or_refuses(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    done = submit(str(EXAMPLE), "--run-dir", str(run_dir), "--no-report", *QUIET, *SMALL)
+    # a config file given by a relative path, with a result-relevant value of its own: the
+    # resumes below run from another directory and must still find it
+    (tmp_path / "start").mkdir()
+    (tmp_path / "start/cfg.config").write_text("storage:\n  level: 5\n")
+    first = [str(EXAMPLE), "--run-dir", str(run_dir), "--config", "cfg.config", "--no-report"]
+    done = submit(*first, *QUIET, *SMALL, cwd=tmp_path / "start")
     assert done.returncode == 0, done.stderr
     outputs = {p: p.stat().st_mtime_ns for p in run_dir.rglob("*") if p.is_file()}
     resume = [str(EXAMPLE), "--resume", str(run_dir), "--dry-run"]
