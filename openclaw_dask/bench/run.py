@@ -76,7 +76,7 @@ def benchmark(
     }
     t0 = time.perf_counter()
     with (
-        start_cluster(config, hardware=hw) as client,
+        start_cluster(config, hardware=hw, attach_running=False) as client,
         client.as_current(),
         tempfile.TemporaryDirectory(prefix="openclaw-bench-") as tmp,
     ):

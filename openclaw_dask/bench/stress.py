@@ -55,7 +55,7 @@ def stress_test(
     rates: list[float] = []
     errors: list[str] = []
     failed = 0
-    with start_cluster(config, hardware=hw) as client, client.as_current():
+    with start_cluster(config, hardware=hw, attach_running=False) as client, client.as_current():
         threads = sum(client.nthreads().values())
         [state] = client.persist([to_bands(start, threads)])
         wait(state)

@@ -139,7 +139,10 @@ class Tuner:
                 self.log(f"{stage:<10} {trial.label():<55} {trial.skipped}")
                 return trial
             self.seen[self.identity(config)] = trial
-            with start_cluster(config, hardware=self.hw) as client, client.as_current():
+            with (
+                start_cluster(config, hardware=self.hw, attach_running=False) as client,
+                client.as_current(),
+            ):
                 run = self.work.prepare(client, config)
                 run()  # warm-up
                 before = client.run(_ctx_switches)
@@ -218,7 +221,9 @@ class Tuner:
         with ExitStack() as stack:
             runs = {}
             for name, config in configs.items():
-                client: Client = stack.enter_context(start_cluster(config, hardware=self.hw))
+                client: Client = stack.enter_context(
+                    start_cluster(config, hardware=self.hw, attach_running=False)
+                )
                 with client.as_current():
                     runs[name] = (client, self.work.prepare(client, config))
             for client, run in runs.values():

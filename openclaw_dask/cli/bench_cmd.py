@@ -9,6 +9,20 @@ from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
 from openclaw_dask.cli.output import err, out
 
 
+def _note_running_cluster() -> None:
+    """Say so when a ``cluster up`` cluster runs: the measured clusters share the machine."""
+    from openclaw_dask.runtime.state import read_state
+
+    state = read_state()
+    if state:
+        err.print(
+            f"note: the `cluster up` cluster at {state['address']} (pid {state['pid']}) keeps "
+            "running beside the clusters measured here and shares this machine; "
+            "`openclaw-dask cluster down` first for figures of this config alone",
+            markup=False,
+        )
+
+
 @click.command("benchmark", cls=SetCommand)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config file.")
 @click.option(
@@ -40,6 +54,7 @@ def benchmark_cmd(
 
     json_path = args.output_path(json_out, "--json")
     plot_path = args.output_path(plot_out, "--plot")
+    _note_running_cluster()
     if stress:
         from openclaw_dask.bench.stress import stress_table, stress_test
 
@@ -101,6 +116,7 @@ def tune_cmd(
         args.output_path(str(path), "--out")
     check_workload(workload)
     config = load_config(config_path, list(overrides))
+    _note_running_cluster()
     report = tune(
         config,
         workload_name=workload,

@@ -96,9 +96,13 @@ def submit_cmd(
             for k, v in record["params"].items()
         )
         out.print(f"params: {params or 'none'}", markup=False)
-        out.print(
-            f"cluster: {plan['backend']} ({plan['cluster_class']}) {plan['layout']}", markup=False
-        )
+        if plan["backend"] == "attach":  # its workers are the running cluster's, not a layout
+            out.print(f"cluster: attach to {plan['address']}", markup=False)
+        else:
+            out.print(
+                f"cluster: {plan['backend']} ({plan['cluster_class']}) {plan['layout']}",
+                markup=False,
+            )
         for note in plan["notes"]:
             out.print(f"  note: {note}", markup=False)
         if record.get("mpirun"):

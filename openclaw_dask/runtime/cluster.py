@@ -21,13 +21,14 @@ import dask
 from distributed import Client
 from distributed.utils import import_term
 
-from openclaw_dask.config import Config, ConfigError, Hardware, load_config
+from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
 from openclaw_dask.config.errors import Problem
+from openclaw_dask.config.layout import resolve_backend
 from openclaw_dask.config.validate import locate
 from openclaw_dask.runtime.build import cluster_class, materialise_kwargs
 from openclaw_dask.runtime.inspect import inspect_workers, refused_workers
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
-from openclaw_dask.runtime.state import live_cluster_address
+from openclaw_dask.runtime.state import read_state
 from openclaw_dask.runtime.terminal import quiet_interrupted_sync
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 
@@ -73,6 +74,34 @@ def _resolve(
     if address:
         config = config.with_values(cluster__scheduler_address=address)
     return config
+
+
+def running_cluster(
+    config: Config, hardware: Hardware | None = None, backend: str | None = None
+) -> dict[str, Any] | None:
+    """The state of the ``cluster up`` cluster that ``config`` runs on, or ``None``.
+
+    A config runs on it when it asks for nothing else (no ``cluster.scheduler_address``, no
+    forced ``backend``, not rank 1 of an mpi launch) and plans the same kind of cluster
+    (``local``, ``cuda`` or ``ssh``): a config that lists ssh nodes does not run on a local
+    ``cluster up`` cluster.
+    """
+    if config["cluster.scheduler_address"] or backend is not None or mpi_job_scheduler():
+        return None
+    state = read_state()
+    if not state or not state.get("address"):
+        return None
+    kind = resolve_backend(config.values, hardware or detect_hardware())
+    # a state file written before the backend was recorded: cluster up was local then
+    return state if kind == state.get("backend", "local") else None
+
+
+def on_running_cluster(config: Config, state: Mapping[str, Any]) -> Config:
+    """``config`` attached to the ``cluster up`` cluster of ``state`` (see
+    :func:`running_cluster`); the address's source names that cluster."""
+    attached = config.with_values(cluster__scheduler_address=state["address"])
+    origin = f"cluster up (pid {state.get('pid')})"
+    return replace(attached, sources={**attached.sources, "cluster.scheduler_address": origin})
 
 
 def connect(address: str, where: Problem | None = None) -> Client:
@@ -208,6 +237,7 @@ def start_cluster(
     backend: str | None = None,
     address: str | None = None,
     verify: bool = True,
+    attach_running: bool = True,
 ) -> Iterator[Client]:
     """Start the planned cluster (or attach to a running one) and yield a client.
 
@@ -226,9 +256,13 @@ def start_cluster(
         ``submit``/``run_workflow`` start, see :mod:`openclaw_dask.runtime.mpi_launch`).
     address
         Attach to this scheduler (same as ``cluster.scheduler_address``). Without one, a
-        cluster started by ``openclaw-dask cluster up`` is attached to when it is running.
+        cluster started by ``openclaw-dask cluster up`` is attached to when it is running
+        and is the kind of cluster the config plans (:func:`running_cluster`).
     verify
         Read every worker's settings back and refuse what does not match the plan.
+    attach_running
+        ``False``: start the planned cluster even when a ``cluster up`` cluster runs (the
+        benchmark and the tuner measure the cluster a config plans, not the running one).
 
     Yields
     ------
@@ -243,11 +277,10 @@ def start_cluster(
     config = _resolve(config, overrides, address)
     quiet_interrupted_sync()  # a Dask bug's log on Ctrl-C (see runtime/terminal.py)
     mpi_scheduler = mpi_job_scheduler()
-    if not config["cluster.scheduler_address"] and backend is None and not mpi_scheduler:
-        running = live_cluster_address()
-        if running:
-            logger.info("attaching to the cluster started by `cluster up` at %s", running)
-            config = config.with_values(cluster__scheduler_address=running)
+    running = running_cluster(config, hardware, backend) if attach_running else None
+    if running:
+        logger.info("attaching to the cluster started by `cluster up` at %s", running["address"])
+        config = on_running_cluster(config, running)
     plan = plan_cluster(config, hardware, backend=backend)
     if plan.backend == "mpi" and not mpi_scheduler:
         raise ConfigError(

@@ -1,8 +1,8 @@
 """The process that owns the long-lived cluster of ``openclaw-dask cluster up``.
 
 ``python -m openclaw_dask.runtime.daemon [--config F] [--set K=V]...`` starts the cluster with
-:func:`start_cluster`, writes the state file (address, dashboard, pid) and waits; SIGTERM or
-SIGINT (``cluster down``) shuts the cluster down and removes the state file.
+:func:`start_cluster`, writes the state file (address, backend, dashboard, pid) and waits;
+SIGTERM or SIGINT (``cluster down``) shuts the cluster down and removes the state file.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import time
 from openclaw_dask.config import ConfigError
 from openclaw_dask.runtime.cluster import start_cluster
 from openclaw_dask.runtime.state import clear_state, write_state
+from openclaw_dask.translate import load_and_plan
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,12 +30,15 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
+        config, plan = load_and_plan(args.config, args.overrides)
         # cluster up starts a cluster of its own, never attaches to one
-        with start_cluster(args.config, overrides=args.overrides, backend=None) as client:
+        with start_cluster(config, attach_running=False) as client:
             info = client.scheduler_info()
             write_state(
                 {
                     "address": client.scheduler.address,
+                    # later commands run on it only when they plan this kind of cluster
+                    "backend": plan.backend,
                     "dashboard": client.dashboard_link if info.get("services") else None,
                     "pid": os.getpid(),
                     "config": args.config,

@@ -1,8 +1,9 @@
 """The state file of the long-lived cluster of ``openclaw-dask cluster up``.
 
 One JSON file, ``$OPENCLAW_STATE_DIR/cluster.json`` (default
-``~/.local/state/openclaw-dask/cluster.json``), holds the scheduler address, the dashboard link
-and the pid of the process that owns the cluster. A file whose process is gone is stale and is
+``~/.local/state/openclaw-dask/cluster.json``), holds the scheduler address, the kind of
+cluster (``backend``: local, cuda or ssh), the dashboard link and the pid of the process that
+owns the cluster. A file whose process is gone is stale and is
 removed when read.
 """
 
@@ -69,9 +70,3 @@ def clear_state(pid: int | None = None) -> None:
         except (OSError, ValueError):
             return
     path.unlink(missing_ok=True)
-
-
-def live_cluster_address() -> str | None:
-    """Scheduler address of the running ``cluster up`` cluster, if any."""
-    state = read_state()
-    return state["address"] if state and state.get("address") else None

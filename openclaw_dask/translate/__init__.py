@@ -21,6 +21,23 @@ from openclaw_dask.translate.ssh import plan_ssh
 
 PLANNERS = {"local": plan_local, "cuda": plan_cuda, "ssh": plan_ssh, "mpi": plan_mpi}
 
+#: Keys that shape the workers a cluster starts with; a running scheduler's workers keep
+#: theirs (the result-relevant ones, such as the allocator, are checked when attaching).
+WORKER_SHAPE = (
+    "parallel.thread_pool_size",
+    "parallel.processes",
+    "parallel.thread_affinity",
+    "memory.per_thread_pool_size",
+    "memory.global_pool",
+    "memory.spill.",
+    "gpu.",
+    "cluster.dashboard_address",
+    "cluster.interface",
+    "distributed.nodes",
+    "distributed.communication_backend",
+    "distributed.rdma",
+)
+
 
 def plan_cluster(
     config: Config,
@@ -54,7 +71,20 @@ def plan_cluster(
         plan = plan_local(config, hw)
         plan.backend, plan.cluster_class, plan.cluster_kwargs = "attach", None, {}
         plan.address = values["cluster.scheduler_address"]
-        plan.notes.append("attaching to a running scheduler; nothing is started")
+        origin = config.sources.get("cluster.scheduler_address", "default")
+        plan.notes.append(f"attaching to the running scheduler ({origin}); nothing is started")
+        ignored = [
+            f"{key} ({config.sources[key]})"
+            for key in sorted(config.values)
+            if key.startswith(WORKER_SHAPE) and config.sources.get(key, "default") != "default"
+        ]
+        if ignored:
+            hint = "; `openclaw-dask cluster down` lets this config start its own"
+            plan.notes.append(
+                "not applied, the running cluster keeps its own workers: "
+                + ", ".join(ignored)
+                + (hint if origin.startswith("cluster up") else "")
+            )
         return plan
     chosen = backend or resolve_backend(values, hw)
     if chosen == "ssh" and not values["distributed.nodes"]:

@@ -34,7 +34,12 @@ from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.hardware import software_versions
 from openclaw_dask.config.yamlsource import parse_scalar
 from openclaw_dask.runtime import counter
-from openclaw_dask.runtime.cluster import dashboard_note, start_cluster
+from openclaw_dask.runtime.cluster import (
+    dashboard_note,
+    on_running_cluster,
+    running_cluster,
+    start_cluster,
+)
 from openclaw_dask.runtime.inspect import inspect_workers
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
 from openclaw_dask.translate import ClusterPlan, plan_cluster
@@ -523,6 +528,9 @@ def run_workflow(
             raise ConfigError(problems)
     if address:
         cfg = cfg.with_values(cluster__scheduler_address=address)
+    running = running_cluster(cfg, backend=backend)
+    if running:  # decided here, so that the dry run, run.json and the run itself agree
+        cfg = on_running_cluster(cfg, running)
     plan = plan_cluster(cfg, backend=backend)
     summary = {
         "workflow": workflow.name,
@@ -599,7 +607,10 @@ def run_workflow(
             record["dashboard"] = client.dashboard_link
             if announce:
                 announce(f"run directory: {directory}")
-                if cfg["cluster.dashboard_address"]:
+                if plan.backend == "attach":  # its dashboard is where that cluster put it
+                    announce(_attached_note(client, plan, cfg))
+                    announce(f"dashboard: {client.dashboard_link}")
+                elif cfg["cluster.dashboard_address"]:
                     announce(f"dashboard: {dashboard_note(client, cfg)}")
             record["cluster"] = _cluster_summary(client)
             counter.install(client)
@@ -633,6 +644,17 @@ def run_workflow(
         finally:
             held.close()  # also when the record cannot be saved (a full disk)
     return record
+
+
+def _attached_note(client: Any, plan: ClusterPlan, cfg: Config) -> str:
+    """Which running cluster the run went to, its workers, and what the config could not set."""
+    threads = client.nthreads()
+    origin = cfg.sources.get("cluster.scheduler_address", "default")
+    line = (
+        f"cluster: the running scheduler at {plan.address} ({origin}): "
+        f"{len(threads)} workers, {sum(threads.values())} threads"
+    )
+    return "\n".join([line, *(f"  note: {n}" for n in plan.notes if n.startswith("not applied"))])
 
 
 def _cluster_summary(client: Any) -> dict[str, Any]:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 from openclaw_dask.runtime.state import read_state
+from tests.conftest import ROOT
 
 EXE = Path(sys.executable).with_name("openclaw-dask")
 
@@ -65,3 +67,49 @@ def test_bad_input_exits_2_and_starts_nothing() -> None:
     assert unreachable.returncode == 2
     assert "no scheduler answers at tcp://127.0.0.1:1" in unreachable.stderr
     assert "Traceback" not in unreachable.stderr
+
+
+def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Path) -> None:
+    up = sh("cluster", "up", "--set", "cluster.dashboard_address=127.0.0.1:0")
+    assert up.returncode == 0, up.stderr
+    state = read_state()
+    assert state and state["backend"] == "local"
+    try:
+        # submit runs on it, says so, and names the value it could not apply
+        small = ["params.size=128", "params.chunk=64", "params.steps=40"]
+        run_dir = tmp_path / "run"
+        args = ["submit", str(ROOT / "workflows/example.yaml"), "--run-dir", str(run_dir)]
+        done = sh(*args, "--no-report", "--set", *small, "parallel.processes=1")
+        assert done.returncode == 0, done.stderr
+        origin = f"cluster up (pid {state['pid']})"
+        assert (
+            f"cluster: the running scheduler at {state['address']} ({origin}): "
+            "2 workers, 2 threads" in done.stderr
+        )
+        assert (
+            "not applied, the running cluster keeps its own workers: "
+            "parallel.processes (--set); `openclaw-dask cluster down`" in done.stderr
+        )
+        assert "was taken" not in done.stderr  # the running cluster's dashboard, as it is
+        record = json.loads((run_dir / "run.json").read_text())
+        assert record["plan"]["backend"] == "attach"  # as the dry run says, and as it ran
+        assert len(record["cluster"]["workers"]) == 2
+        dry = sh(*args[:2], "--dry-run")
+        assert f"cluster: attach to {state['address']}" in dry.stdout, dry.stdout
+
+        # a config that plans another kind of cluster (ssh nodes) does not run on it
+        (tmp_path / "ssh.config").write_text("distributed:\n  nodes:\n    - {host: 127.0.0.1}\n")
+        ssh = sh(*args[:2], "--dry-run", "--config", str(tmp_path / "ssh.config"))
+        assert ssh.returncode == 0 and "cluster: ssh (" in ssh.stdout, ssh.stdout + ssh.stderr
+
+        # the benchmark measures the cluster its config plans, never the running one
+        out = tmp_path / "bench.json"
+        bench = sh(
+            "benchmark", "--quick", "--suite", "matmul", "--json", str(out),
+            "--set", "parallel.processes=1", "cluster.dashboard_address=127.0.0.1:0",
+        )  # fmt: skip
+        assert bench.returncode == 0, bench.stderr
+        assert json.loads(out.read_text())["cluster"]["workers"] == 1
+        assert f"the `cluster up` cluster at {state['address']}" in bench.stderr
+    finally:
+        assert sh("cluster", "down").returncode == 0
