@@ -48,6 +48,7 @@ def submit_cmd(
     overrides: tuple[str, ...],
 ) -> None:
     """Run a workflow on the cluster its config describes (params: --set params.x=...)."""
+    from openclaw_dask.runtime.cluster import ClusterLostError
     from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
     from openclaw_dask.workflows.runner import StepFailedError, run_workflow
 
@@ -69,6 +70,14 @@ def submit_cmd(
         )
     except StepFailedError as exc:
         if mpi_job_scheduler():  # rank 1 of an mpi launch: the launching submit says it
+            sys.exit(1)
+        if isinstance(exc.error, ClusterLostError):  # not the step's fault: no traceback
+            err.print(f"[red]failed:[/] step {exc.step!r}: {exc.error}", markup=True)
+            err.print(
+                "completed steps, their outputs and the last checkpoint are kept; "
+                "--resume continues once a cluster runs",
+                markup=False,
+            )
             sys.exit(1)
         err.print(
             f"[red]failed:[/] step {exc.step!r} (op {exc.op}): "

@@ -104,6 +104,27 @@ def on_running_cluster(config: Config, state: Mapping[str, Any]) -> Config:
     return replace(attached, sources={**attached.sources, "cluster.scheduler_address": origin})
 
 
+class ClusterLostError(RuntimeError):
+    """The cluster went away while it ran a step (the step itself did not fail)."""
+
+
+def cluster_gone(client: Client) -> str | None:
+    """Why the cluster of ``client`` can run nothing more, or ``None`` while it can.
+
+    Asked after a step failed: a scheduler that stopped (``cluster down``, its process killed,
+    a lost network) cancels every task with reasons that name futures, not the cluster.
+    """
+    address = getattr(client.scheduler, "address", None) or "?"
+    gone = f"the scheduler at {address} stopped answering"
+    if client.status != "running":  # closed, or trying to reconnect
+        return gone
+    try:
+        workers = client.nthreads()
+    except OSError:
+        return gone
+    return None if workers else f"the cluster at {address} has no workers left"
+
+
 def connect(address: str, where: Problem | None = None) -> Client:
     """A client for a running scheduler; an unreachable address is bad input (exit 2).
 

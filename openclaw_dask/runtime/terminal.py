@@ -22,14 +22,19 @@ On the client side, :func:`quiet_interrupted_sync` drops one log record of a Das
 Ctrl-C lands in ``distributed.utils.sync`` before its coroutine has started, the ``cancel``
 callback reads the not yet assigned ``future`` and tornado logs a ``NameError`` traceback
 (distributed 2026.8; dask/distributed#5758 had made ``cancel`` handle that case). The interrupt
-itself is unaffected: it still reaches the caller, and there is nothing to cancel yet.
+itself is unaffected: it still reaches the caller, and there is nothing to cancel yet. It also
+drops the ``CancelledError`` traceback the client logs when it is closed while it tries to
+reconnect to a scheduler that stopped (``cluster down`` during a run): the run reports the lost
+cluster in one line (``ClusterLostError``), and closing is what cancels the attempt.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import signal
 import threading
+import traceback
 from typing import Any
 
 #: Dask's worker log message for a task that raised (``distributed/worker.py``).
@@ -56,9 +61,19 @@ def _not_the_sync_cancel_bug(record: logging.LogRecord) -> bool:
     return not (isinstance(error, NameError) and "'future'" in str(error))
 
 
+def _not_a_cancelled_reconnect(record: logging.LogRecord) -> bool:
+    error = record.exc_info[1] if record.exc_info else None
+    if not isinstance(error, asyncio.CancelledError):
+        return True
+    frames = traceback.extract_tb(error.__traceback__)
+    return not any(frame.name == "_reconnect" for frame in frames)
+
+
 def quiet_interrupted_sync() -> None:
-    """Drop tornado's log of the ``sync``-``cancel`` ``NameError`` in this process (idempotent)."""
+    """Drop tornado's log of the ``sync``-``cancel`` ``NameError`` and the client's log of a
+    reconnection cancelled by closing, in this process (idempotent)."""
     _add_filter("tornado.application", _not_the_sync_cancel_bug)
+    _add_filter("distributed.client", _not_a_cancelled_reconnect)
 
 
 def _add_filter(name: str, keep: Any) -> None:

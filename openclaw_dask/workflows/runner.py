@@ -35,6 +35,8 @@ from openclaw_dask.config.hardware import software_versions
 from openclaw_dask.config.yamlsource import parse_scalar
 from openclaw_dask.runtime import counter
 from openclaw_dask.runtime.cluster import (
+    ClusterLostError,
+    cluster_gone,
     dashboard_note,
     on_running_cluster,
     running_cluster,
@@ -385,14 +387,17 @@ class Run:
                 except (KeyboardInterrupt, ConfigError):
                     raise
                 except Exception as exc:
+                    # a stopped cluster cancels every task with reasons that name futures
+                    gone = cluster_gone(client)
+                    error: Exception = ClusterLostError(gone) if gone else exc
                     rec.update(
                         status="failed",
-                        error=f"{type(exc).__name__}: {exc}",
+                        error=f"{type(error).__name__}: {error}",
                         # with the worker's frames for an exception raised in a task
                         traceback="".join(traceback.format_exception(exc)),
                         wall_seconds=time.perf_counter() - t0,
                     )
-                    raise StepFailedError(name, step.op, exc) from exc
+                    raise StepFailedError(name, step.op, error) from exc
                 rec["wall_seconds"] = time.perf_counter() - t0
                 self.save()
 

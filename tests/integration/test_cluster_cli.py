@@ -113,3 +113,35 @@ def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Pa
         assert f"the `cluster up` cluster at {state['address']}" in bench.stderr
     finally:
         assert sh("cluster", "down").returncode == 0
+
+
+def test_a_cluster_stopped_mid_run_is_one_line_and_resume_continues(tmp_path: Path) -> None:
+    from tests.integration.test_workflow_run import start_in_own_group, wait_for_checkpoint
+
+    sync = "distributed.sync_interval=100"  # the run's workers are the cluster's: the same
+    up = sh("cluster", "up", "--set", "cluster.dashboard_address=127.0.0.1:0", sync)
+    assert up.returncode == 0, up.stderr
+    run_dir = tmp_path / "run"
+    args = ["--set", "params.size=128", "params.chunk=64", "params.steps=4000"]
+    args += [sync, "--no-report"]
+    proc = start_in_own_group(run_dir, args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        seen = wait_for_checkpoint(proc, run_dir, 200)
+        assert 200 <= seen < 4000, f"mid-way? checkpoint at {seen}: {proc.poll()}"
+    finally:
+        assert sh("cluster", "down").returncode == 0
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1, stderr
+    # the cluster's fault, said as such: not futures' cancellation reasons and "fix the step"
+    assert "failed: step 'diffuse': the " in stderr, stderr
+    assert "--resume continues once a cluster runs" in stderr
+    for noise in ("Traceback", "cancelled", "fix the step"):
+        assert noise not in stderr, stderr
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["steps"]["diffuse"]["error"].startswith("ClusterLostError: the ")
+
+    resumed = sh("submit", str(ROOT / "workflows/example.yaml"), "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stderr
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "completed"
+    assert record["steps"]["diffuse"]["resumed_from_step"] >= 200

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import types
 
 from openclaw_dask.runtime import terminal
 
 
 def record(name: str, msg: str, error: BaseException | None = None) -> logging.LogRecord:
-    exc_info = (type(error), error, None) if error else None
+    exc_info = (type(error), error, error.__traceback__) if error else None
     return logging.LogRecord(name, logging.ERROR, __file__, 1, msg, (), exc_info)
 
 
@@ -35,3 +37,25 @@ def test_the_client_filter_is_installed_once() -> None:
     terminal.quiet_interrupted_sync()
     terminal.quiet_interrupted_sync()
     assert logger.filters.count(terminal._not_the_sync_cancel_bug) == 1
+
+
+def raised_in(name: str) -> BaseException:
+    """A CancelledError whose traceback has a frame of a function called ``name``."""
+
+    def cancelled() -> None:
+        raise asyncio.CancelledError
+
+    frame = types.FunctionType(cancelled.__code__.replace(co_name=name), {"asyncio": asyncio})
+    try:
+        frame()
+    except asyncio.CancelledError as exc:
+        return exc
+    raise AssertionError("not raised")
+
+
+def test_a_reconnection_cancelled_by_closing_is_dropped_and_nothing_else() -> None:
+    reconnect = record("distributed.client", "", raised_in("_reconnect"))
+    assert not terminal._not_a_cancelled_reconnect(reconnect)
+    elsewhere = record("distributed.client", "", raised_in("_gather"))
+    assert terminal._not_a_cancelled_reconnect(elsewhere)
+    assert terminal._not_a_cancelled_reconnect(record("distributed.client", "other"))
