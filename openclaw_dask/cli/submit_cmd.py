@@ -132,3 +132,5 @@ def submit_cmd(
         for key, value in step.get("metrics", {}).items():
             if isinstance(value, float):
                 out.print(f"{name}.{key}: {value:.2f}", markup=False)
+            elif value is None:  # undefined for this run (run.json has null)
+                out.print(f"{name}.{key}: none", markup=False)

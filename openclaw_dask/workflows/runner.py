@@ -17,6 +17,7 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import math
 import shutil
 import signal
 import time
@@ -173,10 +174,9 @@ class Run:
 
     # -- record ---------------------------------------------------------------------------
     def save(self) -> None:
-        """Rewrite run.json (atomically)."""
-        zarrio.atomic_write_text(
-            self.run_dir / RUN_RECORD, json.dumps(self.record, indent=2, default=str)
-        )
+        """Rewrite run.json (atomically), as strict JSON: a NaN or infinity becomes null."""
+        text = json.dumps(_finite(self.record), indent=2, default=str, allow_nan=False)
+        zarrio.atomic_write_text(self.run_dir / RUN_RECORD, text)
 
     def step_record(self, name: str) -> dict[str, Any]:
         return self.record["steps"].setdefault(name, {})
@@ -400,6 +400,22 @@ class Run:
                     raise StepFailedError(name, step.op, error) from exc
                 rec["wall_seconds"] = time.perf_counter() - t0
                 self.save()
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by ``None``.
+
+    Python writes them as ``NaN``/``Infinity``, which JSON does not have: ``jq``, browsers and
+    most JSON libraries then refuse the whole record (an op's metric may be undefined, such as
+    the ice edge of a hemisphere without an ice cap).
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:

@@ -37,7 +37,10 @@ def submit(*args: str, timeout: float = 300, **kw: Any) -> subprocess.CompletedP
 
 
 def record_of(run_dir: Path) -> dict[str, Any]:
-    return json.loads((run_dir / "run.json").read_text())
+    def refuse(constant: str) -> None:  # NaN and Infinity are not JSON: jq would refuse them
+        raise AssertionError(f"run.json holds {constant}")
+
+    return json.loads((run_dir / "run.json").read_text(), parse_constant=refuse)
 
 
 def start_in_own_group(run_dir: Path, args: list[str], **kw: Any) -> subprocess.Popen[str]:
@@ -155,6 +158,8 @@ def test_user_op_by_import_path_and_resume_skips_done_steps(tmp_path: Path) -> N
     doubled = xr.open_zarr(run_dir / "doubled.zarr")
     field = xr.open_zarr(run_dir / "field.zarr")
     assert (doubled["temperature"] == 3.0 * field["temperature"]).all()
+    # strict JSON (record_of refuses NaN): an undefined metric is null
+    assert record_of(run_dir)["steps"]["double"]["metrics"] == {"factor": 3.0, "undefined": None}
     again = run_workflow(wf, overrides=QUIET[1:], resume=run_dir)
     assert again["attempts"] == 2
     assert all("skipped" in s for s in again["steps"].values())

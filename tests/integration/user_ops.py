@@ -18,8 +18,9 @@ FAILING_WORKFLOW = (
 
 
 def double(ctx: StepContext, *, factor: float = 2.0) -> dict[str, xr.Dataset]:
-    """A user op: scale the example field."""
+    """A user op: scale the example field (and report a metric it cannot define)."""
     field = ctx.input("field")
+    ctx.metrics.update(factor=factor, undefined=float("nan"))
     return {"doubled": (field * factor).assign_attrs(factor=factor)}
 
 

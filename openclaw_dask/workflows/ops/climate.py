@@ -417,7 +417,11 @@ def analyse(ctx: StepContext, *, source: str = "simulate") -> dict[str, xr.Datas
                 "north": ("year", edges[:, 1], {"units": "degrees_north"}),
             },
             coords={"year": np.arange(years)},
-            attrs={**attrs, "definition": f"zonal-mean annual T crosses {threshold} °C"},
+            attrs={
+                **attrs,
+                "definition": f"zonal-mean annual T crosses {threshold} °C, from the pole; "
+                "NaN: no ice cap (the pole is warmer), 0: ice to the equator",
+            },
         ),
         "seasonal_amplitude": xr.Dataset(
             {
