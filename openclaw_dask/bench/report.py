@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+
+from openclaw_dask.workflows import strictjson
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -46,8 +47,8 @@ def _spread(spread: float | None) -> str:
 
 
 def write_json(report: dict[str, Any], path: Path) -> None:
-    """Write the report as indented JSON."""
-    path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    """Write the report as indented, strict JSON (an undefined figure is null)."""
+    path.write_text(strictjson.dumps(report) + "\n")
 
 
 def plot(report: dict[str, Any], path: Path) -> None:

@@ -33,7 +33,7 @@ from openclaw_dask.runtime.mpi_launch import (
     run_mpirun,
 )
 from openclaw_dask.translate import ClusterPlan
-from openclaw_dask.workflows import zarrio
+from openclaw_dask.workflows import strictjson, zarrio
 from openclaw_dask.workflows.resume import read_run
 from openclaw_dask.workflows.runner import (
     RUN_RECORD,
@@ -197,7 +197,7 @@ def _update_record(directory: Path, command: str, interrupted: bool = False) -> 
         for step in record.get("steps", {}).values():
             if step.get("status") == "running":
                 step["status"] = "interrupted"
-    zarrio.atomic_write_text(directory / RUN_RECORD, json.dumps(record, indent=2))
+    zarrio.atomic_write_text(directory / RUN_RECORD, strictjson.dumps(record))
     return record
 
 

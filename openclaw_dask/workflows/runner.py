@@ -17,7 +17,6 @@ import datetime as dt
 import hashlib
 import json
 import logging
-import math
 import shutil
 import signal
 import time
@@ -47,7 +46,7 @@ from openclaw_dask.runtime.inspect import inspect_workers
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 from openclaw_dask.workflows import lock as run_dir_lock
-from openclaw_dask.workflows import zarrio
+from openclaw_dask.workflows import strictjson, zarrio
 from openclaw_dask.workflows.context import IterativeOp, StepContext
 from openclaw_dask.workflows.progress import compute_with_progress
 from openclaw_dask.workflows.resume import RUN_RECORD, carried_inputs, read_run, resume_problems
@@ -175,8 +174,7 @@ class Run:
     # -- record ---------------------------------------------------------------------------
     def save(self) -> None:
         """Rewrite run.json (atomically), as strict JSON: a NaN or infinity becomes null."""
-        text = json.dumps(_finite(self.record), indent=2, default=str, allow_nan=False)
-        zarrio.atomic_write_text(self.run_dir / RUN_RECORD, text)
+        zarrio.atomic_write_text(self.run_dir / RUN_RECORD, strictjson.dumps(self.record))
 
     def step_record(self, name: str) -> dict[str, Any]:
         return self.record["steps"].setdefault(name, {})
@@ -400,22 +398,6 @@ class Run:
                     raise StepFailedError(name, step.op, error) from exc
                 rec["wall_seconds"] = time.perf_counter() - t0
                 self.save()
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with every non-finite float replaced by ``None``.
-
-    Python writes them as ``NaN``/``Infinity``, which JSON does not have: ``jq``, browsers and
-    most JSON libraries then refuse the whole record (an op's metric may be undefined, such as
-    the ice edge of a hemisphere without an ice cap).
-    """
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
