@@ -50,6 +50,7 @@ def submit_cmd(
     """Run a workflow on the cluster its config describes (params: --set params.x=...)."""
     from openclaw_dask.runtime.cluster import ClusterLostError
     from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
+    from openclaw_dask.workflows.recovery import WorkersLostError
     from openclaw_dask.workflows.runner import StepFailedError, run_workflow
 
     if resume and run_dir:
@@ -73,9 +74,10 @@ def submit_cmd(
             sys.exit(1)
         if isinstance(exc.error, ClusterLostError):  # not the step's fault: no traceback
             err.print(f"[red]failed:[/] step {exc.step!r}: {exc.error}", markup=True)
+            again = "from it" if isinstance(exc.error, WorkersLostError) else "once a cluster runs"
             err.print(
                 "completed steps, their outputs and the last checkpoint are kept; "
-                "--resume continues once a cluster runs",
+                f"--resume continues {again}",
                 markup=False,
             )
             sys.exit(1)

@@ -49,6 +49,12 @@ from openclaw_dask.workflows import lock as run_dir_lock
 from openclaw_dask.workflows import strictjson, zarrio
 from openclaw_dask.workflows.context import IterativeOp, StepContext
 from openclaw_dask.workflows.progress import compute_with_progress
+from openclaw_dask.workflows.recovery import (
+    MAX_RECOVERIES,
+    WorkersLostError,
+    prepare_to_continue,
+    worker_addresses,
+)
 from openclaw_dask.workflows.resume import RUN_RECORD, carried_inputs, read_run, resume_problems
 from openclaw_dask.workflows.spec import StepSpec, Workflow, load_workflow
 
@@ -229,6 +235,58 @@ class Run:
         rec: dict[str, Any],
         fingerprint: str,
     ) -> None:
+        """Run the windows of an iterative step; after a lost worker, continue from the last
+        checkpoint (at most ``MAX_RECOVERIES`` times: :mod:`~openclaw_dask.workflows.recovery`)."""
+        client = ctx.client
+        ckpt_dir = self.run_dir / CHECKPOINTS / step.name
+        recoveries: list[dict[str, Any]] = []
+        while True:
+            before = worker_addresses(client)
+            try:
+                self._iterate(step, ctx, progress, bar, rec, fingerprint)
+                return
+            except Exception as exc:
+                if isinstance(exc, ConfigError) or cluster_gone(client):
+                    raise
+                lost = sorted(before - worker_addresses(client))
+                if not lost:
+                    raise
+                saved = self._read_checkpoint(ckpt_dir)
+                at = int(saved["step"]) if saved and saved["fingerprint"] == fingerprint else 0
+                if len(recoveries) >= MAX_RECOVERIES:
+                    raise WorkersLostError(
+                        f"workers were lost {len(recoveries) + 1} times during the step (the "
+                        f"last: {', '.join(lost)}): killed, out of memory (memory.spill) or "
+                        f"their host gone"
+                    ) from exc
+                recoveries.append(
+                    {
+                        "lost": lost,
+                        "from_step": at,
+                        "time": time.time(),
+                        "error": f"{type(exc).__name__}: {exc}".splitlines()[0],
+                    }
+                )
+                rec["recoveries"] = recoveries
+                self.save()
+                if self.announce:
+                    self.announce(
+                        f"{step.name}: lost worker {', '.join(lost)}; continuing from step "
+                        f"{at:,}, the last checkpoint (recovery {len(recoveries)} of "
+                        f"{MAX_RECOVERIES})"
+                    )
+                prepare_to_continue(client, len(before))
+
+    def _iterate(
+        self,
+        step: StepSpec,
+        ctx: StepContext,
+        progress: Any,
+        bar: Any,
+        rec: dict[str, Any],
+        fingerprint: str,
+    ) -> None:
+        """The windows from the last checkpoint (or step 0) to the end."""
         op: IterativeOp = step.info.target(ctx, **step.args)
         client = ctx.client
         total = int(op.total_steps)

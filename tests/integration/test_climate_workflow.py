@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import dask
 import numpy as np
+import psutil
 import xarray as xr
 
 from openclaw_dask.config import load_config
@@ -18,6 +24,7 @@ from openclaw_dask.workflows.context import StepContext
 from openclaw_dask.workflows.ops.climate import EnergyBalanceModel, forcing
 from openclaw_dask.workflows.runner import run_workflow
 from tests.conftest import ROOT
+from tests.integration.test_workflow_run import wait_for_checkpoint
 
 CLIMATE = ROOT / "workflows/climate.yaml"
 QUICK = [
@@ -162,3 +169,44 @@ def test_host_fields_go_to_the_workers_once_not_inside_graphs(tmp_path: Path) ->
         state = EnergyBalanceModel(ctx, years=1, spinup_years=0).initial_state()
         assert _largest_array_in_graph(state["T"].data) < 10_000
         assert state["T"].chunks[0] == forcing_ds["heat_capacity"].chunks[0]
+
+
+def test_a_worker_lost_mid_run_costs_one_window_and_changes_no_bit(tmp_path: Path) -> None:
+    """The climate model sends its first state and capacity to the workers once, so Dask alone
+    cannot recompute a band whose worker died: the run continues from its last checkpoint."""
+    banded = _banded(tmp_path)
+    sets = [*QUICK, "params.spinup_years=0", "params.years=2", "distributed.sync_interval=100"]
+    exe = Path(sys.executable).with_name("openclaw-dask")
+    command = [str(exe), "submit", str(banded), "--no-report", "--set", *sets]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run_dir = tmp_path / "killed"
+    proc = subprocess.Popen(
+        [*command, "--run-dir", str(run_dir)],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        seen = wait_for_checkpoint(proc, run_dir, 300, name="simulate")
+        workers = [
+            p
+            for p in psutil.Process(proc.pid).children(recursive=True)
+            if "spawn_main" in " ".join(p.cmdline())
+        ]
+        assert seen >= 300 and len(workers) == 2, (seen, workers, proc.poll())
+        workers[-1].send_signal(signal.SIGKILL)  # its nanny starts a new one
+        _, stderr = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, stderr
+    assert "simulate: lost worker tcp://" in stderr and "(recovery 1 of 3)" in stderr, stderr
+    killed = json.loads((run_dir / "run.json").read_text())
+    [recovery] = killed["steps"]["simulate"]["recoveries"]
+    assert recovery["from_step"] >= 300
+
+    whole = run_workflow(banded, overrides=sets, run_dir=tmp_path / "whole")
+    for name in ("simulate", "analyse"):
+        assert killed["steps"][name]["checksums"] == whole["steps"][name]["checksums"], name

@@ -50,9 +50,11 @@ def start_in_own_group(run_dir: Path, args: list[str], **kw: Any) -> subprocess.
     return subprocess.Popen(command, text=True, env=env, start_new_session=True, **kw)
 
 
-def wait_for_checkpoint(proc: subprocess.Popen[str], run_dir: Path, step: int) -> int:
-    """The diffuse step's committed checkpoint once it reaches ``step`` (or the run ends)."""
-    checkpoint = run_dir / ".checkpoints" / "diffuse" / "checkpoint.json"
+def wait_for_checkpoint(
+    proc: subprocess.Popen[str], run_dir: Path, step: int, name: str = "diffuse"
+) -> int:
+    """Step ``name``'s committed checkpoint once it reaches ``step`` (or the run ends)."""
+    checkpoint = run_dir / ".checkpoints" / name / "checkpoint.json"
     deadline = time.monotonic() + 240
     seen = 0
     while time.monotonic() < deadline and seen < step and proc.poll() is None:

@@ -1,0 +1,51 @@
+"""An iterative step that loses a worker continues from its last checkpoint, in the same run.
+
+Dask recomputes a lost result from its graph, but an iterative step cuts its graph at every
+window (the state is persisted and the window before it released, dask#3898), and the climate
+model also sends its first state and heat capacity to the workers once (``place_bands``): when
+the worker holding them dies, the scheduler has nothing to recompute them from and cancels the
+window ("already forgotten"). A nanny restarts the worker within seconds, so the run itself can
+go on from its last checkpoint, as ``--resume`` would, instead of failing the step: the outputs
+are cut back to the checkpoint's extents and the windows after it run again (bit-identical,
+which the tests check). A step gives up after :data:`MAX_RECOVERIES` losses (a worker that is
+killed again and again, say for memory, would otherwise loop), with the checkpoint kept for
+``--resume``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from openclaw_dask.runtime.cluster import ClusterLostError
+
+#: Worker losses an iterative step recovers from before it fails.
+MAX_RECOVERIES = 3
+
+#: Seconds to wait for restarted workers to come back before going on with fewer.
+WORKER_RETURN_TIMEOUT = 30.0
+
+
+class WorkersLostError(ClusterLostError):
+    """Workers were lost more often than a step recovers from (not the step's own fault)."""
+
+
+def worker_addresses(client: Any) -> set[str]:
+    """The addresses of the cluster's workers now (a restarted worker has a new one)."""
+    return set(client.nthreads())
+
+
+def prepare_to_continue(client: Any, workers: int) -> None:
+    """Cancel everything the lost window left running and wait for the workers to return.
+
+    The window's writes must not land after the outputs are cut back to the checkpoint (a task
+    that already runs cannot be stopped, so this waits until none runs), and the bands of the
+    next window are placed on the workers there are then.
+    """
+    client.cancel(list(client.futures), force=True)
+    deadline = time.monotonic() + WORKER_RETURN_TIMEOUT
+    while time.monotonic() < deadline:
+        busy = any(client.processing().values())
+        if not busy and len(client.nthreads()) >= workers:
+            return
+        time.sleep(0.1)
