@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from openclaw_dask.runtime.cluster import ClusterLostError
+from openclaw_dask.runtime.cluster import ClusterLostError, cancel_all
 
 #: Worker losses an iterative step recovers from before it fails.
 MAX_RECOVERIES = 3
@@ -42,10 +42,20 @@ def prepare_to_continue(client: Any, workers: int) -> None:
     that already runs cannot be stopped, so this waits until none runs), and the bands of the
     next window are placed on the workers there are then.
     """
-    client.cancel(list(client.futures), force=True)
+    cancel_all(client, force=True)
     deadline = time.monotonic() + WORKER_RETURN_TIMEOUT
     while time.monotonic() < deadline:
-        busy = any(client.processing().values())
+        # a cancelled task that already runs goes on in its thread until it returns
+        running = client.run(_running_tasks, on_error="return").values()
+        busy = any(isinstance(n, int) and n > 0 for n in running)  # not a worker going away
         if not busy and len(client.nthreads()) >= workers:
             return
         time.sleep(0.1)
+
+
+def _running_tasks(dask_worker: Any) -> int:
+    """Tasks whose code runs in this worker now, cancelled ones included."""
+    return sum(ts.state in _RUNNING for ts in dask_worker.state.tasks.values())
+
+
+_RUNNING = frozenset({"executing", "long-running", "cancelled", "resumed"})

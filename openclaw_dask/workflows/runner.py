@@ -252,7 +252,7 @@ class Run:
                 if not lost:
                     raise
                 saved = self._read_checkpoint(ckpt_dir)
-                at = int(saved["step"]) if saved and saved["fingerprint"] == fingerprint else 0
+                at = int(saved["step"]) if saved and saved.get("fingerprint") == fingerprint else 0
                 if len(recoveries) >= MAX_RECOVERIES:
                     raise WorkersLostError(
                         f"workers were lost {len(recoveries) + 1} times during the step (the "
