@@ -59,7 +59,7 @@ def _stencil(resolution: float, steps: int) -> Callable[[Client, Config], Callab
         batch_size = int(config["distributed.batch_size"])
         threads = sum(client.nthreads().values())
         deterministic = bool(config["parallel.deterministic_mode"])
-        bands = band_count(grid.nlat, threads, batch_size, deterministic)
+        bands = band_count(grid.shape, threads, batch_size, deterministic)
         k = steps_per_task(batch_size, bands)
         state, placed_capacity, homes = placed_state(client, start, capacity, bands)
 

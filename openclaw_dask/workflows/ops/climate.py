@@ -9,10 +9,12 @@ outputs' attributes, so anyone can recompute North's analytic solution from the 
 
 Bands: the state is chunked in latitude bands of whole rows. A halo of ``K = batch_size`` rows
 costs ``K/height`` redundant work (two sides, each a shrinking cone), and each task should carry
-well over 100 ms (Dask's per-task cost here is 3-6 ms), so the op uses as many bands as there
-are worker threads only while each band stays at least ``8 K`` rows tall; below that (e.g. the
-2° default: 90 rows) it runs one band, and a single band needs no halo exchange at all, so one
-task then advances a whole segment (up to a month or a sync window) instead of ``K`` steps.
+well over 100 ms (Dask's per-task cost here is 3-6 ms, and a batch of halo tasks 15-20 ms of
+round trips), so the op uses as many bands as there are worker threads only while each band
+stays at least ``8 K`` rows tall and each of its tasks carries at least
+``MIN_UPDATES_PER_TASK`` cell-updates; below that (the 2° default, 1°, 0.5° with ``K = 16``)
+it runs one band, and a single band needs no halo exchange at all, so one task then advances a
+whole segment (up to a month or a sync window) instead of ``K`` steps.
 """
 
 from __future__ import annotations
@@ -55,9 +57,17 @@ def _coords(grid: LatLonGrid) -> dict[str, Any]:
 DETERMINISTIC_MAX_BANDS = 4
 
 
-def choose_bands(nlat: int, ctx: StepContext) -> int:
+#: Least cell-updates a halo-exchanging task should carry (~30 ms on the 2-core development VM,
+#: where each batch of halo tasks costs ~15-20 ms of Dask round trips). Measured there,
+#: interleaved, 1 band (one task per call) against 2 bands on 2 workers: 0.5° K=16 (2.1 M per
+#: band task) 139 against 124 Mcell/s, 0.5° K=4 142 against 57, 1° K=4 132 against 18, and
+#: 0.25° K=16 (8.3 M per band task) 125 against 179.
+MIN_UPDATES_PER_TASK = 4_000_000
+
+
+def choose_bands(grid: LatLonGrid, ctx: StepContext) -> int:
     """Latitude bands for ``ctx``'s cluster and config: :func:`band_count`."""
-    return band_count(nlat, ctx.worker_threads, ctx.batch_size, ctx.deterministic)
+    return band_count(grid.shape, ctx.worker_threads, ctx.batch_size, ctx.deterministic)
 
 
 def steps_per_task(batch_size: int, bands: int) -> int:
@@ -65,14 +75,22 @@ def steps_per_task(batch_size: int, bands: int) -> int:
     return batch_size if bands > 1 else 2**31
 
 
-def band_count(nlat: int, threads: int, batch_size: int, deterministic: bool = False) -> int:
-    """Latitude bands: one per thread while each band is at least ``8 K`` rows tall.
+def band_count(
+    shape: tuple[int, int], threads: int, batch_size: int, deterministic: bool = False
+) -> int:
+    """Latitude bands: one per thread while each band is at least ``8 K`` rows tall and each
+    of its tasks carries at least :data:`MIN_UPDATES_PER_TASK` cell-updates (``K`` steps).
 
-    In deterministic mode the count depends on the grid only, never on the cluster: the
-    stepper is bit-identical for any banding, but the analysis reductions sum chunk by chunk.
+    Below that one band is faster: it exchanges no halos and advances a whole segment per task.
+    In deterministic mode the count depends on the grid and ``K`` only, never on the cluster:
+    the stepper is bit-identical for any banding, but the analysis reductions sum chunk by
+    chunk.
     """
+    nlat, nlon = shape
     tall_enough = nlat // (MIN_ROWS_PER_HALO * batch_size)
-    return max(1, min(DETERMINISTIC_MAX_BANDS if deterministic else threads, tall_enough))
+    busy_enough = nlat * nlon * batch_size // MIN_UPDATES_PER_TASK
+    limit = DETERMINISTIC_MAX_BANDS if deterministic else threads
+    return max(1, min(limit, tall_enough, busy_enough))
 
 
 def _placed(client: Any, field: np.ndarray, bands: tuple[int, ...]) -> da.Array:
@@ -118,7 +136,7 @@ def forcing(
     for k in range(spy):
         s += insolation_factor(params, grid.sin_lat, grid.cos_lat, k)
     s /= spy
-    rows = band_chunks(grid.nlat, choose_bands(grid.nlat, ctx))
+    rows = band_chunks(grid.nlat, choose_bands(grid, ctx))
     attrs = {**params.to_attrs(), "resolution": resolution, "steps_per_year": spy}
     ds = xr.Dataset(
         {
@@ -215,7 +233,7 @@ class EnergyBalanceModel(IterativeOp):
         nlat = self.grid.nlat
         if bands:
             _check_bands(bands, nlat, ctx.batch_size, float(self.attrs["resolution"]))
-        self.bands = band_chunks(nlat, bands or choose_bands(nlat, ctx))
+        self.bands = band_chunks(nlat, bands or choose_bands(self.grid, ctx))
         self.batch = steps_per_task(ctx.batch_size, len(self.bands))
         # the capacity goes to the bands' homes once, not into every window's graph (33 MB
         # at 0.125°, which Dask warned about as a large graph)
