@@ -14,7 +14,6 @@ from openclaw_dask.bench.suites import NAMES, suite
 from openclaw_dask.config import Config, ConfigError, detect_hardware, load_config
 from openclaw_dask.config.errors import Problem, did_you_mean
 from openclaw_dask.runtime import start_cluster
-from openclaw_dask.runtime.cluster import cancel_all
 
 
 def check_suites(names: Sequence[str] | None) -> list[str]:
@@ -94,6 +93,5 @@ def benchmark(
             result = suite(name)(ctx).to_dict()
             result["wall_seconds"] = time.perf_counter() - s0
             report["suites"][name] = result
-            cancel_all(client)  # nothing of one suite leaks into the next
     report["wall_seconds"] = time.perf_counter() - t0
     return report

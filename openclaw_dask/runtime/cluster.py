@@ -104,18 +104,6 @@ def on_running_cluster(config: Config, state: Mapping[str, Any]) -> Config:
     return replace(attached, sources={**attached.sources, "cluster.scheduler_address": origin})
 
 
-def cancel_all(client: Client, force: bool = False) -> None:
-    """Cancel every future this client holds.
-
-    ``client.cancel`` takes futures: given the keys of ``client.futures`` it cancels nothing.
-    """
-    from distributed import Future
-
-    futures = [Future(key, client) for key in list(client.futures)]
-    if futures:
-        client.cancel(futures, force=force)
-
-
 class ClusterLostError(RuntimeError):
     """The cluster went away while it ran a step (the step itself did not fail)."""
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from openclaw_dask.runtime.cluster import ClusterLostError, cancel_all
+from openclaw_dask.runtime.cluster import ClusterLostError
 
 #: Worker losses an iterative step recovers from before it fails.
 MAX_RECOVERIES = 3
@@ -36,13 +36,15 @@ def worker_addresses(client: Any) -> set[str]:
 
 
 def prepare_to_continue(client: Any, workers: int) -> None:
-    """Cancel everything the lost window left running and wait for the workers to return.
+    """Wait until nothing of the lost window runs and the workers have returned.
 
-    The window's writes must not land after the outputs are cut back to the checkpoint (a task
-    that already runs cannot be stopped, so this waits until none runs), and the bands of the
-    next window are placed on the workers there are then.
+    The caller has released the window's futures (Dask then drops what has not started; a
+    task that already runs cannot be stopped), and the window's writes must not land after
+    the outputs are cut back to the checkpoint; the bands of the next window are placed on the
+    workers there are then. (``client.cancel`` is not used: in distributed 2026.8 cancelling a
+    key with dependents no client holds fails an assertion in the scheduler, which then drops
+    the client's connection.)
     """
-    cancel_all(client, force=True)
     deadline = time.monotonic() + WORKER_RETURN_TIMEOUT
     while time.monotonic() < deadline:
         # a cancelled task that already runs goes on in its thread until it returns

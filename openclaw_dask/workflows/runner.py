@@ -275,7 +275,9 @@ class Run:
                         f"{at:,}, the last checkpoint (recovery {len(recoveries)} of "
                         f"{MAX_RECOVERIES})"
                     )
-                prepare_to_continue(client, len(before))
+                # the traceback's frames hold the lost window's futures: release them
+                traceback.clear_frames(exc.__traceback__)
+            prepare_to_continue(client, len(before))
 
     def _iterate(
         self,

@@ -14,7 +14,6 @@ from distributed import get_worker
 
 from openclaw_dask.config import ConfigError, detect_hardware, load_config
 from openclaw_dask.runtime import inspect_workers, memory_compact, refused_workers, start_cluster
-from openclaw_dask.runtime.cluster import cancel_all
 
 BASE = ["cluster.dashboard_address=127.0.0.1:0"]
 
@@ -252,12 +251,3 @@ def test_attach_to_running_cluster_checks_the_config() -> None:
         with pytest.raises(ConfigError, match=other_config), start_cluster(config, address=address):
             pass
         assert len(client.scheduler_info()["workers"]) == 1  # nobody was refused for it
-
-
-def test_cancel_all_cancels_every_future_of_the_client() -> None:
-    with cluster("parallel.processes=1") as client:
-        queued = [client.submit(time.sleep, 5, pure=False) for _ in range(3)]
-        kept_elsewhere = [f.key for f in queued]
-        cancel_all(client)  # cancelling the keys of client.futures would cancel nothing
-        assert all(f.status == "cancelled" for f in queued), [f.status for f in queued]
-        assert not set(kept_elsewhere) & set(client.futures)
