@@ -14,9 +14,9 @@ and badly from there:
   exception with its traceback; ``submit`` prints one line and keeps the traceback in
   ``run.json``. The worker's copy of that message is dropped, and so is the warning a worker
   logs for a task cut short by its own closing (which Dask says happens only in
-  ``Worker.close``: the client closing the cluster after Ctrl-C) and the error a worker logs
-  when a peer closes in the middle of a transfer from it (the same closing; a peer that died
-  is still reported by its nanny and the scheduler); other worker logs are kept.
+  ``Worker.close``: the client closing the cluster after Ctrl-C) and the errors a worker logs
+  when a peer closes in the middle of a transfer to or from it (the same closing; a peer that
+  died is still reported by its nanny and the scheduler); other worker logs are kept.
 
 On the client side, :func:`quiet_interrupted_sync` drops one log record of a Dask bug: when
 Ctrl-C lands in ``distributed.utils.sync`` before its coroutine has started, the ``cancel``
@@ -50,10 +50,15 @@ def _not_closed_mid_task(record: logging.LogRecord) -> bool:
     return not (message.startswith("Async instruction for") and "CancelledError" in message)
 
 
+#: Dask's worker log messages for a transfer cut by the other end: sending to a peer that
+#: closed, and fetching from one (``distributed/worker.py``).
+CUT_TRANSFERS = ("failed during get data", "Worker stream died during communication")
+
+
 def _not_a_cut_transfer(record: logging.LogRecord) -> bool:
-    # a peer that closed while this worker sent it data (the cluster closing after Ctrl-C);
-    # a peer that died is still reported by the nanny and the scheduler
-    return not str(record.msg).startswith("failed during get data")
+    # a peer that closed in the middle of a transfer with this worker (the cluster closing
+    # after Ctrl-C); a peer that died is still reported by its nanny and the scheduler
+    return not str(record.msg).startswith(CUT_TRANSFERS)
 
 
 def _not_the_sync_cancel_bug(record: logging.LogRecord) -> bool:

@@ -23,6 +23,8 @@ def test_only_the_records_submit_reports_itself_are_dropped() -> None:
     assert terminal._not_closed_mid_task(record("distributed.worker.state_machine", "other"))
     cut = "failed during get data with tcp://127.0.0.1:40519 -> tcp://127.0.0.1:34815"
     assert not terminal._not_a_cut_transfer(record("distributed.worker", cut))
+    fetch = "Worker stream died during communication: %s"  # the fetching side of the same
+    assert not terminal._not_a_cut_transfer(record("distributed.worker", fetch))
     assert terminal._not_a_cut_transfer(record("distributed.worker", "Compute Failed"))
     # distributed.utils.sync's cancel() on an early Ctrl-C, exactly as Python words it
     bug = NameError("cannot access free variable 'future' where it is not associated with a value")
