@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 import click
 from dask.utils import format_bytes
@@ -99,6 +100,11 @@ def up_cmd(config_path: str | None, overrides: tuple[str, ...]) -> None:
     )
 
 
+def _state_origin(state: dict[str, Any] | None) -> Problem | None:
+    """Where an address read from the state file came from, for connection errors."""
+    return Problem("", origin=f"cluster up (pid {state['pid']})") if state else None
+
+
 @cluster_group.command("down")
 def down_cmd() -> None:
     """Stop the cluster started by `cluster up`."""
@@ -124,11 +130,12 @@ def status_cmd(address: str | None) -> None:
     from openclaw_dask.runtime.inspect import inspect_workers, refused_workers
 
     state = read_state()
+    where = _state_origin(state) if not address else None
     address = address or (state or {}).get("address")
     if not address:
         err.print("no cluster is running (start one with `openclaw-dask cluster up`)")
         sys.exit(1)
-    with connect(address) as client:
+    with connect(address, where) as client:
         facts = inspect_workers(client)
         refused = refused_workers(client)
         link = client.dashboard_link
@@ -177,11 +184,13 @@ def compact_cmd(address: str | None) -> None:
     from openclaw_dask.runtime.cluster import connect
     from openclaw_dask.runtime.memory import memory_compact
 
-    address = address or (read_state() or {}).get("address")
+    state = read_state()
+    where = _state_origin(state) if not address else None
+    address = address or (state or {}).get("address")
     if not address:
         err.print("no cluster is running; pass --address")
         sys.exit(1)
-    with connect(address) as client:
+    with connect(address, where) as client:
         result = memory_compact(client)
     for worker, r in sorted(result.items()):
         out.print(

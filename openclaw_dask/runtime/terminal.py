@@ -23,9 +23,9 @@ Ctrl-C lands in ``distributed.utils.sync`` before its coroutine has started, the
 callback reads the not yet assigned ``future`` and tornado logs a ``NameError`` traceback
 (distributed 2026.8; dask/distributed#5758 had made ``cancel`` handle that case). The interrupt
 itself is unaffected: it still reaches the caller, and there is nothing to cancel yet. It also
-drops the ``CancelledError`` traceback the client logs when it is closed while it tries to
-reconnect to a scheduler that stopped (``cluster down`` during a run): the run reports the lost
-cluster in one line (``ClusterLostError``), and closing is what cancels the attempt.
+drops what the client logs about a scheduler that stopped (``cluster down`` during a run): that
+it gives up reconnecting, and the ``CancelledError`` tracebacks of its reconnection or closing
+cut short; the run reports the lost cluster in one line (``ClusterLostError``).
 """
 
 from __future__ import annotations
@@ -66,19 +66,27 @@ def _not_the_sync_cancel_bug(record: logging.LogRecord) -> bool:
     return not (isinstance(error, NameError) and "'future'" in str(error))
 
 
-def _not_a_cancelled_reconnect(record: logging.LogRecord) -> bool:
+#: Dask's client log when it gives up on a scheduler that stopped (``distributed/client.py``).
+GAVE_UP = "Failed to reconnect to scheduler"
+
+
+def _not_a_lost_scheduler_echo(record: logging.LogRecord) -> bool:
+    # the client's own logs of a scheduler that went away: giving up, and the CancelledError of
+    # its reconnection or closing cut short; the run reports the lost cluster in one line
+    if str(record.msg).startswith(GAVE_UP):
+        return False
     error = record.exc_info[1] if record.exc_info else None
     if not isinstance(error, asyncio.CancelledError):
         return True
     frames = traceback.extract_tb(error.__traceback__)
-    return not any(frame.name == "_reconnect" for frame in frames)
+    return not any(frame.name in ("_reconnect", "_close") for frame in frames)
 
 
 def quiet_interrupted_sync() -> None:
-    """Drop tornado's log of the ``sync``-``cancel`` ``NameError`` and the client's log of a
-    reconnection cancelled by closing, in this process (idempotent)."""
+    """Drop tornado's log of the ``sync``-``cancel`` ``NameError`` and the client's logs of a
+    scheduler that stopped, in this process (idempotent)."""
     _add_filter("tornado.application", _not_the_sync_cancel_bug)
-    _add_filter("distributed.client", _not_a_cancelled_reconnect)
+    _add_filter("distributed.client", _not_a_lost_scheduler_echo)
 
 
 def _add_filter(name: str, keep: Any) -> None:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from openclaw_dask.runtime.state import read_state
+from openclaw_dask.runtime.state import clear_state, read_state, write_state
 from tests.conftest import ROOT
 
 EXE = Path(sys.executable).with_name("openclaw-dask")
@@ -67,6 +67,16 @@ def test_bad_input_exits_2_and_starts_nothing() -> None:
     assert unreachable.returncode == 2
     assert "no scheduler answers at tcp://127.0.0.1:1" in unreachable.stderr
     assert "Traceback" not in unreachable.stderr
+
+    # the address of a `cluster up` whose scheduler stopped answering: said as such
+    write_state({"address": "tcp://127.0.0.1:1", "pid": os.getpid(), "backend": "local"})
+    try:
+        hung = sh("cluster", "status")
+    finally:
+        clear_state()
+    assert hung.returncode == 2
+    assert f"cluster up (pid {os.getpid()}): no scheduler answers" in hung.stderr, hung.stderr
+    assert "--address" not in hung.stderr
 
 
 def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Path) -> None:

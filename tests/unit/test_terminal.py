@@ -55,9 +55,11 @@ def raised_in(name: str) -> BaseException:
     raise AssertionError("not raised")
 
 
-def test_a_reconnection_cancelled_by_closing_is_dropped_and_nothing_else() -> None:
-    reconnect = record("distributed.client", "", raised_in("_reconnect"))
-    assert not terminal._not_a_cancelled_reconnect(reconnect)
-    elsewhere = record("distributed.client", "", raised_in("_gather"))
-    assert terminal._not_a_cancelled_reconnect(elsewhere)
-    assert terminal._not_a_cancelled_reconnect(record("distributed.client", "other"))
+def test_the_client_echoes_of_a_stopped_scheduler_are_dropped_and_nothing_else() -> None:
+    keep = terminal._not_a_lost_scheduler_echo
+    for cut_short in ("_reconnect", "_close"):
+        assert not keep(record("distributed.client", "", raised_in(cut_short)))
+    gave_up = "Failed to reconnect to scheduler after %.2f seconds, closing client"
+    assert not keep(record("distributed.client", gave_up))
+    assert keep(record("distributed.client", "", raised_in("_gather")))
+    assert keep(record("distributed.client", "other"))
