@@ -58,8 +58,7 @@ def _stencil(resolution: float, steps: int) -> Callable[[Client, Config], Callab
         # the bands and steps per task climate.ebm would use with this config and cluster
         batch_size = int(config["distributed.batch_size"])
         threads = sum(client.nthreads().values())
-        deterministic = bool(config["parallel.deterministic_mode"])
-        bands = band_count(grid.shape, threads, batch_size, deterministic)
+        bands = band_count(grid.shape, threads, batch_size)
         k = steps_per_task(batch_size, bands)
         state, placed_capacity, homes = placed_state(client, start, capacity, bands)
 

@@ -71,7 +71,13 @@ class StepContext:
 
     @property
     def deterministic(self) -> bool:
-        """``parallel.deterministic_mode``: fixed chunks and reduction trees, seeded blocks."""
+        """``parallel.deterministic_mode``: the user asks for the same bits on any layout.
+
+        The built-in ops give them in either setting (seeded blocks, fixed chunk sizes, sums
+        that do not depend on the chunking: :func:`~.reductions.sum_rows_first`); an op whose
+        chunking follows the cluster (:attr:`worker_threads`) should fix it, or sum that way,
+        when this is true.
+        """
         return bool(self.config["parallel.deterministic_mode"])
 
     @property

@@ -95,6 +95,8 @@ def test_ratios_are_computed_from_the_measured_times(quick_report: dict[str, Any
     r = s["reduce"]
     cost = median(r, "deterministic_on") / median(r, "deterministic_off")
     assert r["ratios"]["deterministic_cost"] == pytest.approx(cost)
+    # the deterministic sum has the same bits on the cluster's bands and on one band more
+    assert r["notes"][0].endswith("on 2 and 3 bands: True"), r["notes"]
     o = s["overhead"]
     for name, engine, plain in (
         ("submit_vs_plain_dask", "submit", "plain_dask"),

@@ -151,6 +151,4 @@ def test_bands_are_one_per_thread_while_each_is_eight_halos_tall_and_busy() -> N
     assert band_count(one, threads=2, batch_size=4) == 1  # 7x slower as two bands
     assert band_count((1440, 2880), threads=16, batch_size=16) == 11  # 1440 // 128
     assert band_count((90, 180), threads=2, batch_size=16) == 1  # the 2° default: one band
-    # deterministic mode: the grid decides, never the cluster
-    assert band_count((1440, 2880), 1, 16, True) == band_count((1440, 2880), 64, 16, True) == 4
     assert steps_per_task(16, 2) == 16 and steps_per_task(16, 1) == 2**31  # one task a segment

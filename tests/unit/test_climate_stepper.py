@@ -203,32 +203,29 @@ def test_cupy_state_matches_numpy(case) -> None:
     ids=str,
 )
 def test_accumulated_sum_matches_the_reference(bands, batch_size) -> None:
-    """advance(accumulate=True): the sum of T after each step, on any banding.
+    """advance(accumulate=True): the sum of T after each step, on any banding, bit for bit
+    the reference's step-by-step sum, also when a second call continues the first's sum.
 
-    7 steps: the last batch is shorter for every batch size but 2**31 (one batch); K = 4 is
-    the smallest band of the uneven layout and K = 9 that of 5 bands.
+    7 + 5 steps: the last batch is shorter for every batch size but 2**31 (one batch); K = 4
+    is the smallest band of the uneven layout and K = 9 that of 5 bands.
     """
     grid = LatLonGrid(4.0)
     params = EBMParams().resolved(grid)
     T0 = 5.0 + np.cos(np.deg2rad(grid.lat))[:, None] * np.ones(grid.shape)
     expected_sum = np.zeros(grid.shape)
-    batch_sums = None  # the driver's arithmetic: batch sums from 0, added batch by batch
     T = T0
-    for k in range(7):
-        if k % batch_size == 0:
-            batch = np.zeros(grid.shape)
+    for k in range(12):
         T = run_reference(params, grid, 1, T, step0=100 + k)
         expected_sum += T
-        batch += T
-        if (k + 1) % batch_size == 0 or k == 6:
-            batch_sums = batch if batch_sums is None else batch_sums + batch
+        if k == 6:
+            T7, sum7 = T, expected_sum.copy()
     state = to_bands(T0, bands)
     end, total = advance(state, params, grid, 7, batch_size, step0=100, accumulate=True)
     assert end.chunks == total.chunks == state.chunks
-    end, total = dask.compute(end, total, scheduler="threads")
-    assert np.array_equal(end, T)
-    assert np.array_equal(total, batch_sums)
-    np.testing.assert_allclose(total, expected_sum, rtol=1e-14)
+    end2, total2 = advance(end, params, grid, 5, batch_size, 107, accumulate=True, total=total)
+    end, total, end2, total2 = dask.compute(end, total, end2, total2, scheduler="threads")
+    assert np.array_equal(end, T7) and np.array_equal(total, sum7)
+    assert np.array_equal(end2, T) and np.array_equal(total2, expected_sum)
 
 
 def test_accumulate_with_a_dask_capacity_and_no_steps(case) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 
 from openclaw_dask.workflows.climate.grid import LatLonGrid
 from openclaw_dask.workflows.climate.namespace import get_namespace, to_numpy
+from openclaw_dask.workflows.reductions import sum_rows_first
 
 __all__ = [
     "annual_mean",
@@ -27,6 +28,9 @@ __all__ = [
 def global_mean(field: Any, grid: LatLonGrid) -> Any:
     """Area-weighted global mean over the trailing ``(lat, lon)`` axes.
 
+    Summed row by row, then over the whole latitude column (:func:`sum_rows_first`), so the
+    bits do not depend on how a dask ``field`` is chunked in latitude.
+
     Parameters
     ----------
     field : array, shape (..., nlat, nlon)
@@ -38,7 +42,7 @@ def global_mean(field: Any, grid: LatLonGrid) -> Any:
     """
     xp = get_namespace(field)  # numpy also for dask: the weights then broadcast lazily
     weights = xp.asarray(grid.area_weights[:, None])
-    return (field * weights).sum(axis=(-2, -1))
+    return sum_rows_first(field * weights)
 
 
 def zonal_mean(field: Any) -> Any:

@@ -409,6 +409,8 @@ def advance_with(
     accumulate: bool = False,
     overwrite: bool = False,
     shrink: tuple[bool, bool] = (False, False),
+    total: Any = None,
+    total_rows: tuple[int, int] | None = None,
 ) -> Any:
     """:func:`advance_band` with operators built beforehand (``ops.nrows`` rows like ``T``).
 
@@ -425,6 +427,13 @@ def advance_with(
         step, so step ``s`` (from 0) skips the ``s`` outermost rows there, which are already
         wrong: the valid rows get the same bits and the halo costs half the work (a shrinking
         cone instead of a rectangle). Skipped rows (and their sums) hold stale values.
+    total : array, optional
+        With ``accumulate``: a running sum to continue, added to in place and returned, instead
+        of a new one from zeros. Each step's temperatures are added to it one step at a time,
+        so a sum carried across calls has the same bits however the steps are split.
+    total_rows : (int, int), optional
+        The rows ``start, stop`` of ``T`` that the sum covers (default all); the Dask driver
+        sums a band's own rows, not its halo.
 
     Returns
     -------
@@ -435,7 +444,11 @@ def advance_with(
         out = xp.ascontiguousarray(T, dtype=xp.float64)
     else:
         out = xp.array(T, dtype=xp.float64, copy=True, order="C")
-    total = xp.zeros_like(out) if accumulate else None
+    first, stop = (0, out.shape[0]) if total_rows is None else total_rows
+    if accumulate and total is None:
+        total = xp.zeros_like(out[first:stop])
+    if accumulate and total.shape != out[first:stop].shape:
+        raise ValueError(f"a running sum of shape {total.shape} for rows {first}:{stop}")
     if nsteps > 0:
         if ops is None or ops.nrows != out.shape[0]:
             rows = None if ops is None else ops.nrows
@@ -446,9 +459,11 @@ def advance_with(
             lo, hi = (s if south else 0), (rows - s if north else rows)
             if lo >= hi:
                 raise ValueError(f"{nsteps} steps shrink a band of {rows} rows to nothing")
+            if accumulate and not lo <= first < stop <= hi:
+                raise ValueError(f"step {s} leaves rows {lo}:{hi}, the sum needs {first}:{stop}")
             step_band(out[lo:hi], ops.rows(lo, hi), n)
-            if total is not None:
-                total[lo:hi] += out[lo:hi]
+            if accumulate:
+                total += out[first:stop]
     return (out, total) if accumulate else out
 
 

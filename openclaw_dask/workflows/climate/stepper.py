@@ -49,8 +49,9 @@ bands and its blocks are built by ``ebm-capacity`` tasks. The last batch returns
 blocks, so the result is an ordinary dask array chunked like the input.
 
 With ``accumulate`` the state is ``(T, operators, running sum)`` and the last batch returns
-``[T, sum]`` stacked on a new first axis; the sum adds no task and no hop. It is accumulated as
-``sum + batch sum``, the same arithmetic as adding the batches' sums afterwards.
+``[T, sum]`` stacked on a new first axis; the sum adds no task and no hop. Every step adds its
+temperatures to the running sum (which a call may continue from the last one's), so a monthly
+sum has the same bits for any banding, ``batch_size`` or split of the month into calls.
 
 At the poles there is nothing to exchange: the pole rows' outer faces carry no flux in the
 kernel, so a band that starts at row 0 (or ends at the last row) gets no halo there and needs
@@ -310,6 +311,7 @@ def _batch_task(
     south: Any,
     north: Any,
     capacity: Any,
+    total_in: Any,
     start: int,
     capacity_below: int,
     *,
@@ -332,13 +334,16 @@ def _batch_task(
     capacity : array or None
         The band's capacity block in the first batch (``None`` later: its operators are in
         ``own``); its first ``capacity_below`` rows (and the operators') lie below the band.
+    total_in : array or None
+        With ``accumulate``, in the first batch: the band's running sum to continue (``None``:
+        from zeros); later the sum travels in ``own``.
     start : int
         Global row of the band's first row.
     last : bool
         Whether this is the call's last batch: it returns the band (``[T, sum]`` stacked on a
         new first axis with ``accumulate``) instead of a state.
     """
-    total_before = None
+    total_before = total_in
     if isinstance(own, tuple):
         band, ops, *rest = own
         total_before = rest[0] if rest else None
@@ -369,10 +374,12 @@ def _batch_task(
     if not accumulate:
         out = advance_with(*args, **kwargs)[below : below + rows]
         return out if last else (out, ops)
-    out, total = advance_with(*args, accumulate=True, **kwargs)
-    out, total = out[below : below + rows], total[below : below + rows]
-    if total_before is not None:
-        total = total_before + total
+    # the running sum continues step by step (a copy: a task must not change its inputs)
+    running = xp.zeros_like(band) if total_before is None else xp.array(total_before, copy=True)
+    out, total = advance_with(
+        *args, accumulate=True, total=running, total_rows=(below, below + rows), **kwargs
+    )
+    out = out[below : below + rows]
     return xp.stack([out, total]) if last else (out, ops, total)
 
 
@@ -386,6 +393,7 @@ def advance(
     capacity: Any = None,
     accumulate: bool = False,
     workers: Sequence[str] | None = None,
+    total: da.Array | None = None,
 ) -> Any:
     """Build the graph that advances the chunked state by ``nsteps`` steps.
 
@@ -412,11 +420,15 @@ def advance(
         its contents.
     accumulate : bool, optional
         Also return the sum of the temperatures after each of the ``nsteps`` steps (the
-        numerator of a time mean), computed in the same tasks.
+        numerator of a time mean), computed in the same tasks. The sum adds one step at a
+        time, so it has the same bits for any banding, ``batch_size`` and split into calls
+        when each call continues the last one's sum (``total``).
     workers : sequence of str, optional
         A home worker address per band (:func:`band_homes`): band ``i``'s tasks are loosely
         restricted to ``workers[i]`` (see the module docstring). Default: no restrictions.
         Dask's low-level fusion drops them: persist with ``optimize_graph=False``.
+    total : dask.array.Array, optional
+        With ``accumulate``: the running sum to continue (shape ``grid.shape``); default zeros.
 
     Returns
     -------
@@ -447,8 +459,16 @@ def advance(
         )
     field, c_min = _capacity_field(capacity, params, grid)
     params = params.resolved(grid, c_min)
+    if total is not None:
+        if not accumulate:
+            raise ValueError("a running sum (total) needs accumulate=True")
+        if tuple(total.shape) != grid.shape:
+            raise ValueError(f"a running sum of shape {tuple(total.shape)}, the grid {grid.shape}")
+        total = total.astype(np.float64).rechunk(T.chunks)
     if nsteps == 0:
-        return (T, da.zeros_like(T)) if accumulate else T
+        if not accumulate:
+            return T
+        return T, (da.zeros_like(T) if total is None else total)
 
     n = len(heights)
     if workers is not None and len(workers) != n:
@@ -459,11 +479,16 @@ def advance(
     graph = T.__dask_graph__()
     if capacity_graph is not None:
         graph = HighLevelGraph.merge(graph, capacity_graph)
+    if total is not None:
+        graph = HighLevelGraph.merge(graph, total.__dask_graph__())
     layers, dependencies = dict(graph.layers), dict(graph.dependencies)
-    base = tokenize(capacity_token, heights, deepest, params, grid, accumulate)
+    sum_name = None if total is None else total.name
+    base = tokenize(capacity_token, heights, deepest, params, grid, accumulate, sum_name)
     src, src_layers = T.name, set(T.__dask_layers__())
     # the first batch also reads the capacity blocks, when they are keys
-    capacity_layers = set() if capacity_graph is None else {capacity_blocks[0][0]}
+    first_layers = set() if capacity_graph is None else {capacity_blocks[0][0]}
+    if total is not None:  # so does the running sum
+        first_layers |= set(total.__dask_layers__())
     kind = "ebm-steps-sum" if accumulate else "ebm-steps"
     done = 0
     while done < nsteps:
@@ -494,13 +519,14 @@ def advance(
                 (halo, i, 0) if i > 0 else None,
                 (halo, i, 1) if i < n - 1 else None,
                 capacity_blocks[i] if done == 0 else None,  # later: carried in the state
+                (sum_name, i, 0) if done == 0 and sum_name is not None else None,
                 starts[i],
                 deepest if i > 0 else 0,
             )
             for i in range(n)
         }
         layers[name] = _homed(steps, workers, lambda key: key[-2])
-        dependencies[name] = src_layers | (capacity_layers if done == 0 else set())
+        dependencies[name] = src_layers | (first_layers if done == 0 else set())
         if halos:
             # a halo slice runs where the band it slices lives: (i, 0) band i-1, (i, 1) band i+1
             layers[halo] = _homed(halos, workers, lambda key: key[1] + 2 * key[2] - 1)

@@ -53,10 +53,6 @@ def _coords(grid: LatLonGrid) -> dict[str, Any]:
     }
 
 
-#: Bands used in deterministic mode, whatever the cluster (chunking fixes reduction order).
-DETERMINISTIC_MAX_BANDS = 4
-
-
 #: Least cell-updates a halo-exchanging task should carry (~30 ms on the 2-core development VM,
 #: where each batch of halo tasks costs ~15-20 ms of Dask round trips). Measured there,
 #: interleaved, 1 band (one task per call) against 2 bands on 2 workers: 0.5° K=16 (2.1 M per
@@ -67,7 +63,7 @@ MIN_UPDATES_PER_TASK = 4_000_000
 
 def choose_bands(grid: LatLonGrid, ctx: StepContext) -> int:
     """Latitude bands for ``ctx``'s cluster and config: :func:`band_count`."""
-    return band_count(grid.shape, ctx.worker_threads, ctx.batch_size, ctx.deterministic)
+    return band_count(grid.shape, ctx.worker_threads, ctx.batch_size)
 
 
 def steps_per_task(batch_size: int, bands: int) -> int:
@@ -75,22 +71,18 @@ def steps_per_task(batch_size: int, bands: int) -> int:
     return batch_size if bands > 1 else 2**31
 
 
-def band_count(
-    shape: tuple[int, int], threads: int, batch_size: int, deterministic: bool = False
-) -> int:
+def band_count(shape: tuple[int, int], threads: int, batch_size: int) -> int:
     """Latitude bands: one per thread while each band is at least ``8 K`` rows tall and each
     of its tasks carries at least :data:`MIN_UPDATES_PER_TASK` cell-updates (``K`` steps).
 
     Below that one band is faster: it exchanges no halos and advances a whole segment per task.
-    In deterministic mode the count depends on the grid and ``K`` only, never on the cluster:
-    the stepper is bit-identical for any banding, but the analysis reductions sum chunk by
-    chunk.
+    Deterministic mode needs no fixed count: the stepper, the monthly sums and the analysis
+    give the same bits for any banding (each sums in an order the bands do not change).
     """
     nlat, nlon = shape
     tall_enough = nlat // (MIN_ROWS_PER_HALO * batch_size)
     busy_enough = nlat * nlon * batch_size // MIN_UPDATES_PER_TASK
-    limit = DETERMINISTIC_MAX_BANDS if deterministic else threads
-    return max(1, min(limit, tall_enough, busy_enough))
+    return max(1, min(threads, tall_enough, busy_enough))
 
 
 def _placed(client: Any, field: np.ndarray, bands: tuple[int, ...]) -> da.Array:
@@ -311,7 +303,9 @@ class EnergyBalanceModel(IterativeOp):
                     T, self.params, self.grid, stop - s, self.batch, s, self.capacity, workers=homes
                 )
             else:
-                T, part = advance(
+                # the month's sum continues step by step: its bits do not depend on the bands,
+                # batch_size or where windows split the month
+                T, total = advance(
                     T,
                     self.params,
                     self.grid,
@@ -321,8 +315,9 @@ class EnergyBalanceModel(IterativeOp):
                     self.capacity,
                     accumulate=True,
                     workers=homes,
+                    total=total if count else None,
                 )
-                total, count = total + part, count + (stop - s)
+                count += stop - s
                 if stop == self.month_end(stop - 1):  # the month is complete
                     month = (stop - 1 - self.record_start) * 12 // self.spy
                     records.append(self._record(total / count, month))
@@ -400,8 +395,7 @@ def analyse(ctx: StepContext, *, source: str = "simulate") -> dict[str, xr.Datas
     annual = T.isel(time=slice(0, 12 * years)).coarsen(time=12).mean()
     annual = annual.rename(time="year").assign_coords(year=np.arange(years))
     zonal = annual.mean("lon")  # cells of a row have equal areas
-    weights = xr.DataArray(grid.area_weights, dims="lat")
-    global_series = (T * weights).sum(("lat", "lon"))
+    global_series = xr.DataArray(global_mean(T.data, grid), dims="time", coords={"time": T.time})
     last_year = T.isel(time=slice(12 * (years - 1), 12 * years))
     amplitude = last_year.max("time") - last_year.min("time")
     annual_global = xr.DataArray(global_mean(annual.data, grid), dims="year")
