@@ -49,7 +49,7 @@ def run(ctx: BenchContext) -> SuiteResult:
 
         return go
 
-    t = interleaved({"off": reduce("off"), "on": reduce("on")}, repeats=ctx.repeats(7))
+    t = interleaved({"off": reduce("off"), "on": reduce("on")}, repeats=ctx.repeats(31))
     nbytes = rows * cols * 8
     on_other = dask.compute(*_sums(fields["other"], True))
     off_other = dask.compute(*_sums(fields["other"], False))
