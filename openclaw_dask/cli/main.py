@@ -20,7 +20,7 @@ from openclaw_dask.cli.bench_cmd import benchmark_cmd, tune_cmd
 from openclaw_dask.cli.certs_cmd import certs_group
 from openclaw_dask.cli.cluster_cmd import cluster_group, memory_group
 from openclaw_dask.cli.config_cmd import config_group
-from openclaw_dask.cli.output import err, print_problems
+from openclaw_dask.cli.output import err, no_space, print_problems
 from openclaw_dask.cli.submit_cmd import submit_cmd
 from openclaw_dask.config.errors import ConfigError
 
@@ -44,6 +44,10 @@ class GuardedGroup(click.Group):
         except Exception as exc:
             if os.environ.get("OPENCLAW_DEBUG"):
                 traceback.print_exc()
+            full = no_space(exc)
+            if full:  # not a bug of ours: say what to do
+                err.print(f"[red]error:[/] {escape(full)}; free space and run the command again")
+                sys.exit(EXIT_FAILED)
             err.print(f"[red]error:[/] {escape(f'{type(exc).__name__}: {exc}')}")
             err.print("(set OPENCLAW_DEBUG=1 for the traceback)")
             sys.exit(EXIT_FAILED)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import shutil
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -29,3 +33,43 @@ def print_problems(exc: ConfigError, title: str | None = None) -> None:
 def warn(message: str) -> None:
     """One warning line on stderr."""
     err.print(f"[yellow]warning:[/] {escape(message)}", emoji=False)
+
+
+#: A full disk, or a full quota (the usual way an HPC scratch or home directory fills up).
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def no_space(exc: BaseException, where: str | Path | None = None) -> str | None:
+    """What to say when ``exc`` is a full disk or quota, else ``None``.
+
+    Parameters
+    ----------
+    exc : BaseException
+        The error (an ``OSError`` raised here or in a Dask task keeps its errno on the client).
+    where : str or Path, optional
+        A folder on the filesystem in question, for its free space (default: the error's file).
+
+    Returns
+    -------
+    str or None
+        E.g. ``no space left on device for runs/x/monthly.zarr (28 kB free)``.
+    """
+    if not isinstance(exc, OSError) or exc.errno not in _NO_SPACE:
+        return None
+    what = "disk quota exceeded" if exc.errno == errno.EDQUOT else "no space left on device"
+    target = exc.filename or where
+    free = ""
+    probe = Path(where or target or ".")
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    with contextlib.suppress(OSError):
+        free = f" ({_size(shutil.disk_usage(probe).free)} free)"
+    return f"{what}{f' for {target}' if target else ''}{free}"
+
+
+def _size(nbytes: float) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if nbytes < 1000:
+            return f"{nbytes:.0f} {unit}"
+        nbytes /= 1000
+    return f"{nbytes:.0f} TB"

@@ -5,9 +5,10 @@ from __future__ import annotations
 import sys
 
 import click
+from rich.markup import escape
 
 from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
-from openclaw_dask.cli.output import err, out
+from openclaw_dask.cli.output import err, no_space, out
 from openclaw_dask.config.render import yaml_value
 
 
@@ -78,6 +79,15 @@ def submit_cmd(
             err.print(
                 "completed steps, their outputs and the last checkpoint are kept; "
                 f"--resume continues {again}",
+                markup=False,
+            )
+            sys.exit(1)
+        full = no_space(exc.error, exc.run_dir)
+        if full:  # not the step's fault either
+            err.print(f"[red]failed:[/] step {exc.step!r}: {escape(full)}", markup=True)
+            err.print(
+                "completed steps, their outputs and the last checkpoint are kept; free space "
+                f"(or move the run directory), then --resume {exc.run_dir}",
                 markup=False,
             )
             sys.exit(1)

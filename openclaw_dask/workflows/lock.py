@@ -10,6 +10,7 @@ would let two later runs lock two different files).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fcntl
 import os
@@ -46,6 +47,11 @@ def hold(directory: Path) -> IO[str]:
     handle.seek(0)
     handle.truncate()
     since = dt.datetime.now().isoformat(timespec="seconds")
-    handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {since}\n")
-    handle.flush()
+    try:
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {since}\n")
+        handle.flush()
+    except OSError as exc:  # a full disk: say which file, and let the lock go
+        with contextlib.suppress(OSError):  # closing flushes the same bytes again (and fails)
+            handle.close()
+        raise OSError(exc.errno, exc.strerror, str(directory / LOCK)) from exc
     return handle

@@ -69,6 +69,7 @@ class StepFailedError(Exception):
 
     def __init__(self, step: str, op: str, error: BaseException) -> None:
         self.step, self.op, self.error = step, op, error
+        self.run_dir: Path | None = None  # set by run_workflow
         super().__init__(f"step {step!r} (op {op}) failed: {type(error).__name__}: {error}")
 
 
@@ -684,6 +685,7 @@ def run_workflow(
         record.update(status="rejected", error={"message": str(exc)})
         raise
     except StepFailedError as exc:
+        exc.run_dir = directory
         record.update(
             status="failed",
             error={
@@ -704,6 +706,11 @@ def run_workflow(
         record["finished"] = time.time()
         try:
             run.save()
+        except OSError:
+            # a full disk: when a step already failed (often of the same full disk), that error
+            # is the one to report; run.json keeps its last save, which --resume reads
+            if record["status"] not in ("failed", "interrupted", "rejected"):
+                raise
         finally:
             held.close()  # also when the record cannot be saved (a full disk)
     return record

@@ -160,5 +160,11 @@ def tree_bytes(path: Path) -> int:
 def atomic_write_text(path: Path, text: str) -> None:
     """Write a small file so readers never see it half-written."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    tmp.replace(path)
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no half-written temporary behind
+        if exc.filename is None:  # say which file (a full disk's write does not)
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise

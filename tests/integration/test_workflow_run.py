@@ -18,6 +18,7 @@ import psutil
 import pytest
 import xarray as xr
 
+from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.lock import LOCK
 from openclaw_dask.workflows.runner import ProgressNews, _duration, run_workflow
 from tests.conftest import ROOT
@@ -143,6 +144,51 @@ def test_failing_op_reports_and_keeps_completed_outputs(tmp_path: Path) -> None:
     assert rec["error"]["step"] == "bad" and "kaboom" in rec["error"]["message"]
     assert rec["steps"]["field"]["status"] == "completed"
     assert xr.open_zarr(run_dir / "field.zarr")["temperature"].shape == (64, 64)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Any:
+    """A real 600 kB filesystem (tmpfs; the tests run as root, as CI does)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(disk)], check=True)
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_full_disk_is_one_line_keeps_the_outputs_and_resume_finishes(
+    tmp_path: Path, small_disk: Path
+) -> None:
+    """The field (424 kB) fits, the diffusion's checkpoints and outputs do not."""
+    sets = [*QUIET, "--set", "params.size=256", "params.chunk=64", "params.steps=120"]
+    run_dir = small_disk / "run"
+    result = submit(str(EXAMPLE), "--no-report", "--run-dir", str(run_dir), *sets)
+    assert result.returncode == 1, result.stderr
+    assert f"failed: step 'diffuse': no space left on device for {run_dir}" in result.stderr
+    assert f"free space (or move the run directory), then --resume {run_dir}" in result.stderr
+    assert "Traceback" not in result.stderr and "Errno" not in result.stderr
+    rec = record_of(run_dir)
+    assert rec["steps"]["field"]["status"] == "completed"
+    field = rec["steps"]["field"]["checksums"]["field"]
+    assert zarrio.checksums(run_dir / "field.zarr") == field  # intact
+    # a disk that is full before anything is written: the file it could not write, no traceback
+    subprocess.run(["dd", "if=/dev/zero", f"of={small_disk}/filler", "bs=4k"], capture_output=True)
+    full = submit(str(EXAMPLE), "--no-report", *sets, cwd=small_disk)
+    assert full.returncode == 1
+    assert "error: no space left on device for runs/example-smoothing/" in full.stderr
+    assert ".openclaw.lock (0 B free); free space and run the command again" in full.stderr
+    assert "Traceback" not in full.stderr
+    (small_disk / "filler").unlink()
+    subprocess.run(["mount", "-o", "remount,size=20m", str(small_disk)], check=True)
+    resumed = submit(str(EXAMPLE), "--no-report", "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stderr
+    again = submit(str(EXAMPLE), "--no-report", "--run-dir", str(tmp_path / "plain"), *sets)
+    assert again.returncode == 0, again.stderr
+    for step in ("field", "diffuse", "profile"):
+        sums = record_of(tmp_path / "plain")["steps"][step]["checksums"]
+        assert record_of(run_dir)["steps"][step]["checksums"] == sums, step
 
 
 def test_user_op_by_import_path_and_resume_skips_done_steps(tmp_path: Path) -> None:

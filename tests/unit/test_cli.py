@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -177,3 +178,16 @@ def test_init_writes_a_valid_config_and_never_overwrites(tmp_path: Path) -> None
 def test_unknown_command_and_option_exit_2() -> None:
     assert CliRunner().invoke(cli, ["config", "frobnicate"]).exit_code == 2
     assert CliRunner().invoke(cli, ["config", "plan", "--backend", "k8s"]).exit_code == 2
+
+
+def test_a_full_disk_or_quota_is_said_in_words(tmp_path: Path) -> None:
+    from openclaw_dask.cli.output import no_space
+
+    quota = no_space(OSError(errno.EDQUOT, "Disk quota exceeded", str(tmp_path / "a" / "b.zarr")))
+    assert quota is not None and quota.startswith(f"disk quota exceeded for {tmp_path}/a/b.zarr (")
+    assert quota.endswith(" free)")  # measured on the nearest folder that exists
+    assert no_space(OSError(errno.ENOSPC, "No space left on device"), tmp_path).startswith(
+        f"no space left on device for {tmp_path} ("
+    )
+    assert no_space(OSError(errno.ENOENT, "No such file")) is None
+    assert no_space(ValueError("no space")) is None
