@@ -51,6 +51,7 @@ def submit_cmd(
     """Run a workflow on the cluster its config describes (params: --set params.x=...)."""
     from openclaw_dask.runtime.cluster import ClusterLostError
     from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
+    from openclaw_dask.runtime.oom import WorkersOutOfMemoryError
     from openclaw_dask.workflows.recovery import WorkersLostError
     from openclaw_dask.workflows.runner import StepFailedError, run_workflow
 
@@ -79,6 +80,15 @@ def submit_cmd(
             err.print(
                 "completed steps, their outputs and the last checkpoint are kept; "
                 f"--resume continues {again}",
+                markup=False,
+            )
+            sys.exit(1)
+        if isinstance(exc.error, WorkersOutOfMemoryError):  # the budget, not the step's code
+            err.print(f"[red]failed:[/] step {exc.step!r}: {escape(str(exc.error))}", markup=True)
+            err.print(
+                "completed steps, their outputs and the last checkpoint are kept; give each "
+                "worker more memory (memory.per_thread_pool_size or memory.global_pool), or "
+                f"make the step's chunks smaller, then --resume {exc.run_dir}",
                 markup=False,
             )
             sys.exit(1)

@@ -22,11 +22,13 @@ import signal
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import CancelledError
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 import dask
+from distributed import KilledWorker
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from openclaw_dask.config import Config, ConfigError, detect_hardware, load_config
@@ -44,6 +46,7 @@ from openclaw_dask.runtime.cluster import (
 )
 from openclaw_dask.runtime.inspect import inspect_workers
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
+from openclaw_dask.runtime.oom import out_of_memory
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 from openclaw_dask.workflows import lock as run_dir_lock
 from openclaw_dask.workflows import strictjson, zarrio
@@ -59,6 +62,9 @@ from openclaw_dask.workflows.resume import RUN_RECORD, carried_inputs, read_run,
 from openclaw_dask.workflows.spec import StepSpec, Workflow, load_workflow
 
 logger = logging.getLogger("openclaw_dask.workflows")
+
+#: What a step fails with when its workers died under it (not an error of its own code).
+LOST_WORK = (ClusterLostError, KilledWorker, CancelledError)
 
 CHECKPOINTS = ".checkpoints"
 PERFORMANCE_REPORT = "performance-report.html"
@@ -446,9 +452,13 @@ class Run:
                 except (KeyboardInterrupt, ConfigError):
                     raise
                 except Exception as exc:
-                    # a stopped cluster cancels every task with reasons that name futures
+                    # a stopped cluster cancels every task with reasons that name futures, and
+                    # workers restarted for memory leave the cluster empty or tasks killed
                     gone = cluster_gone(client)
                     error: Exception = ClusterLostError(gone) if gone else exc
+                    if gone or isinstance(exc, LOST_WORK):
+                        limit = self.plan.layout.get("memory_limit")
+                        error = out_of_memory(client, rec["started"] - 1.0, limit) or error
                     rec.update(
                         status="failed",
                         error=f"{type(error).__name__}: {error}",

@@ -22,7 +22,7 @@ from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.lock import LOCK
 from openclaw_dask.workflows.runner import ProgressNews, _duration, run_workflow
 from tests.conftest import ROOT
-from tests.integration.user_ops import FAILING_WORKFLOW
+from tests.integration.user_ops import FAILING_WORKFLOW, HUNGRY_WORKFLOW
 
 EXE = Path(sys.executable).with_name("openclaw-dask")
 EXAMPLE = ROOT / "workflows/example.yaml"
@@ -144,6 +144,27 @@ def test_failing_op_reports_and_keeps_completed_outputs(tmp_path: Path) -> None:
     assert rec["error"]["step"] == "bad" and "kaboom" in rec["error"]["message"]
     assert rec["steps"]["field"]["status"] == "completed"
     assert xr.open_zarr(run_dir / "field.zarr")["temperature"].shape == (64, 64)
+
+
+def test_workers_restarted_for_memory_are_named_with_their_budget(tmp_path: Path) -> None:
+    """Each task holds 600 MB on 400 MB workers: the nannies restart them and Dask gives up on
+    the task (KilledWorker); the message says memory and which keys to raise."""
+    wf = tmp_path / "hungry.yaml"
+    wf.write_text(HUNGRY_WORKFLOW)
+    run_dir = tmp_path / "run"
+    budget = ["--set", "memory.per_thread_pool_size=400MB"]
+    result = submit(str(wf), "--no-report", "--run-dir", str(run_dir), *QUIET, *budget)
+    assert result.returncode == 1, result.stderr
+    assert (
+        "failed: step 'hungry': workers ran out of memory (a 400 MB budget per worker): "
+        "their nannies restarted tcp://"
+    ) in result.stderr
+    assert "give each worker more memory (memory.per_thread_pool_size" in result.stderr
+    assert f"then --resume {run_dir}" in result.stderr
+    assert "Traceback" not in result.stderr
+    rec = record_of(run_dir)
+    assert rec["steps"]["field"]["status"] == "completed"
+    assert rec["steps"]["hungry"]["error"].startswith("WorkersOutOfMemoryError: workers ran out")
 
 
 @pytest.fixture

@@ -38,3 +38,28 @@ def explode_in_task(ctx: StepContext, *, message: str = "boom") -> dict[str, xr.
     field = ctx.input("field")["temperature"]
     broken = field.copy(data=field.data.map_blocks(_explode_block, message, dtype=float))
     return {"nothing": broken.to_dataset()}
+
+
+#: A workflow whose second step's tasks each need ``megabytes`` of memory for a second.
+HUNGRY_WORKFLOW = (
+    "name: hungry\nsteps:\n"
+    "  field:\n    op: example.field\n    with: {size: 64, chunk: 32}\n"
+    "    outputs: [field.zarr]\n"
+    "  hungry:\n    op: tests.integration.user_ops:hungry\n    needs: [field]\n"
+    "    with: {megabytes: 600}\n    outputs: [nothing.zarr]\n"
+)
+
+
+def _hold_memory(block: np.ndarray, megabytes: int) -> np.ndarray:
+    import time
+
+    held = np.ones(megabytes * 1_000_000 // 8)  # touched: resident, not just reserved
+    time.sleep(1.0)  # long enough for the nanny's memory monitor (every 100 ms)
+    return block + held[0]
+
+
+def hungry(ctx: StepContext, *, megabytes: int = 600) -> dict[str, xr.Dataset]:
+    """A user op whose tasks each hold ``megabytes`` of memory for a second."""
+    field = ctx.input("field")["temperature"]
+    data = field.data.map_blocks(_hold_memory, megabytes, dtype=float)
+    return {"nothing": field.copy(data=data).to_dataset()}
