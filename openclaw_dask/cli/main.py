@@ -68,8 +68,18 @@ cli.add_command(tune_cmd)
 cli.add_command(certs_group)
 
 
+#: multiprocessing's resource tracker (a child of this process) unlinks the semaphores of worker
+#: processes that were killed (for memory, by a signal) at exit, and warns that it did so: a
+#: cleanup that worked, printed as "leaked semaphore objects" after the run's own message.
+QUIET_TRACKER = "ignore:resource_tracker:UserWarning:multiprocessing.resource_tracker"
+
+
 def main() -> None:
     """Console-script entry point."""
+    # children read the filter from the environment (the tracker starts with the first worker)
+    warnings = os.environ.get("PYTHONWARNINGS")
+    if QUIET_TRACKER not in (warnings or ""):
+        os.environ["PYTHONWARNINGS"] = f"{warnings},{QUIET_TRACKER}" if warnings else QUIET_TRACKER
     cli(prog_name="openclaw-dask")
 
 
