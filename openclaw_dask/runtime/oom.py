@@ -10,6 +10,7 @@ so the runner can say what happened and which key to raise.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 __all__ = ["WorkersOutOfMemoryError", "memory_restarts", "out_of_memory"]
@@ -54,10 +55,8 @@ def out_of_memory(client: Any, since: float, planned: Any = None) -> WorkersOutO
     if not restarts:
         return None
     budgets: set[int] = set()
-    try:
+    with contextlib.suppress(Exception):  # the budgets are a detail of the message
         budgets = {w["memory_limit"] for w in client.scheduler_info()["workers"].values()}
-    except Exception:  # the workers' budgets are a detail of the message, not needed
-        budgets = set()
     if not budgets and isinstance(planned, int):
         budgets = {planned}
     shown = ", ".join(f"{r['worker']} at {_mb(r['rss'])}" for r in restarts[:3])
