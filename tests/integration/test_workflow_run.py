@@ -261,8 +261,14 @@ def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Pat
     proc = start_in_own_group(run_dir, args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen = wait_for_checkpoint(proc, run_dir, 200)
     assert 200 <= seen < 2000, f"the run should be mid-way, checkpoint at {seen}"
-    # while it runs, no second run may write its directory (a requeued batch job, say)
-    second = submit(str(EXAMPLE), "--resume", str(run_dir), "--no-report")
+    # while it runs, no second run may write its directory (a requeued batch job, say); the
+    # run is frozen meanwhile, as the second CLI takes seconds and a fast machine had finished
+    # the first run before the Ctrl-C below
+    os.killpg(proc.pid, signal.SIGSTOP)
+    try:
+        second = submit(str(EXAMPLE), "--resume", str(run_dir), "--no-report")
+    finally:
+        os.killpg(proc.pid, signal.SIGCONT)
     assert second.returncode == 2, second.stderr
     assert f"another openclaw-dask run is using this run directory (pid {proc.pid} on " in (
         second.stderr
