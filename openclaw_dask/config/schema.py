@@ -273,7 +273,7 @@ KEYS: tuple[Key, ...] = (
         "memory.per_thread_pool_size",
         OneOf((Choice(("auto",)), Size())),
         "auto",
-        "memory budget per worker thread: worker memory_limit = threads x this",
+        "memory budget per worker thread: worker memory_limit = threads x this (252 MB or more)",
         "bytes",
     ),
     Key(

@@ -175,6 +175,26 @@ def test_hardware_rule(
     assert any(fragment in m for m in msgs), msgs
 
 
+def test_a_worker_budget_below_a_workers_own_footprint_is_refused() -> None:
+    # measured: with 150 MB per worker the climate run paused every worker before its first
+    # task and waited for ever; 252 MB ran it without a pause
+    hw = make_hardware(cores=4)
+    [msg] = hardware(hw, None, parallel__processes=4, memory__per_thread_pool_size=150 * 10**6)
+    assert msg.startswith("memory.per_thread_pool_size: 150 MB gives each worker 150 MB")
+    assert "stops taking tasks at 80% of it (memory.spill.pause)" in msg
+    assert "give each worker at least 252 MB (memory.per_thread_pool_size: 252 MB or more)" in msg
+    assert hardware(hw, None, parallel__processes=4, memory__per_thread_pool_size=252 * 10**6) == []
+    # two threads per worker share a budget: half as much per thread will do
+    assert hardware(hw, None, parallel__processes=2, memory__per_thread_pool_size=126 * 10**6) == []
+    # a node's pool is split over its workers; without a pause the restart is the limit
+    [msg] = hardware(
+        hw, None, parallel__processes=2, memory__global_pool=300 * 10**6, memory__spill__pause=False
+    )
+    assert msg.startswith("memory.global_pool: 300 MB gives each worker 150 MB")
+    assert "is restarted at 95% of it (memory.spill.terminate)" in msg
+    assert "(memory.global_pool: 424 MB or more)" in msg
+
+
 def test_physical_threads_on_smt_machine() -> None:
     hw = make_hardware(cores=8, smt=2)
     assert hardware(hw, None, parallel__thread_pool_size="physical", parallel__processes=4) == []
