@@ -1,4 +1,4 @@
-"""Workers that their nannies restarted for memory, named after a step failed.
+"""Workers out of memory: restarted by their nannies, or paused for good.
 
 A nanny restarts its worker when the process passes ``memory.spill.terminate`` of its budget
 (Dask's ``distributed.worker.memory.terminate``, 95 % by default) and logs a
@@ -6,14 +6,26 @@ A nanny restarts its worker when the process passes ``memory.spill.terminate`` o
 tasks left behind (no workers left, ``KilledWorker``, futures already forgotten), which points at
 the cluster or the step instead of the budget. :func:`memory_restarts` reads the events back,
 so the runner can say what happened and which key to raise.
+
+A worker also stops taking tasks at ``memory.spill.pause`` (80 %) and waits for its memory to
+fall. When the memory is not Dask's to spill (a task's leak, a library's cache, the process
+itself) it never falls: with every worker paused, Dask waits for ever. :class:`PauseWatch`
+notices that and turns it into the same error.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 from typing import Any
 
-__all__ = ["WorkersOutOfMemoryError", "memory_restarts", "out_of_memory"]
+__all__ = ["PauseWatch", "WorkersOutOfMemoryError", "memory_restarts", "out_of_memory"]
+
+#: Seconds every worker may stay paused, freeing no memory, before the step fails.
+PAUSE_GRACE_SECONDS = 60.0
+#: A paused cluster whose memory fell by this fraction of its budget is making progress.
+FREED_FRACTION = 0.05
 
 #: The scheduler's event topic a nanny logs when it restarts its worker for memory.
 TOPIC = "worker-restart-memory"
@@ -69,3 +81,77 @@ def out_of_memory(client: Any, since: float, planned: Any = None) -> WorkersOutO
 
 def _mb(nbytes: float) -> str:
     return f"{nbytes / 1e6:,.0f} MB"
+
+
+class PauseWatch:
+    """Notices a cluster whose every worker has stayed paused for memory, freeing none.
+
+    Polls the scheduler from a thread while a run goes on; :meth:`check` (called by the waits of
+    the runner) raises :class:`WorkersOutOfMemoryError` once every worker has been paused for
+    ``grace`` seconds and their memory has not fallen meanwhile. Use as a context manager.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    grace : float, optional
+        Seconds; default :data:`PAUSE_GRACE_SECONDS`.
+    every : float, optional
+        Seconds between polls.
+    """
+
+    def __init__(self, client: Any, grace: float | None = None, every: float = 2.0) -> None:
+        self.client = client
+        self.grace = PAUSE_GRACE_SECONDS if grace is None else grace
+        self.every = every
+        self.error: WorkersOutOfMemoryError | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="openclaw-pause-watch")
+        self._thread.daemon = True
+
+    def __enter__(self) -> PauseWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def check(self) -> None:
+        """Raise the error once the cluster has stalled (else nothing)."""
+        if self.error is not None:
+            raise self.error
+
+    def _watch(self) -> None:
+        since: float | None = None
+        lowest = 0.0
+        while not self._stop.wait(self.every) and self.error is None:
+            try:
+                workers = self.client.scheduler_info(n_workers=-1)["workers"]
+            except Exception:  # a closing cluster: the runner sees that for itself
+                continue
+            paused = [w for w in workers.values() if w.get("status") == "paused"]
+            if not workers or len(paused) < len(workers):
+                since = None
+                continue
+            held = sum(w.get("metrics", {}).get("memory", 0) for w in paused)
+            budget = sum(w.get("memory_limit") or 0 for w in paused)
+            if since is None or held < lowest - FREED_FRACTION * budget:
+                since, lowest = time.monotonic(), held  # (newly) paused, or freeing memory
+                continue
+            lowest = min(lowest, held)
+            if time.monotonic() - since >= self.grace:
+                self.error = _paused_error(workers, self.grace)
+
+
+def _paused_error(workers: dict[str, Any], grace: float) -> WorkersOutOfMemoryError:
+    """The error for a cluster whose workers all stayed paused for ``grace`` seconds."""
+    budgets = {w.get("memory_limit") or 0 for w in workers.values()}
+    budget = f" (a {_mb(min(budgets))} budget per worker)" if min(budgets) else ""
+    held = [(a, w.get("metrics", {}).get("memory", 0)) for a, w in sorted(workers.items())]
+    shown = ", ".join(f"{a} at {_mb(m)}" for a, m in held[:3])
+    more = f" and {len(held) - 3} more" if len(held) > 3 else ""
+    return WorkersOutOfMemoryError(
+        f"workers ran out of memory{budget}: every worker stopped taking tasks (paused at "
+        f"memory.spill.pause of its budget) and freed nothing for {grace:.0f} s, holding memory "
+        f"Dask cannot spill to disk: {shown}{more}"
+    )

@@ -8,7 +8,7 @@ step in the terminal, and nothing at all when output is not a terminal.)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dask.base import collections_to_expr
@@ -35,6 +35,7 @@ def compute_with_progress(
     collections: Sequence[Any],
     progress: Any = None,
     task_id: Any = None,
+    check: Callable[[], None] | None = None,
 ) -> list[Any]:
     """Run ``collections`` on ``client`` in one submission; return the results.
 
@@ -50,26 +51,44 @@ def compute_with_progress(
         Dask collections (or delayed writes).
     progress, task_id
         A ``rich.progress.Progress`` and the bar to move (optional).
+    check
+        Called between polls; raises to stop waiting (see :func:`wait_checked`).
     """
-    from distributed import wait
-
     keys = graph_keys(collections) if progress is not None else []
     futures = client.compute(list(collections))
     if progress is not None:
         progress.update(task_id, total=len(keys), completed=0)
-    while True:
-        try:  # returns as soon as everything is done, else after POLL_SECONDS
-            wait(futures, timeout=POLL_SECONDS)
-            break
-        except TimeoutError:
-            pass
+
+    def poll() -> None:
+        if check is not None:
+            check()
         if progress is None:
-            continue
+            return
         try:
             pending = client.run_on_scheduler(_pending, keys)
         except Exception:  # progress is cosmetic; the futures tell the truth
             pending = len(keys)
         progress.update(task_id, completed=len(keys) - pending)
+
+    wait_checked(futures, poll)
     if progress is not None:
         progress.update(task_id, completed=len(keys))
     return client.gather(futures)
+
+
+def wait_checked(futures: Sequence[Any], check: Callable[[], None] | None = None) -> None:
+    """``distributed.wait`` for ``futures``, calling ``check`` every :data:`POLL_SECONDS`.
+
+    ``check`` may raise to give up the wait: the runner's :class:`~openclaw_dask.runtime.oom.
+    PauseWatch` does when every worker has stayed paused for memory (Dask would wait for ever).
+    """
+    from distributed import wait
+
+    while True:
+        try:  # returns as soon as everything is done, else after POLL_SECONDS
+            wait(futures, timeout=POLL_SECONDS if check is not None else None)
+            return
+        except TimeoutError:
+            pass
+        if check is not None:
+            check()

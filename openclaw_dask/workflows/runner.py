@@ -46,12 +46,12 @@ from openclaw_dask.runtime.cluster import (
 )
 from openclaw_dask.runtime.inspect import inspect_workers
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
-from openclaw_dask.runtime.oom import out_of_memory
+from openclaw_dask.runtime.oom import PauseWatch, out_of_memory
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 from openclaw_dask.workflows import lock as run_dir_lock
 from openclaw_dask.workflows import strictjson, zarrio
 from openclaw_dask.workflows.context import IterativeOp, StepContext
-from openclaw_dask.workflows.progress import compute_with_progress
+from openclaw_dask.workflows.progress import compute_with_progress, wait_checked
 from openclaw_dask.workflows.recovery import (
     MAX_RECOVERIES,
     WorkersLostError,
@@ -183,6 +183,8 @@ class Run:
         self.run_dir, self.record = run_dir, record
         self.show_progress = show_progress
         self.announce = announce
+        #: raises when the cluster cannot go on (:class:`~openclaw_dask.runtime.oom.PauseWatch`)
+        self.check: Callable[[], None] | None = None
 
     # -- record ---------------------------------------------------------------------------
     def save(self) -> None:
@@ -231,7 +233,7 @@ class Run:
             zarrio.write(ds, self.run_dir / f"{name}.zarr", self.config)
             for name, ds in result.items()
         ]
-        compute_with_progress(ctx.client, writes, progress, bar)
+        compute_with_progress(ctx.client, writes, progress, bar, self.check)
 
     def run_iterative_step(
         self,
@@ -365,7 +367,7 @@ class Run:
                 zarrio.write(ds, self.run_dir / f"{name}.zarr", self.config)
                 for name, ds in final.items()
             ]
-            compute_with_progress(client, writes)
+            compute_with_progress(client, writes, check=self.check)
         shutil.rmtree(ckpt_dir, ignore_errors=True)
 
     def _commit(
@@ -378,9 +380,7 @@ class Run:
         info: dict[str, Any],
     ) -> None:
         """Wait for a window's writes, then commit its checkpoint (and the record)."""
-        from distributed import wait
-
-        wait(futures)
+        wait_checked(futures, self.check)
         for future in futures:
             future.result()  # raise a failed write here
         info["extents"] = {
@@ -688,6 +688,7 @@ def run_workflow(
                     announce(f"dashboard: {dashboard_note(client, cfg)}")
             record["cluster"] = _cluster_summary(client)
             counter.install(client)
+            run.check = stack.enter_context(PauseWatch(client)).check
             run.save()
             run.run_steps(client)
         record["status"] = "completed"

@@ -18,11 +18,12 @@ import psutil
 import pytest
 import xarray as xr
 
+from openclaw_dask.runtime import oom
 from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.lock import LOCK
-from openclaw_dask.workflows.runner import ProgressNews, _duration, run_workflow
+from openclaw_dask.workflows.runner import ProgressNews, StepFailedError, _duration, run_workflow
 from tests.conftest import ROOT
-from tests.integration.user_ops import FAILING_WORKFLOW, HUNGRY_WORKFLOW
+from tests.integration.user_ops import FAILING_WORKFLOW, HUNGRY_WORKFLOW, LEAKY_WORKFLOW
 
 EXE = Path(sys.executable).with_name("openclaw-dask")
 EXAMPLE = ROOT / "workflows/example.yaml"
@@ -167,6 +168,34 @@ def test_workers_restarted_for_memory_are_named_with_their_budget(tmp_path: Path
     rec = record_of(run_dir)
     assert rec["steps"]["field"]["status"] == "completed"
     assert rec["steps"]["hungry"]["error"].startswith("WorkersOutOfMemoryError: workers ran out")
+
+
+def test_workers_paused_for_memory_for_good_end_the_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each task keeps 300 MB on 400 MB workers, past the 80 % where Dask pauses a worker:
+    Dask would wait for ever; the step fails once every worker has been paused for the grace
+    period (shortened here), with the memory message."""
+    monkeypatch.setattr(oom, "PAUSE_GRACE_SECONDS", 4.0)
+    wf = tmp_path / "leaky.yaml"
+    wf.write_text(LEAKY_WORKFLOW)
+    run_dir = tmp_path / "run"
+    # no restart at 95 %: the workers must stay paused, not be restarted (the test above)
+    budget = ["memory.per_thread_pool_size=400MB", "memory.spill.terminate=false"]
+    t0 = time.monotonic()
+    with pytest.raises(StepFailedError) as info:
+        run_workflow(wf, overrides=[*QUIET[1:], *budget], run_dir=run_dir, report=False)
+    assert time.monotonic() - t0 < 120
+    error = info.value.error
+    assert isinstance(error, oom.WorkersOutOfMemoryError)
+    assert str(error).startswith(
+        "workers ran out of memory (a 400 MB budget per worker): every worker stopped taking "
+        "tasks (paused at memory.spill.pause of its budget) and freed nothing for 4 s"
+    )
+    assert "tcp://" in str(error)
+    rec = record_of(run_dir)
+    assert rec["status"] == "failed" and rec["steps"]["field"]["status"] == "completed"
+    assert rec["steps"]["leaky"]["error"].startswith("WorkersOutOfMemoryError: workers ran out")
 
 
 @pytest.fixture

@@ -63,3 +63,22 @@ def hungry(ctx: StepContext, *, megabytes: int = 600) -> dict[str, xr.Dataset]:
     field = ctx.input("field")["temperature"]
     data = field.data.map_blocks(_hold_memory, megabytes, dtype=float)
     return {"nothing": field.copy(data=data).to_dataset()}
+
+
+#: A workflow whose second step's tasks each keep ``megabytes`` for good (a leak).
+LEAKY_WORKFLOW = HUNGRY_WORKFLOW.replace("hungry", "leaky").replace("600", "300")
+
+#: What the leaky tasks keep, per worker process: memory Dask cannot spill or free.
+_KEPT: list[np.ndarray] = []
+
+
+def _keep_memory(block: np.ndarray, megabytes: int) -> np.ndarray:
+    _KEPT.append(np.ones(megabytes * 1_000_000 // 8))  # touched: resident, not just reserved
+    return block + 1.0
+
+
+def leaky(ctx: StepContext, *, megabytes: int = 300) -> dict[str, xr.Dataset]:
+    """A user op whose tasks each keep ``megabytes`` of memory in their worker for good."""
+    field = ctx.input("field")["temperature"]
+    data = field.data.map_blocks(_keep_memory, megabytes, dtype=float)
+    return {"nothing": field.copy(data=data).to_dataset()}
