@@ -79,8 +79,9 @@ def compute_with_progress(
 def wait_checked(futures: Sequence[Any], check: Callable[[], None] | None = None) -> None:
     """``distributed.wait`` for ``futures``, calling ``check`` every :data:`POLL_SECONDS`.
 
-    ``check`` may raise to give up the wait: the runner's :class:`~openclaw_dask.runtime.oom.
-    PauseWatch` does when every worker has stayed paused for memory (Dask would wait for ever).
+    ``check`` may raise to give up the wait: the runner's
+    :class:`~openclaw_dask.runtime.oom.PauseWatch` does when every worker has stayed paused for
+    memory (Dask would wait for ever).
     """
     from distributed import wait
 
