@@ -87,8 +87,9 @@ class PauseWatch:
     """Notices a cluster whose every worker has stayed paused for memory, freeing none.
 
     Polls the scheduler from a thread while a run goes on; :meth:`check` (called by the waits of
-    the runner) raises :class:`WorkersOutOfMemoryError` once every worker has been paused for
-    ``grace`` seconds and their memory has not fallen meanwhile. Use as a context manager.
+    the runner) raises :class:`WorkersOutOfMemoryError` once every worker has been paused, with
+    no task running, for ``grace`` seconds and their memory has not fallen meanwhile (a task
+    still running may finish and free memory, or spilling may). Use as a context manager.
 
     Parameters
     ----------
@@ -114,7 +115,8 @@ class PauseWatch:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join()
+        # a poll in flight ends with the client; the thread is a daemon, so do not wait long
+        self._thread.join(timeout=self.every + 1.0)
 
     def check(self) -> None:
         """Raise the error once the cluster has stalled (else nothing)."""
@@ -122,32 +124,38 @@ class PauseWatch:
             raise self.error
 
     def _watch(self) -> None:
-        since: float | None = None
-        lowest = 0.0
+        since: float | None = None  # when every worker was first seen stuck
+        lowest = 0.0  # the least memory they held since then
         while not self._stop.wait(self.every) and self.error is None:
             try:
                 workers = self.client.scheduler_info(n_workers=-1)["workers"]
-            except Exception:  # a closing cluster: the runner sees that for itself
+                stuck = [w for w in workers.values() if _stuck(w)]
+                if not workers or len(stuck) < len(workers):
+                    since = None
+                    continue
+                held = sum(w["metrics"]["memory"] for w in stuck)
+                budget = sum(w.get("memory_limit") or 0 for w in stuck)
+            except Exception:  # a closing cluster, or an answer without a figure: next poll
                 continue
-            paused = [w for w in workers.values() if w.get("status") == "paused"]
-            if not workers or len(paused) < len(workers):
-                since = None
-                continue
-            held = sum(w.get("metrics", {}).get("memory", 0) for w in paused)
-            budget = sum(w.get("memory_limit") or 0 for w in paused)
             if since is None or held < lowest - FREED_FRACTION * budget:
-                since, lowest = time.monotonic(), held  # (newly) paused, or freeing memory
-                continue
-            lowest = min(lowest, held)
-            if time.monotonic() - since >= self.grace:
+                since, lowest = time.monotonic(), held  # newly stuck, or freeing memory
+            elif time.monotonic() - since >= self.grace:
                 self.error = _paused_error(workers, self.grace)
+            else:
+                lowest = min(lowest, held)
+
+
+def _stuck(worker: dict[str, Any]) -> bool:
+    """Paused with no task running: a running task may yet finish and free its memory."""
+    counts = worker.get("metrics", {}).get("task_counts", {})
+    return worker.get("status") == "paused" and not counts.get("executing", 0)
 
 
 def _paused_error(workers: dict[str, Any], grace: float) -> WorkersOutOfMemoryError:
     """The error for a cluster whose workers all stayed paused for ``grace`` seconds."""
     budgets = {w.get("memory_limit") or 0 for w in workers.values()}
     budget = f" (a {_mb(min(budgets))} budget per worker)" if min(budgets) else ""
-    held = [(a, w.get("metrics", {}).get("memory", 0)) for a, w in sorted(workers.items())]
+    held = [(a, w["metrics"]["memory"]) for a, w in sorted(workers.items())]
     shown = ", ".join(f"{a} at {_mb(m)}" for a, m in held[:3])
     more = f" and {len(held) - 3} more" if len(held) > 3 else ""
     return WorkersOutOfMemoryError(
