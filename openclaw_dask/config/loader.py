@@ -45,6 +45,9 @@ NODE_RELEVANT_SECTIONS = (
     "memory.allocator",
     "storage.",
 )
+#: Node-relevant keys that change how a run goes, never what it computes: a resumed run may
+#: change them (another machine may lack the allocator), and completed steps stay completed.
+RUN_ONLY_KEYS = ("memory.allocator", "distributed.compression", "distributed.compression_level")
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,15 @@ class Config:
             for k, v in sorted(self.values.items())
             if any(k == s or (s.endswith(".") and k.startswith(s)) for s in NODE_RELEVANT_SECTIONS)
         }
+        blob = json.dumps(relevant, sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:16], relevant
+
+    def result_fingerprint(self) -> tuple[str, dict[str, Any]]:
+        """:meth:`fingerprint` without :data:`RUN_ONLY_KEYS`: what a run's results depend on.
+
+        A completed step, a checkpoint and ``--resume`` compare this one.
+        """
+        relevant = {k: v for k, v in self.fingerprint()[1].items() if k not in RUN_ONLY_KEYS}
         blob = json.dumps(relevant, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:16], relevant
 

@@ -1,15 +1,15 @@
 """What ``submit --resume DIR`` continues with, and what it refuses.
 
 A resumed run is the same run: the same workflow, the same parameters and the same
-result-relevant config (the keys of :meth:`Config.fingerprint`), so that its outputs are those
-of an uninterrupted run. The recorded run supplies what the user gave it the first time (its
+result-relevant config (the keys of :meth:`Config.result_fingerprint`), so that its outputs are
+those of an uninterrupted run. The recorded run supplies what the user gave it the first time (its
 ``--set`` values and its config file), so ``--resume DIR`` alone continues a run started with
 ``--set params.resolution=0.25``; a value given again must agree with the recorded one. Before,
 a resume that forgot a ``--set`` (or changed one) silently re-ran completed steps with other
 values over the run's outputs, or restarted an iterative step from step 0.
 
-Values that only shape the cluster (threads, processes, the dashboard) may change: a run can be
-continued on another machine.
+Values that only shape the cluster (threads, processes, the dashboard) or how it runs (the
+allocator, transport compression) may change: a run can be continued on another machine.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def resume_problems(
                 )
             )
     before = flatten(record.get("config", {}).get("values", {}))
-    for key, value in cfg.fingerprint()[1].items():
+    for key, value in cfg.result_fingerprint()[1].items():
         if key in before and not _same(before[key], value):
             problems.append(
                 Problem(

@@ -109,15 +109,22 @@ def _load_config(
     return config_arg.with_values(**updates) if updates else config_arg
 
 
-def step_fingerprint(step: StepSpec, record: Mapping[str, Any], config: Config) -> str:
-    """What a completed step's result depends on: op, arguments, inputs, result config."""
+def step_fingerprint(
+    step: StepSpec, record: Mapping[str, Any], config: Config, legacy: bool = False
+) -> str:
+    """What a completed step's result depends on: op, arguments, inputs, result config.
+
+    ``legacy``: the fingerprint runs recorded before the allocator and transport compression
+    left the result config (:data:`~openclaw_dask.config.loader.RUN_ONLY_KEYS`).
+    """
     inputs = {need: record["steps"].get(need, {}).get("checksums") for need in step.needs}
+    fingerprint = config.fingerprint() if legacy else config.result_fingerprint()
     blob = json.dumps(
         {
             "op": step.op,
             "args": step.args,
             "inputs": inputs,
-            "config": config.fingerprint()[0],
+            "config": fingerprint[0],
             "outputs": step.outputs,
         },
         sort_keys=True,
@@ -195,6 +202,17 @@ class Run:
         return self.record["steps"].setdefault(name, {})
 
     # -- steps ----------------------------------------------------------------------------
+    def _same(self, step: StepSpec, recorded: Mapping[str, Any], fingerprint: str) -> bool:
+        """Whether a step record or checkpoint is of this step (its ``fingerprint``).
+
+        A run recorded before :data:`~openclaw_dask.config.loader.RUN_ONLY_KEYS` left the step
+        fingerprint has the older one: accepted too, so its resume skips and continues as it did.
+        """
+        if recorded.get("fingerprint") == fingerprint:
+            return True
+        legacy = step_fingerprint(step, self.record, self.config, legacy=True)
+        return recorded.get("fingerprint") == legacy
+
     def _context(self, step: StepSpec, client: Any) -> StepContext:
         inputs = {}
         for need in step.needs:
@@ -261,7 +279,7 @@ class Run:
                 if not lost:
                     raise
                 saved = self._read_checkpoint(ckpt_dir)
-                at = int(saved["step"]) if saved and saved.get("fingerprint") == fingerprint else 0
+                at = int(saved["step"]) if saved and self._same(step, saved, fingerprint) else 0
                 if len(recoveries) >= MAX_RECOVERIES:
                     raise WorkersLostError(
                         f"workers were lost {len(recoveries) + 1} times during the step (the "
@@ -306,7 +324,7 @@ class Run:
         state = op.initial_state()
         start = 0
         saved = self._read_checkpoint(ckpt_dir)
-        if saved and saved.get("fingerprint") == fingerprint:
+        if saved and self._same(step, saved, fingerprint):
             start = int(saved["step"])
             stored = zarrio.open_output(ckpt_dir / saved["store"])
             state = stored.chunk(dict(state.chunksizes)) if state.chunksizes else stored
@@ -426,7 +444,7 @@ class Run:
                 bar = progress.add_task(name, total=None)
                 if (
                     rec.get("status") == "completed"
-                    and rec.get("fingerprint") == fingerprint
+                    and self._same(step, rec, fingerprint)
                     and self._outputs_present(step)
                 ):
                     rec["skipped"] = "completed in an earlier attempt (resume)"

@@ -18,10 +18,18 @@ import psutil
 import pytest
 import xarray as xr
 
+from openclaw_dask.config import load_config
 from openclaw_dask.runtime import oom
 from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.lock import LOCK
-from openclaw_dask.workflows.runner import ProgressNews, StepFailedError, _duration, run_workflow
+from openclaw_dask.workflows.runner import (
+    ProgressNews,
+    StepFailedError,
+    _duration,
+    run_workflow,
+    step_fingerprint,
+)
+from openclaw_dask.workflows.spec import load_workflow
 from tests.conftest import ROOT
 from tests.integration.user_ops import FAILING_WORKFLOW, HUNGRY_WORKFLOW, LEAKY_WORKFLOW
 
@@ -353,10 +361,26 @@ def test_resume_continues_the_same_run_or_refuses(tmp_path: Path) -> None:
     same = submit(*resume, "--set", "params.steps=120", "parallel.processes=1")
     assert same.returncode == 0, same.stderr
     assert "params: size=128 (--set), chunk=64 (--set), seed=42, steps=120 (--set)" in same.stdout
-    again = submit(*resume[:3], *QUIET)  # really resumed: every step skipped
+    # really resumed: every step skipped, also with another allocator and transport compression
+    # (how the run goes, not what it computes: another machine may lack the allocator)
+    how = ["--set", "memory.allocator=jemalloc", "distributed.compression=zstd"]
+    again = submit(*resume[:3], *QUIET, *how)
     assert again.returncode == 0, again.stderr
     rec = record_of(run_dir)
     assert rec["attempts"] == 2 and all("skipped" in s for s in rec["steps"].values())
+    assert rec["config"]["values"]["memory"]["allocator"] == "jemalloc"
+    # a run recorded before the allocator left the step fingerprints still resumes as it did
+    workflow = load_workflow(EXAMPLE, {"size": 128, "chunk": 64, "steps": 120})
+    # (the resume carries the last attempt's --set values)
+    config = load_config(tmp_path / "start/cfg.config", how[1:])
+    for name, step in rec["steps"].items():
+        step["fingerprint"] = step_fingerprint(workflow.steps[name], rec, config, legacy=True)
+        assert step["fingerprint"] != step_fingerprint(workflow.steps[name], rec, config)
+    (run_dir / "run.json").write_text(json.dumps(rec))
+    older = submit(*resume[:3], *QUIET)
+    assert older.returncode == 0, older.stderr
+    rec = record_of(run_dir)
+    assert rec["attempts"] == 3 and all("skipped" in s for s in rec["steps"].values())
     records = ("run.json", LOCK)  # what each attempt rewrites
     assert {p: p.stat().st_mtime_ns for p in outputs if p.name not in records} == {
         p: t for p, t in outputs.items() if p.name not in records

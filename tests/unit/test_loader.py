@@ -267,6 +267,18 @@ def test_fingerprint_covers_node_relevant_keys_only(write_config: Any) -> None:
     assert "distributed.sync_interval" in base.fingerprint()[1]
 
 
+def test_result_fingerprint_leaves_out_how_a_run_goes(write_config: Any) -> None:
+    base = load_config(write_config(""))
+    # every node must agree on the allocator and transport compression, but results do not
+    # depend on them: a resumed run may change them
+    run_only = base.with_values(memory__allocator="jemalloc", distributed__compression="zstd")
+    assert run_only.fingerprint()[0] != base.fingerprint()[0]
+    assert run_only.result_fingerprint()[0] == base.result_fingerprint()[0]
+    other_batch = base.with_values(distributed__batch_size=4)
+    assert other_batch.result_fingerprint()[0] != base.result_fingerprint()[0]
+    assert "memory.allocator" not in base.result_fingerprint()[1]
+
+
 def test_with_values_rechecks(write_config: Any) -> None:
     base = load_config(write_config(""))
     with pytest.raises(ConfigError, match=r"parallel\.processes"):
