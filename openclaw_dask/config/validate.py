@@ -262,6 +262,8 @@ def check_hardware(
             f"{layout.threads} threads do not split evenly over {layout.processes} processes",
         )
     out += _memory_floor(values, sources, layout, lines)
+    if backend in ("local", "cuda"):  # one machine: this one
+        out += _memory_ceiling(values, sources, layout, hw.memory, lines)
     affinity = values["parallel.thread_affinity"]
     if isinstance(affinity, list):
         usable = set(hw.usable_cores)
@@ -330,6 +332,40 @@ def _memory_floor(
         f"{_mb(need_key)} or more)"
     )
     return [locate(key, sources, message, lines)]
+
+
+def _memory_ceiling(
+    values: Mapping[str, Any],
+    sources: Mapping[str, str],
+    layout: Any,
+    ram: int,
+    lines: Mapping[str, int] | None,
+) -> list[Problem]:
+    """A worker budget larger than the machine's memory (a unit typed wrong?).
+
+    Dask ignores such a budget with a warning and lets the worker use the whole machine, so
+    the kernel's OOM killer, not Dask's spilling and pausing, ends a worker that grows. (Budgets
+    that only add up to more than the machine are allowed: Dask does not check that either.)
+    """
+    limit = layout.memory_limit
+    if not isinstance(limit, int) or not ram or limit <= ram:
+        return []
+    share = ram // layout.processes
+    if values["memory.per_thread_pool_size"] != "auto":
+        key, share_key = "memory.per_thread_pool_size", share // layout.threads_per_worker
+    else:
+        key, share_key = "memory.global_pool", share * layout.processes
+    message = (
+        f"{_gb(values[key])} gives each worker {_gb(limit)}, more than this machine's "
+        f"{_gb(ram)} (Dask would ignore it, and the kernel instead of Dask would stop a worker "
+        f"that grows): use at most {_gb(share_key)} (the machine shared by its "
+        f"{layout.processes} worker(s)), or auto"
+    )
+    return [locate(key, sources, message, lines)]
+
+
+def _gb(nbytes: float) -> str:
+    return f"{nbytes / 1e9:,.1f} GB"
 
 
 def _mb(nbytes: float) -> str:

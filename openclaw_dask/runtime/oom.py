@@ -87,9 +87,9 @@ class PauseWatch:
     """Notices a cluster whose every worker has stayed paused for memory, freeing none.
 
     Polls the scheduler from a thread while a run goes on; :meth:`check` (called by the waits of
-    the runner) raises :class:`WorkersOutOfMemoryError` once every worker has been paused, with
-    no task running, for ``grace`` seconds and their memory has not fallen meanwhile (a task
-    still running may finish and free memory, or spilling may). Use as a context manager.
+    the runner) raises :class:`WorkersOutOfMemoryError` once paused workers have held up all of
+    the cluster's work (:func:`_stuck`) for ``grace`` seconds and their memory has not fallen
+    meanwhile (spilling may free it). Use as a context manager.
 
     Parameters
     ----------
@@ -129,37 +129,55 @@ class PauseWatch:
         while not self._stop.wait(self.every) and self.error is None:
             try:
                 workers = self.client.scheduler_info(n_workers=-1)["workers"]
-                stuck = [w for w in workers.values() if _stuck(w)]
-                if not workers or len(stuck) < len(workers):
+                stuck = {a: workers[a] for a in _stuck(workers)}
+                if not stuck:
                     since = None
                     continue
-                held = sum(w["metrics"]["memory"] for w in stuck)
-                budget = sum(w.get("memory_limit") or 0 for w in stuck)
+                held = sum(w["metrics"]["memory"] for w in stuck.values())
+                budget = sum(w.get("memory_limit") or 0 for w in stuck.values())
             except Exception:  # a closing cluster, or an answer without a figure: next poll
                 continue
             if since is None or held < lowest - FREED_FRACTION * budget:
                 since, lowest = time.monotonic(), held  # newly stuck, or freeing memory
             elif time.monotonic() - since >= self.grace:
-                self.error = _paused_error(workers, self.grace)
+                self.error = _paused_error(stuck, len(workers), self.grace)
             else:
                 lowest = min(lowest, held)
 
 
-def _stuck(worker: dict[str, Any]) -> bool:
-    """Paused with no task running: a running task may yet finish and free its memory."""
-    counts = worker.get("metrics", {}).get("task_counts", {})
-    return worker.get("status") == "paused" and not counts.get("executing", 0)
+#: Worker task states of work that a worker holds but has not started.
+WAITING_STATES = ("ready", "constrained", "waiting", "fetch", "flight")
 
 
-def _paused_error(workers: dict[str, Any], grace: float) -> WorkersOutOfMemoryError:
-    """The error for a cluster whose workers all stayed paused for ``grace`` seconds."""
-    budgets = {w.get("memory_limit") or 0 for w in workers.values()}
+def _stuck(workers: dict[str, dict[str, Any]]) -> list[str]:
+    """The paused workers, when they hold up the cluster's work (else an empty list).
+
+    No task runs anywhere (a running task may yet finish and free memory), and either every
+    worker is paused, or a paused one holds tasks it will not start: Dask does not move those
+    to a worker that still runs (measured: one worker paused with a ready task, the other idle,
+    for good).
+    """
+    counts = {a: w.get("metrics", {}).get("task_counts", {}) for a, w in workers.items()}
+    if any(c.get("executing", 0) or c.get("long-running", 0) for c in counts.values()):
+        return []
+    paused = sorted(a for a, w in workers.items() if w.get("status") == "paused")
+    holding = any(counts[a].get(state, 0) for a in paused for state in WAITING_STATES)
+    if not paused or (len(paused) < len(workers) and not holding):
+        return []
+    return paused
+
+
+def _paused_error(
+    stuck: dict[str, dict[str, Any]], total: int, grace: float
+) -> WorkersOutOfMemoryError:
+    """The error for ``stuck`` paused workers (of ``total``) that held up a run for ``grace`` s."""
+    budgets = {w.get("memory_limit") or 0 for w in stuck.values()}
     budget = f" (a {_mb(min(budgets))} budget per worker)" if min(budgets) else ""
-    held = [(a, w["metrics"]["memory"]) for a, w in sorted(workers.items())]
-    shown = ", ".join(f"{a} at {_mb(m)}" for a, m in held[:3])
-    more = f" and {len(held) - 3} more" if len(held) > 3 else ""
+    shown = ", ".join(f"{a} at {_mb(w['metrics']['memory'])}" for a, w in list(stuck.items())[:3])
+    more = f" and {len(stuck) - 3} more" if len(stuck) > 3 else ""
+    which = "every worker" if len(stuck) == total else f"{len(stuck)} of {total} workers"
     return WorkersOutOfMemoryError(
-        f"workers ran out of memory{budget}: every worker stopped taking tasks (paused at "
-        f"memory.spill.pause of its budget) and freed nothing for {grace:.0f} s, holding memory "
-        f"Dask cannot spill to disk: {shown}{more}"
+        f"workers ran out of memory{budget}: {which} stopped taking tasks (paused at "
+        f"memory.spill.pause of its budget), holding the run's tasks, and freed nothing for "
+        f"{grace:.0f} s; the memory they hold is not Dask's to spill: {shown}{more}"
     )

@@ -26,6 +26,9 @@ itself is unaffected: it still reaches the caller, and there is nothing to cance
 drops what the client logs about a scheduler that stopped (``cluster down`` during a run): that
 it gives up reconnecting, and the ``CancelledError`` tracebacks of its reconnection or closing
 cut short; the run reports the lost cluster in one line (``ClusterLostError``).
+
+:func:`interrupts` makes SIGTERM a Ctrl-C for the length of a run and keeps either from being
+lost in a finaliser.
 """
 
 from __future__ import annotations
@@ -33,8 +36,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import sys
 import threading
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 #: Dask's worker log message for a task that raised (``distributed/worker.py``).
@@ -104,3 +110,40 @@ def dask_setup(worker: Any) -> None:
     _add_filter("distributed.worker", _not_a_task_failure)
     _add_filter("distributed.worker", _not_a_cut_transfer)
     _add_filter("distributed.worker.state_machine", _not_closed_mid_task)
+
+
+@contextmanager
+def interrupts() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C, so both mark the run interrupted; neither gets lost.
+
+    Python raises a signal's ``KeyboardInterrupt`` wherever the main thread is, and when that
+    is a finaliser (``__del__`` of a Dask future released mid-run) the exception cannot
+    propagate: Python prints "Exception ignored in ..." and goes on. Measured: 1 Ctrl-C in
+    about 8 under load was lost that way and the run completed (exit 0). An interrupt that
+    lands there is sent again 10 ms later (SIGINT to the main thread), outside the finaliser.
+    """
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    def rearm(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            # a real SIGINT to the main thread (it wakes a blocking call), from another thread
+            # a moment later: raised from this hook it would be lost too
+            main = threading.main_thread().ident
+            assert main is not None
+            threading.Timer(0.01, signal.pthread_kill, (main, signal.SIGINT)).start()
+        else:
+            hook(unraisable)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    hook, sys.unraisablehook = sys.unraisablehook, rearm
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        sys.unraisablehook = hook

@@ -32,15 +32,11 @@ from openclaw_dask.runtime.mpi_launch import (
     launch_env,
     run_mpirun,
 )
+from openclaw_dask.runtime.terminal import interrupts
 from openclaw_dask.translate import ClusterPlan
 from openclaw_dask.workflows import strictjson, zarrio
 from openclaw_dask.workflows.resume import read_run
-from openclaw_dask.workflows.runner import (
-    RUN_RECORD,
-    StepFailedError,
-    _new_run_dir,
-    _termination_as_interrupt,
-)
+from openclaw_dask.workflows.runner import RUN_RECORD, StepFailedError, _new_run_dir
 from openclaw_dask.workflows.spec import Workflow
 
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130
@@ -171,7 +167,7 @@ def run_under_mpirun(
                 announce(line)
 
         try:
-            with _termination_as_interrupt():
+            with interrupts():
                 code = run_mpirun(
                     plan, cfg, Path(tmp) / "plan.json", args, forced=backend, announce=tell, env=env
                 )

@@ -18,12 +18,11 @@ import hashlib
 import json
 import logging
 import shutil
-import signal
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import CancelledError
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,7 @@ from openclaw_dask.runtime.cluster import (
 from openclaw_dask.runtime.inspect import inspect_workers
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
 from openclaw_dask.runtime.oom import PauseWatch, out_of_memory
+from openclaw_dask.runtime.terminal import interrupts
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 from openclaw_dask.workflows import lock as run_dir_lock
 from openclaw_dask.workflows import strictjson, zarrio
@@ -526,24 +526,6 @@ def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
     return path
 
 
-@contextmanager
-def _termination_as_interrupt() -> Iterator[None]:
-    """SIGTERM behaves like Ctrl-C, so both mark the run interrupted."""
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def run_workflow(
     path: str | Path,
     config: Config | str | None = None,
@@ -687,7 +669,7 @@ def run_workflow(
     try:
         run.save()
         with ExitStack() as stack:
-            stack.enter_context(_termination_as_interrupt())
+            stack.enter_context(interrupts())
             client = stack.enter_context(start_cluster(cfg, backend=backend))
             stack.enter_context(client.as_current())
             if report:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,13 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 import pytest
 
 from openclaw_dask.runtime.cluster import start_cluster
 from openclaw_dask.runtime.inspect import inspect_workers
 from openclaw_dask.runtime.state import read_state
+from openclaw_dask.workflows.runner import run_workflow
 from tests.conftest import ROOT
 from tests.integration.sshd import SshHost, SshRig, keygen, netns_available, sshd_available
+from tests.integration.test_climate_workflow import QUICK, _banded
+from tests.integration.test_workflow_run import wait_for_checkpoint
 
 pytestmark = pytest.mark.ssh
 
@@ -206,6 +211,58 @@ def _shipped_bytes(rig: SshRig, config: Path, size: int) -> tuple[int, int]:
         total = client.submit(np.sum, made, workers=[workers[b.host]])
         result = int(total.result())
         return a.tx_bytes() - before, result
+
+
+def test_a_worker_lost_on_a_node_mid_run_costs_one_window_and_changes_no_bit(
+    rig: SshRig, tmp_path: Path
+) -> None:
+    """Node b's worker is killed mid-way through the banded climate run: its nanny (on node b,
+    started over SSH) starts a new one, and the run continues from its last checkpoint with the
+    checksums of an uninterrupted run."""
+    a, b, _ = hosts(rig)
+    config = rig.config([rig.node(a, **NODE_A), rig.node(b, **NODE_B)], tmp_path / "ssh.config")
+    banded = _banded(tmp_path)
+    sets = [*QUICK, "params.spinup_years=0", "params.years=2", "distributed.sync_interval=100"]
+    run_dir = tmp_path / "killed"
+    command = [str(EXE), "submit", str(banded), "--config", str(config), "--no-report"]
+    proc = subprocess.Popen(
+        [*command, "--run-dir", str(run_dir), "--set", *sets],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        seen = wait_for_checkpoint(proc, run_dir, 300, name="simulate")
+        # node b's nanny runs `python -m distributed.cli.dask_spec` with the worker's name,
+        # and its worker is the nanny's spawned child
+        name = f"{b.host}-{b.port}"
+        nannies = [
+            p
+            for p in psutil.process_iter(["cmdline"])
+            if "distributed.cli.dask_spec" in " ".join(p.info["cmdline"] or [])
+            and name in " ".join(p.info["cmdline"] or [])
+        ]
+        workers = [
+            c for n in nannies for c in n.children() if "spawn_main" in " ".join(c.cmdline())
+        ]
+        assert seen >= 300 and len(workers) == 1, (seen, nannies, workers, proc.poll())
+        workers[0].send_signal(signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "simulate: lost worker tcp://" in stderr and "(recovery 1 of 3)" in stderr, stderr
+    killed = json.loads((run_dir / "run.json").read_text())
+    [recovery] = killed["steps"]["simulate"]["recoveries"]
+    assert recovery["from_step"] >= 300 and recovery["lost"][0].startswith(f"tcp://{b.host}:")
+
+    # the same bands on a local cluster: the outputs do not depend on where the bands ran
+    whole = run_workflow(banded, overrides=sets, run_dir=tmp_path / "whole", report=False)
+    for step in ("simulate", "analyse"):
+        assert killed["steps"][step]["checksums"] == whole["steps"][step]["checksums"], step
 
 
 def test_zstd_shrinks_the_bytes_between_hosts(rig: SshRig, tmp_path: Path) -> None:

@@ -196,10 +196,14 @@ def test_workers_paused_for_memory_for_good_end_the_step(
     assert time.monotonic() - t0 < 120
     error = info.value.error
     assert isinstance(error, oom.WorkersOutOfMemoryError)
-    assert str(error).startswith(
-        "workers ran out of memory (a 400 MB budget per worker): every worker stopped taking "
-        "tasks (paused at memory.spill.pause of its budget) and freed nothing for 4 s"
-    )
+    # the tasks may land on both workers (both paused) or all on one: that one paused with
+    # tasks it will not start while the other idles, which Dask leaves as it is for good too
+    assert re.match(
+        r"workers ran out of memory \(a 400 MB budget per worker\): (every worker|1 of 2 "
+        r"workers) stopped taking tasks \(paused at memory.spill.pause of its budget\), "
+        r"holding the run's tasks, and freed nothing for 4 s",
+        str(error),
+    ), str(error)
     assert "tcp://" in str(error)
     rec = record_of(run_dir)
     assert rec["status"] == "failed" and rec["steps"]["field"]["status"] == "completed"
@@ -299,8 +303,7 @@ def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Pat
     seen = wait_for_checkpoint(proc, run_dir, 200)
     assert 200 <= seen < 2000, f"the run should be mid-way, checkpoint at {seen}"
     # while it runs, no second run may write its directory (a requeued batch job, say); the
-    # run is frozen meanwhile, as the second CLI takes seconds and a fast machine had finished
-    # the first run before the Ctrl-C below
+    # run is frozen meanwhile, so that it cannot end during the seconds the second CLI takes
     os.killpg(proc.pid, signal.SIGSTOP)
     try:
         second = submit(str(EXAMPLE), "--resume", str(run_dir), "--no-report")
@@ -312,8 +315,8 @@ def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Pat
     )
     assert record_of(run_dir)["status"] == "running" and proc.poll() is None
     os.killpg(proc.pid, signal.SIGINT)
-    _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (stdout, stderr, record_of(run_dir))
     # one line, no worker tracebacks and no scheduler complaints about lost workers
     assert "interrupted: run.json says so; continue with --resume" in stderr
     for noise in ("Traceback", "KeyboardInterrupt", "Removing worker"):

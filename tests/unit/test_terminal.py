@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
+import sys
+import time
 import types
+
+import pytest
 
 from openclaw_dask.runtime import terminal
 
@@ -63,3 +68,19 @@ def test_the_client_echoes_of_a_stopped_scheduler_are_dropped_and_nothing_else()
     assert not keep(record("distributed.client", gave_up))
     assert keep(record("distributed.client", "", raised_in("_gather")))
     assert keep(record("distributed.client", "other"))
+
+
+class _RaisesSigintWhenFinalised:
+    def __del__(self) -> None:
+        # the handler runs inside this finaliser, as when a Ctrl-C lands in a Dask future's
+        # __del__ mid-run: Python cannot raise from here and only prints "Exception ignored"
+        signal.raise_signal(signal.SIGINT)
+
+
+def test_an_interrupt_that_lands_in_a_finaliser_is_not_lost() -> None:
+    t0, hook = time.monotonic(), sys.unraisablehook
+    with pytest.raises(KeyboardInterrupt), terminal.interrupts():
+        _RaisesSigintWhenFinalised()  # finalised at once: no reference is kept
+        time.sleep(5.0)  # the interrupt must end this, not be swallowed
+    assert time.monotonic() - t0 < 4.0
+    assert sys.unraisablehook is hook  # put back after the run

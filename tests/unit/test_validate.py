@@ -195,6 +195,23 @@ def test_a_worker_budget_below_a_workers_own_footprint_is_refused() -> None:
     assert "(memory.global_pool: 424 MB or more)" in msg
 
 
+def test_a_worker_budget_beyond_the_machines_memory_is_refused() -> None:
+    hw = make_hardware(cores=4, memory=16 * 10**9)
+    # a unit typed wrong: GB for MB
+    [msg] = hardware(hw, None, parallel__processes=2, memory__per_thread_pool_size=100 * 10**9)
+    assert msg.startswith(
+        "memory.per_thread_pool_size: 100.0 GB gives each worker 200.0 GB, more than this "
+        "machine's 16.0 GB (Dask would ignore it"
+    )
+    assert "use at most 4.0 GB (the machine shared by its 2 worker(s)), or auto" in msg
+    [msg] = hardware(hw, None, parallel__processes=1, memory__global_pool=20 * 10**9)
+    assert "use at most 16.0 GB" in msg
+    # budgets that only add up to more than the machine are Dask's business (and allowed)
+    assert hardware(hw, None, parallel__processes=2, memory__global_pool=20 * 10**9) == []
+    # an SSH node's memory is its own, not this machine's
+    assert hardware(hw, "ssh", memory__per_thread_pool_size=100 * 10**9) == []
+
+
 def test_physical_threads_on_smt_machine() -> None:
     hw = make_hardware(cores=8, smt=2)
     assert hardware(hw, None, parallel__thread_pool_size="physical", parallel__processes=4) == []
