@@ -9,8 +9,8 @@ so the runner can say what happened and which key to raise.
 
 A worker also stops taking tasks at ``memory.spill.pause`` (80 %) and waits for its memory to
 fall. When the memory is not Dask's to spill (a task's leak, a library's cache, the process
-itself) it never falls: with every worker paused, Dask waits for ever. :class:`PauseWatch`
-notices that and turns it into the same error.
+itself) it never falls, and when paused workers hold up all the work Dask waits for ever.
+:class:`PauseWatch` notices that and turns it into the same error.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 __all__ = ["PauseWatch", "WorkersOutOfMemoryError", "memory_restarts", "out_of_memory"]
 
-#: Seconds every worker may stay paused, freeing no memory, before the step fails.
+#: Seconds paused workers may hold up the work, freeing no memory, before the step fails.
 PAUSE_GRACE_SECONDS = 60.0
 #: A paused cluster whose memory fell by this fraction of its budget is making progress.
 FREED_FRACTION = 0.05
@@ -84,7 +84,7 @@ def _mb(nbytes: float) -> str:
 
 
 class PauseWatch:
-    """Notices a cluster whose every worker has stayed paused for memory, freeing none.
+    """Notices paused workers that hold up a cluster's work for good (Dask would wait).
 
     Polls the scheduler from a thread while a run goes on; :meth:`check` (called by the waits of
     the runner) raises :class:`WorkersOutOfMemoryError` once paused workers have held up all of
@@ -124,7 +124,7 @@ class PauseWatch:
             raise self.error
 
     def _watch(self) -> None:
-        since: float | None = None  # when every worker was first seen stuck
+        since: float | None = None  # when the paused workers were first seen stuck
         lowest = 0.0  # the least memory they held since then
         while not self._stop.wait(self.every) and self.error is None:
             try:
