@@ -53,10 +53,19 @@ def record_of(run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / "run.json").read_text(), parse_constant=refuse)
 
 
+#: Runs argv[1:] with SIGINT at its default, as a terminal's foreground job has it: a child
+#: inherits an ignored SIGINT, and what the test process has must not decide the test.
+DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
 def start_in_own_group(run_dir: Path, args: list[str], **kw: Any) -> subprocess.Popen[str]:
     """``submit EXAMPLE`` in a process group of its own, as a terminal's foreground job."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [str(EXE), "submit", str(EXAMPLE), "--run-dir", str(run_dir), *args]
+    command = [sys.executable, "-c", DEFAULT_SIGINT, *command]
     return subprocess.Popen(command, text=True, env=env, start_new_session=True, **kw)
 
 
@@ -296,12 +305,13 @@ def test_existing_run_dir_is_never_overwritten(tmp_path: Path) -> None:
 
 def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Path) -> None:
     """Ctrl-C in a terminal signals the whole process group: the client and its workers."""
-    args = [*QUIET, *SMALL[:4], "--set", "params.steps=2000"]
+    # 6000 steps: after the Ctrl-C below the run must not be able to finish on its own first
+    args = [*QUIET, *SMALL[:4], "--set", "params.steps=6000"]
     args += ["--set", "distributed.sync_interval=100", "--no-report"]
     run_dir = tmp_path / "run"
     proc = start_in_own_group(run_dir, args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen = wait_for_checkpoint(proc, run_dir, 200)
-    assert 200 <= seen < 2000, f"the run should be mid-way, checkpoint at {seen}"
+    assert 200 <= seen < 6000, f"the run should be mid-way, checkpoint at {seen}"
     # while it runs, no second run may write its directory (a requeued batch job, say); the
     # run is frozen meanwhile, so that it cannot end during the seconds the second CLI takes
     os.killpg(proc.pid, signal.SIGSTOP)
@@ -314,9 +324,16 @@ def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Pat
         second.stderr
     )
     assert record_of(run_dir)["status"] == "running" and proc.poll() is None
+    # SIGINT must be caught by the run, not ignored (a disposition a child inherits)
+    status = Path(f"/proc/{proc.pid}/status").read_text()
+    caught = {k: int(v, 16) for k, v in re.findall(r"^(SigIgn|SigCgt):\s*(\w+)$", status, re.M)}
+    sigint = 1 << (signal.SIGINT - 1)
+    assert caught["SigCgt"] & sigint and not caught["SigIgn"] & sigint, caught
+    t_int = time.time()
     os.killpg(proc.pid, signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, (stdout, stderr, record_of(run_dir))
+    stdout, stderr = proc.communicate(timeout=90)
+    rec = record_of(run_dir)
+    assert proc.returncode == 130, (rec.get("finished", 0) - t_int, stdout, stderr, rec)
     # one line, no worker tracebacks and no scheduler complaints about lost workers
     assert "interrupted: run.json says so; continue with --resume" in stderr
     for noise in ("Traceback", "KeyboardInterrupt", "Removing worker"):
@@ -330,7 +347,7 @@ def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Pat
     rec = record_of(run_dir)
     assert rec["status"] == "completed" and rec["attempts"] == 2
     assert rec["steps"]["diffuse"]["resumed_from_step"] >= 200
-    assert rec["workflow"]["params"]["steps"] == 2000
+    assert rec["workflow"]["params"]["steps"] == 6000
     assert rec["config"]["values"]["distributed"]["sync_interval"] == 100
 
 
