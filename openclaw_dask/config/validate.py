@@ -315,10 +315,7 @@ def _memory_floor(
     if limit * fraction >= floor:
         return []
     need = math.ceil(floor / fraction)
-    if values["memory.per_thread_pool_size"] != "auto":
-        key, need_key = "memory.per_thread_pool_size", math.ceil(need / layout.threads_per_worker)
-    else:
-        key, need_key = "memory.global_pool", need * layout.processes
+    key, need_key = _budget_key(values, layout, need)
     fate = {
         "pause": "stops taking tasks",
         "terminate": "is restarted",
@@ -351,10 +348,7 @@ def _memory_ceiling(
     if not isinstance(limit, int) or not ram or limit <= ram:
         return []
     share = ram // layout.processes
-    if values["memory.per_thread_pool_size"] != "auto":
-        key, share_key = "memory.per_thread_pool_size", share // layout.threads_per_worker
-    else:
-        key, share_key = "memory.global_pool", share * layout.processes
+    key, share_key = _budget_key(values, layout, share)
     message = (
         f"{_gb(values[key])} gives each worker {_gb(limit)}, more than this machine's "
         f"{_gb(ram)} (Dask would ignore it, and the kernel instead of Dask would stop a worker "
@@ -362,6 +356,13 @@ def _memory_ceiling(
         f"{layout.processes} worker(s)), or auto"
     )
     return [locate(key, sources, message, lines)]
+
+
+def _budget_key(values: Mapping[str, Any], layout: Any, per_worker: int) -> tuple[str, int]:
+    """The key that set the workers' budget, and ``per_worker`` bytes in that key's terms."""
+    if values["memory.per_thread_pool_size"] != "auto":
+        return "memory.per_thread_pool_size", math.ceil(per_worker / layout.threads_per_worker)
+    return "memory.global_pool", per_worker * layout.processes
 
 
 def _gb(nbytes: float) -> str:
