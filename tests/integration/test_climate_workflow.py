@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from openclaw_dask.workflows.context import StepContext
 from openclaw_dask.workflows.ops.climate import EnergyBalanceModel, forcing
 from openclaw_dask.workflows.runner import run_workflow
 from tests.conftest import ROOT
-from tests.integration.test_workflow_run import wait_for_checkpoint
+from tests.integration.test_workflow_run import start_in_own_group, wait_for_checkpoint
 
 CLIMATE = ROOT / "workflows/climate.yaml"
 QUICK = [
@@ -205,18 +204,9 @@ def test_a_worker_lost_mid_run_costs_one_window_and_changes_no_bit(tmp_path: Pat
     cannot recompute a band whose worker died: the run continues from its last checkpoint."""
     banded = _banded(tmp_path)
     sets = [*QUICK, "params.spinup_years=0", "params.years=2", "distributed.sync_interval=100"]
-    exe = Path(sys.executable).with_name("openclaw-dask")
-    command = [str(exe), "submit", str(banded), "--no-report", "--set", *sets]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     run_dir = tmp_path / "killed"
-    proc = subprocess.Popen(
-        [*command, "--run-dir", str(run_dir)],
-        env=env,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    proc = start_in_own_group(run_dir, ["--no-report", "--set", *sets], banded, **pipes)
     try:
         seen = wait_for_checkpoint(proc, run_dir, 300, name="simulate")
         workers = [

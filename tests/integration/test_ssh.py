@@ -26,7 +26,7 @@ from openclaw_dask.workflows.runner import run_workflow
 from tests.conftest import ROOT
 from tests.integration.sshd import SshHost, SshRig, keygen, netns_available, sshd_available
 from tests.integration.test_climate_workflow import QUICK, _banded
-from tests.integration.test_workflow_run import wait_for_checkpoint
+from tests.integration.test_workflow_run import start_in_own_group, wait_for_checkpoint
 
 pytestmark = pytest.mark.ssh
 
@@ -224,15 +224,9 @@ def test_a_worker_lost_on_a_node_mid_run_costs_one_window_and_changes_no_bit(
     banded = _banded(tmp_path)
     sets = [*QUICK, "params.spinup_years=0", "params.years=2", "distributed.sync_interval=100"]
     run_dir = tmp_path / "killed"
-    command = [str(EXE), "submit", str(banded), "--config", str(config), "--no-report"]
-    proc = subprocess.Popen(
-        [*command, "--run-dir", str(run_dir), "--set", *sets],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    args = ["--config", str(config), "--no-report", "--set", *sets]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    proc = start_in_own_group(run_dir, args, banded, **pipes)
     try:
         seen = wait_for_checkpoint(proc, run_dir, 300, name="simulate")
         # node b's nanny runs `python -m distributed.cli.dask_spec` with the worker's name,

@@ -61,10 +61,12 @@ DEFAULT_SIGINT = (
 )
 
 
-def start_in_own_group(run_dir: Path, args: list[str], **kw: Any) -> subprocess.Popen[str]:
-    """``submit EXAMPLE`` in a process group of its own, as a terminal's foreground job."""
+def start_in_own_group(
+    run_dir: Path, args: list[str], workflow: Path = EXAMPLE, **kw: Any
+) -> subprocess.Popen[str]:
+    """``submit workflow`` in a process group of its own, as a terminal's foreground job."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [str(EXE), "submit", str(EXAMPLE), "--run-dir", str(run_dir), *args]
+    command = [str(EXE), "submit", str(workflow), "--run-dir", str(run_dir), *args]
     command = [sys.executable, "-c", DEFAULT_SIGINT, *command]
     return subprocess.Popen(command, text=True, env=env, start_new_session=True, **kw)
 
