@@ -86,10 +86,12 @@ def _mb(nbytes: float) -> str:
 class PauseWatch:
     """Notices paused workers that hold up a cluster's work for good (Dask would wait).
 
-    Polls the scheduler from a thread while a run goes on; :meth:`check` (called by the waits of
-    the runner) raises :class:`WorkersOutOfMemoryError` once paused workers have held up all of
-    the cluster's work (:func:`_stuck`) for ``grace`` seconds and their memory has not fallen
-    meanwhile (spilling may free it). Use as a context manager.
+    Polls the scheduler from a thread while a run goes on. Once paused workers have held up all
+    of the cluster's work (:func:`_stuck`) for ``grace`` seconds and their memory has not fallen
+    meanwhile (spilling may free it), it sets :attr:`error` (a :class:`WorkersOutOfMemoryError`)
+    and cancels every future of the client, so that whatever waits on the cluster returns: the
+    runner's waits, and also an op's own ``dask.compute``, which nothing else could interrupt.
+    :meth:`check` raises the error. Use as a context manager.
 
     Parameters
     ----------
@@ -141,8 +143,22 @@ class PauseWatch:
                 since, lowest = time.monotonic(), held  # newly stuck, or freeing memory
             elif time.monotonic() - since >= self.grace:
                 self.error = _paused_error(stuck, len(workers), self.grace)
+                self._cancel_everything()
             else:
                 lowest = min(lowest, held)
+
+    def _cancel_everything(self) -> None:
+        """Cancel every future the client holds, with the error as the reason.
+
+        A blocked ``gather`` (``dask.compute`` in an op) then raises ``CancelledError``, which
+        the runner reports as :attr:`error`; the step fails either way, and ``--resume``
+        starts it again from its last checkpoint.
+        """
+        from distributed import Future
+
+        with contextlib.suppress(Exception):  # a closing client: nothing left to wait on
+            held = [Future(key, self.client) for key in list(self.client.futures)]
+            self.client.cancel(held, reason="workers out of memory", msg=str(self.error))
 
 
 #: Worker task states of work that a worker holds but has not started.

@@ -190,8 +190,13 @@ class Run:
         self.run_dir, self.record = run_dir, record
         self.show_progress = show_progress
         self.announce = announce
-        #: raises when the cluster cannot go on (:class:`~openclaw_dask.runtime.oom.PauseWatch`)
-        self.check: Callable[[], None] | None = None
+        #: notices a cluster that cannot go on, and cancels what waits on it
+        self.watch: PauseWatch | None = None
+
+    @property
+    def check(self) -> Callable[[], None] | None:
+        """Raises when the cluster cannot go on (:meth:`PauseWatch.check`); for the waits."""
+        return None if self.watch is None else self.watch.check
 
     # -- record ---------------------------------------------------------------------------
     def save(self) -> None:
@@ -477,6 +482,9 @@ class Run:
                     if gone or isinstance(exc, LOST_WORK):
                         limit = self.plan.layout.get("memory_limit")
                         error = out_of_memory(client, rec["started"] - 1.0, limit) or error
+                    if self.watch is not None and self.watch.error is not None:
+                        # it cancelled the step's futures: whatever the op raised came of that
+                        error = self.watch.error
                     rec.update(
                         status="failed",
                         error=f"{type(error).__name__}: {error}",
@@ -688,7 +696,7 @@ def run_workflow(
                     announce(f"dashboard: {dashboard_note(client, cfg)}")
             record["cluster"] = _cluster_summary(client)
             counter.install(client)
-            run.check = stack.enter_context(PauseWatch(client)).check
+            run.watch = stack.enter_context(PauseWatch(client))
             run.save()
             run.run_steps(client)
         record["status"] = "completed"

@@ -189,15 +189,18 @@ def test_workers_restarted_for_memory_are_named_with_their_budget(tmp_path: Path
     assert rec["steps"]["hungry"]["error"].startswith("WorkersOutOfMemoryError: workers ran out")
 
 
+@pytest.mark.parametrize("op", ["leaky", "leaky_sum"])
 def test_workers_paused_for_memory_for_good_end_the_step(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, op: str
 ) -> None:
     """Each task keeps 300 MB on 400 MB workers, past the 80 % where Dask pauses a worker:
     Dask would wait for ever; the step fails once every worker has been paused for the grace
-    period (shortened here), with the memory message."""
+    period (shortened here), with the memory message. ``leaky`` returns its graph to the
+    runner; ``leaky_sum`` waits in its own ``dask.compute``, which the watch's cancellation
+    ends."""
     monkeypatch.setattr(oom, "PAUSE_GRACE_SECONDS", 4.0)
     wf = tmp_path / "leaky.yaml"
-    wf.write_text(LEAKY_WORKFLOW)
+    wf.write_text(LEAKY_WORKFLOW.replace("user_ops:leaky", f"user_ops:{op}"))
     run_dir = tmp_path / "run"
     # no restart at 95 %: the workers must stay paused, not be restarted (the test above)
     budget = ["memory.per_thread_pool_size=400MB", "memory.spill.terminate=false"]

@@ -85,3 +85,13 @@ def leaky(ctx: StepContext, *, megabytes: int = 300) -> dict[str, xr.Dataset]:
     field = ctx.input("field")["temperature"]
     data = field.data.map_blocks(_keep_memory, megabytes, dtype=float)
     return {"nothing": field.copy(data=data).to_dataset()}
+
+
+def leaky_sum(ctx: StepContext, *, megabytes: int = 300) -> dict[str, xr.Dataset]:
+    """:func:`leaky`, computed by the op itself (``dask.compute``, as an analysis step does),
+    where no wait of the runner's sees the cluster."""
+    import dask
+
+    field = ctx.input("field")["temperature"]
+    (total,) = dask.compute(field.data.map_blocks(_keep_memory, megabytes, dtype=float).sum())
+    return {"nothing": xr.Dataset({"total": float(total)})}
