@@ -52,6 +52,7 @@ def submit_cmd(
     from openclaw_dask.runtime.cluster import ClusterLostError
     from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
     from openclaw_dask.runtime.oom import WorkersOutOfMemoryError
+    from openclaw_dask.workflows.mpi_run import MpiRunError
     from openclaw_dask.workflows.recovery import WorkersLostError
     from openclaw_dask.workflows.runner import StepFailedError, run_workflow
 
@@ -76,10 +77,12 @@ def submit_cmd(
             sys.exit(1)
         if isinstance(exc.error, ClusterLostError):  # not the step's fault: no traceback
             err.print(f"[red]failed:[/] step {exc.step!r}: {exc.error}", markup=True)
-            again = "from it" if isinstance(exc.error, WorkersLostError) else "once a cluster runs"
+            # lost workers, or an mpi job that ended: --resume starts what it needs itself
+            starts = isinstance(exc.error, (WorkersLostError, MpiRunError))
+            again = "from it" if starts else "once a cluster runs"
             err.print(
                 "completed steps, their outputs and the last checkpoint are kept; "
-                f"--resume continues {again}",
+                f"--resume {exc.run_dir} continues {again}",
                 markup=False,
             )
             sys.exit(1)
@@ -111,6 +114,9 @@ def submit_cmd(
             "their outputs are kept; fix the step and --resume",
             markup=False,
         )
+        sys.exit(1)
+    except MpiRunError as exc:  # the job ended before any step ran: no step to name
+        err.print(f"[red]failed:[/] {escape(str(exc))}", markup=True)
         sys.exit(1)
     except KeyboardInterrupt:
         err.print("[yellow]interrupted:[/] run.json says so; continue with --resume")

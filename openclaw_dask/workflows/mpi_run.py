@@ -16,6 +16,7 @@ import builtins
 import json
 import os
 import shlex
+import signal
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,6 +27,7 @@ import yaml
 from openclaw_dask.config import Config, ConfigError
 from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.loader import ENV_PREFIX, ENV_RESERVED
+from openclaw_dask.runtime.cluster import ClusterLostError
 from openclaw_dask.runtime.mpi_launch import (
     find_mpirun,
     format_command,
@@ -42,14 +44,32 @@ from openclaw_dask.workflows.spec import Workflow
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130
 
 
-class MpiRunError(RuntimeError):
-    """``mpirun`` ended without a verdict from the workflow (a rank crashed, MPI failed)."""
+class MpiRunError(ClusterLostError):
+    """``mpirun`` ended without a verdict from the workflow (a rank crashed, MPI failed).
 
-    def __init__(self, returncode: int, command: str) -> None:
+    Open MPI ends every rank when one dies, so a lost worker rank takes the whole cluster with
+    it; the checkpoints stay, and ``--resume`` launches ``mpirun`` again from the last one.
+    """
+
+    def __init__(self, returncode: int) -> None:
         self.returncode = returncode
         super().__init__(
-            f"mpirun exited with code {returncode} before the workflow finished: {command}"
+            f"mpirun exited with code {returncode}{_signal_note(returncode)} before the "
+            "workflow finished: Open MPI ends every rank when one dies (its message above "
+            "names the rank)"
         )
+
+
+def _signal_note(returncode: int) -> str:
+    """`` (a rank ended on signal 9, SIGKILL: ...)`` for a code above 128, else ``""``."""
+    if returncode <= 128:
+        return ""
+    try:
+        name = signal.Signals(returncode - 128).name
+    except ValueError:
+        return ""
+    why = {"SIGKILL": ": killed, or out of memory", "SIGSEGV": ": a crash"}.get(name, "")
+    return f" (a rank ended on signal {returncode - 128}, {name}{why})"
 
 
 def client_args(
@@ -134,7 +154,7 @@ def run_under_mpirun(
     KeyboardInterrupt
         Interrupted; ``mpirun`` and its ranks were stopped.
     MpiRunError
-        ``mpirun`` failed without a record of the outcome.
+        ``mpirun`` failed before any step ran, without a record of the outcome.
     """
     if cfg["cluster.scheduler_address"]:
         raise ConfigError(
@@ -177,6 +197,10 @@ def run_under_mpirun(
     return _outcome(directory, code, lines[0] if lines else shlex.join(args))
 
 
+#: ``mpirun``'s exit codes when its ranks were asked to stop (rank 1's own, or a signal's).
+INTERRUPT_CODES = (EXIT_INTERRUPTED, 128 + signal.SIGINT, 128 + signal.SIGTERM)
+
+
 def _update_record(directory: Path, command: str, interrupted: bool = False) -> dict[str, Any]:
     """Add the ``mpirun`` line to rank 1's record; mark it interrupted if rank 1 could not.
 
@@ -197,6 +221,26 @@ def _update_record(directory: Path, command: str, interrupted: bool = False) -> 
     return record
 
 
+def _record_crash(directory: Path, record: dict[str, Any], crash: MpiRunError) -> str | None:
+    """Mark the run and its unfinished step failed by ``crash``; return that step's name.
+
+    When a worker rank dies, Open MPI stops rank 1 too, which then records ``interrupted`` (or
+    nothing: ``running``); neither is what happened.
+    """
+    if not record or record.get("status") not in ("running", "interrupted"):
+        return None
+    message = f"{type(crash).__name__}: {crash}"
+    record["status"] = "failed"
+    failed = None
+    for name, step in record.get("steps", {}).items():
+        if step.get("status") in ("running", "interrupted"):
+            step.update(status="failed", error=message)
+            failed = name
+            record["error"] = {"step": name, "op": step.get("op", "?"), "message": message}
+    zarrio.atomic_write_text(directory / RUN_RECORD, strictjson.dumps(record))
+    return failed
+
+
 def _outcome(directory: Path, code: int, command: str) -> dict[str, Any]:
     """Rank 1's exit code and record -> the same result a local run gives."""
     record = _update_record(directory, command)
@@ -204,7 +248,7 @@ def _outcome(directory: Path, code: int, command: str) -> dict[str, Any]:
         return record
     if code == EXIT_FAILED and record.get("status") == "failed":
         error = record.get("error", {})
-        raise StepFailedError(error.get("step", "?"), error.get("op", "?"), _error(error))
+        raise _failed(directory, error.get("step", "?"), error.get("op", "?"), _error(error))
     if code == EXIT_BAD_INPUT:
         raise ConfigError(
             [
@@ -216,9 +260,22 @@ def _outcome(directory: Path, code: int, command: str) -> dict[str, Any]:
                 )
             ]
         )
-    if code == EXIT_INTERRUPTED or record.get("status") == "interrupted":
+    if code in INTERRUPT_CODES:
+        _update_record(directory, command, interrupted=True)
         raise KeyboardInterrupt("mpirun interrupted")
-    raise MpiRunError(code, command)
+    # a rank died (killed, out of memory, crashed) and mpirun ended the others
+    crash = MpiRunError(code)
+    step = _record_crash(directory, record, crash)
+    if step is not None:
+        raise _failed(directory, step, record["steps"][step].get("op", "?"), crash)
+    raise crash
+
+
+def _failed(directory: Path, step: str, op: str, error: Exception) -> StepFailedError:
+    """The :class:`StepFailedError` a local run raises, with its run directory."""
+    failed = StepFailedError(step, op, error)
+    failed.run_dir = directory
+    return failed
 
 
 def _error(error: dict[str, Any]) -> Exception:

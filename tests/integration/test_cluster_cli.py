@@ -144,7 +144,7 @@ def test_a_cluster_stopped_mid_run_is_one_line_and_resume_continues(tmp_path: Pa
     assert proc.returncode == 1, stderr
     # the cluster's fault, said as such: not futures' cancellation reasons and "fix the step"
     assert "failed: step 'diffuse': the " in stderr, stderr
-    assert "--resume continues once a cluster runs" in stderr
+    assert f"--resume {run_dir} continues once a cluster runs" in stderr
     for noise in ("Traceback", "cancelled", "fix the step"):
         assert noise not in stderr, stderr
     record = json.loads((run_dir / "run.json").read_text())

@@ -187,6 +187,66 @@ def test_sigterm_stops_every_rank_and_resume_under_mpirun_continues(tmp_path: Pa
     assert rec["steps"]["diffuse"]["resumed_from_step"] >= 100
 
 
+def test_a_worker_rank_killed_fails_the_step_in_one_line_and_resume_continues(
+    tmp_path: Path,
+) -> None:
+    """Open MPI ends every rank when one dies: a SIGKILLed worker rank (rank 3; rank 0 is the
+    scheduler, rank 1 the client) ends the run. That is said in one line as what it is (not an
+    interrupt, nor an error of ours), the record says failed, and ``--resume`` continues from
+    the last checkpoint."""
+    import psutil
+
+    run_dir = tmp_path / "run"
+    args = [
+        str(EXAMPLE),
+        "--backend",
+        "mpi",
+        *sets(["params.size=256", "params.chunk=128", "params.steps=1200"]),
+        *sets(["distributed.sync_interval=100", "cluster.dashboard_address=null"]),
+        "--no-report",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [str(EXE), "submit", *args, "--run-dir", str(run_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        diffuse = _read(run_dir).get("steps", {}).get("diffuse", {})
+        if diffuse.get("checkpoint_step", 0) >= 100:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    ranks = {
+        child.environ().get("OMPI_COMM_WORLD_RANK"): child
+        for child in psutil.Process(proc.pid).children(recursive=True)
+        if "mpi_entry" in " ".join(child.cmdline())
+    }
+    ranks["3"].kill()
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1, stderr
+    assert (
+        "failed: step 'diffuse': mpirun exited with code 137 (a rank ended on signal 9, "
+        "SIGKILL: killed, or out of memory) before the workflow finished" in stderr
+    ), stderr
+    assert f"--resume {run_dir} continues from it" in stderr, stderr
+    for noise in ("Traceback", "interrupted", "OPENCLAW_DEBUG", "fix the step"):
+        assert noise not in stderr, stderr
+    rec = record_of(run_dir)
+    assert rec["status"] == "failed" and rec["steps"]["diffuse"]["status"] == "failed"
+    assert rec["error"]["step"] == "diffuse"
+    assert rec["error"]["message"].startswith("MpiRunError: mpirun exited with code 137")
+
+    resumed = submit(*args, "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stderr
+    rec = record_of(run_dir)
+    assert rec["status"] == "completed" and rec["attempts"] == 2
+    assert rec["steps"]["diffuse"]["resumed_from_step"] >= 100
+
+
 def _read(run_dir: Path) -> dict[str, Any]:
     try:
         return record_of(run_dir)
