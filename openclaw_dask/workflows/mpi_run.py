@@ -34,9 +34,11 @@ from openclaw_dask.runtime.mpi_launch import (
     launch_env,
     run_mpirun,
 )
+from openclaw_dask.runtime.oom import WorkersOutOfMemoryError
 from openclaw_dask.runtime.terminal import interrupts
 from openclaw_dask.translate import ClusterPlan
 from openclaw_dask.workflows import strictjson, zarrio
+from openclaw_dask.workflows.recovery import WorkersLostError
 from openclaw_dask.workflows.resume import read_run
 from openclaw_dask.workflows.runner import RUN_RECORD, StepFailedError, _new_run_dir
 from openclaw_dask.workflows.spec import Workflow
@@ -278,11 +280,18 @@ def _failed(directory: Path, step: str, op: str, error: Exception) -> StepFailed
     return failed
 
 
+#: Our errors that the CLI words apart (the budget to raise, ``--resume``), by name.
+OWN_ERRORS: dict[str, type[Exception]] = {
+    kind.__name__: kind for kind in (WorkersOutOfMemoryError, WorkersLostError, ClusterLostError)
+}
+
+
 def _error(error: dict[str, Any]) -> Exception:
-    """The step's exception as rank 1 recorded it (``"ValueError: message"``)."""
+    """The step's exception as rank 1 recorded it (``"ValueError: message"``): a built-in or
+    one of :data:`OWN_ERRORS`, else a ``RuntimeError`` with the whole message."""
     message = str(error.get("message", ""))
     name, sep, text = message.partition(": ")
-    kind = getattr(builtins, name, None)
+    kind = OWN_ERRORS.get(name) or getattr(builtins, name, None)
     if sep and isinstance(kind, type) and issubclass(kind, Exception):
         try:
             return kind(text)

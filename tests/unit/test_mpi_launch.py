@@ -76,3 +76,59 @@ def test_inside_a_launch_only_with_the_address(monkeypatch: pytest.MonkeyPatch) 
     assert mpi_job_scheduler() is None
     monkeypatch.setenv(MPI_SCHEDULER_ENV, "tcp://127.0.0.1:1234")
     assert mpi_job_scheduler() == "tcp://127.0.0.1:1234"
+
+
+def _record(run_dir: Path, status: str, step_status: str, error: str | None = None) -> None:
+    import json
+
+    record: dict = {"status": status, "steps": {"diffuse": {"op": "example.diffuse"}}}
+    record["steps"]["diffuse"]["status"] = step_status
+    if error:
+        record["error"] = {"step": "diffuse", "op": "example.diffuse", "message": error}
+    (run_dir / "run.json").write_text(json.dumps(record))
+
+
+def test_rank_1s_recorded_error_comes_back_as_our_own_type_with_the_run_directory(
+    tmp_path: Path,
+) -> None:
+    """The launcher words a failure as a local run does: the memory hint needs the type."""
+    from openclaw_dask.runtime.oom import WorkersOutOfMemoryError
+    from openclaw_dask.workflows.mpi_run import _outcome
+    from openclaw_dask.workflows.runner import StepFailedError
+
+    _record(tmp_path, "failed", "failed", "WorkersOutOfMemoryError: workers ran out of memory")
+    with pytest.raises(StepFailedError) as info:
+        _outcome(tmp_path, 1, "mpirun -np 4 ...")
+    assert isinstance(info.value.error, WorkersOutOfMemoryError)
+    assert str(info.value.error) == "workers ran out of memory"
+    assert info.value.run_dir == tmp_path
+    _record(tmp_path, "failed", "failed", "KeyError: 'x'")
+    with pytest.raises(StepFailedError) as info:
+        _outcome(tmp_path, 1, "mpirun")
+    assert type(info.value.error) is KeyError
+
+
+@pytest.mark.parametrize("written", ["running", "interrupted"])
+def test_a_rank_killed_by_a_signal_fails_the_step_whatever_rank_1_wrote(
+    tmp_path: Path, written: str
+) -> None:
+    """mpirun stops rank 1 when a worker rank dies; rank 1 then writes interrupted, or nothing
+    (still running). Exit code 137 is the SIGKILL of a rank: a failure, not an interrupt."""
+    import json
+
+    from openclaw_dask.workflows.mpi_run import MpiRunError, _outcome
+    from openclaw_dask.workflows.runner import StepFailedError
+
+    _record(tmp_path, written, written)
+    with pytest.raises(StepFailedError) as info:
+        _outcome(tmp_path, 137, "mpirun -np 4 ...")
+    assert isinstance(info.value.error, MpiRunError) and info.value.step == "diffuse"
+    assert "(a rank ended on signal 9, SIGKILL: killed, or out of memory)" in str(info.value)
+    record = json.loads((tmp_path / "run.json").read_text())
+    assert record["status"] == "failed" and record["steps"]["diffuse"]["status"] == "failed"
+    assert record["mpirun"] == "mpirun -np 4 ..."
+    assert record["error"]["message"].startswith("MpiRunError: mpirun exited with code 137")
+    _record(tmp_path, "running", "running")
+    with pytest.raises(KeyboardInterrupt):  # mpirun forwarded a SIGTERM: an interrupt
+        _outcome(tmp_path, 143, "mpirun")
+    assert json.loads((tmp_path / "run.json").read_text())["status"] == "interrupted"
