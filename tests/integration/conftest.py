@@ -24,7 +24,10 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]
     monkeypatch.chdir(tmp_path)
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     yield
-    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+    # the resource tracker lives as long as this process: waiting for it cost 15 s a session
+    left = [
+        p for p in psutil.Process().children(recursive=True) if p.pid not in before and _is_stray(p)
+    ]
     _, alive = psutil.wait_procs(left, timeout=15)
     stray = [p for p in alive if _is_stray(p)]
     for p in stray:
