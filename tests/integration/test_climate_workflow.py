@@ -229,3 +229,19 @@ def test_a_worker_lost_mid_run_costs_one_window_and_changes_no_bit(tmp_path: Pat
     whole = run_workflow(banded, overrides=sets, run_dir=tmp_path / "whole")
     for name in ("simulate", "analyse"):
         assert killed["steps"][name]["checksums"] == whole["steps"][name]["checksums"], name
+
+
+def test_the_default_spin_up_leaves_the_climate_in_equilibrium(tmp_path: Path) -> None:
+    """The defaults' recorded years are an equilibrium climate: their annual global means agree
+    to 0.01 K (3 spin-up years left 0.35 K of drift), and the climate is the present one that
+    North, Cahalan & Coakley calibrate to. At 4° (the relaxation time hardly depends on the
+    grid: 2° gives the same to 0.02 K), default spin-up and years."""
+    overrides = ["cluster.dashboard_address=127.0.0.1:0", "params.resolution=4.0"]
+    rec = run_workflow(CLIMATE, overrides=overrides, run_dir=tmp_path / "run", report=False)
+    annual = xr.open_zarr(Path(rec["run_dir"]) / "global_mean.zarr")["T_annual"].values
+    assert annual.shape == (2,)
+    assert abs(annual[1] - annual[0]) < 0.01, annual
+    assert 14.0 < annual[1] < 14.6, annual
+    metrics = rec["steps"]["analyse"]["metrics"]
+    assert abs(metrics["ice_edge_north"] - 71.8) < 2.0, metrics
+    assert abs(metrics["ice_edge_south"] + 71.8) < 2.0, metrics
