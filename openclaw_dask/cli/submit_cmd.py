@@ -119,7 +119,10 @@ def submit_cmd(
         err.print(f"[red]failed:[/] {escape(str(exc))}", markup=True)
         sys.exit(1)
     except KeyboardInterrupt:
-        err.print("[yellow]interrupted:[/] run.json says so; continue with --resume")
+        # rank 1 of an mpi launch is stopped by mpirun also when another rank died: the
+        # launching submit says which it was
+        if not mpi_job_scheduler():
+            err.print("[yellow]interrupted:[/] run.json says so; continue with --resume")
         sys.exit(130)
     if dry_run:
         plan = record["plan"]
