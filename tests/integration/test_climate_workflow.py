@@ -65,7 +65,10 @@ def test_climate_workflow_outputs_and_record(tmp_path: Path) -> None:
     assert edges["north"].attrs["units"] == "degrees_north"
     metrics = rec["steps"]["analyse"]["metrics"]
     assert 60 < metrics["ice_edge_north"] < 80 and -80 < metrics["ice_edge_south"] < -60
-    for png in ("global_mean.png", "annual_mean_map.png", "zonal_mean.png"):
+    maps = ("annual_mean_map.png", "seasonal_amplitude_map.png")
+    pngs = ("global_mean.png", *maps, "zonal_mean.png")
+    assert rec["steps"]["analyse"]["metrics"]["plots"] == list(pngs)
+    for png in pngs:
         assert (run / "plots" / png).stat().st_size > 5_000
 
 

@@ -344,6 +344,7 @@ def _plot(
     days: np.ndarray,
     annual_map: np.ndarray,
     zonal: np.ndarray,
+    amplitude: np.ndarray,
     grid: LatLonGrid,
 ) -> list[str]:
     import matplotlib
@@ -365,14 +366,26 @@ def _plot(
     plt.close(fig)
     written.append("global_mean.png")
 
-    fig, ax = plt.subplots(figsize=(8, 4))
-    mesh = ax.pcolormesh(grid.lon, grid.lat, annual_map, cmap="RdBu_r", shading="nearest")
-    fig.colorbar(mesh, ax=ax, label="°C")
-    ax.set(xlabel="longitude", ylabel="latitude", title="Final annual-mean temperature")
-    fig.tight_layout()
-    fig.savefig(folder / "annual_mean_map.png", dpi=100)
-    plt.close(fig)
-    written.append("annual_mean_map.png")
+    # the annual mean is nearly zonal (land changes the heat capacity, not the albedo); the
+    # continents show in the seasonal swing, larger where the surface is less inert
+    maps = {
+        "annual_mean_map.png": (annual_map, "RdBu_r", "°C", "Final annual-mean temperature"),
+        "seasonal_amplitude_map.png": (
+            amplitude,
+            "viridis",
+            "K",
+            "Seasonal amplitude (max − min of the monthly means, last year)",
+        ),
+    }
+    for name, (field, cmap, unit, title) in maps.items():
+        fig, ax = plt.subplots(figsize=(8, 4))
+        mesh = ax.pcolormesh(grid.lon, grid.lat, field, cmap=cmap, shading="nearest")
+        fig.colorbar(mesh, ax=ax, label=unit)
+        ax.set(xlabel="longitude", ylabel="latitude", title=title)
+        fig.tight_layout()
+        fig.savefig(folder / name, dpi=100)
+        plt.close(fig)
+        written.append(name)
 
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(grid.lat, zonal)
@@ -464,6 +477,7 @@ def analyse(ctx: StepContext, *, source: str = "simulate") -> dict[str, xr.Datas
         monthly["time"].values,
         last_annual.values,
         zonal_values[-1],
+        amplitude.values,
         grid,
     )
     return out
