@@ -77,9 +77,7 @@ def _banded(tmp_path: Path, bands: int = 2) -> Path:
     tasks)."""
     banded = tmp_path / f"climate-{bands}-bands.yaml"
     banded.write_text(
-        CLIMATE.read_text().replace(
-            'with: {years: "${params.years}"', f'with: {{bands: {bands}, years: "${{params.years}}"'
-        )
+        CLIMATE.read_text().replace("      years:", f"      bands: {bands}\n      years:")
     )
     assert f"bands: {bands}" in banded.read_text()
     return banded
@@ -238,7 +236,8 @@ def test_the_default_spin_up_leaves_the_climate_in_equilibrium(tmp_path: Path) -
     """The defaults' recorded years are an equilibrium climate: their annual global means agree
     to 0.01 K (3 spin-up years left 0.35 K of drift), and the climate is the present one that
     North, Cahalan & Coakley calibrate to. At 4° (the relaxation time hardly depends on the
-    grid: 2° gives the same to 0.02 K), default spin-up and years."""
+    grid: 2° gives the same to 0.02 K), default spin-up and years. A finer run started from
+    that state (``params.initial``) needs no spin-up."""
     overrides = ["cluster.dashboard_address=127.0.0.1:0", "params.resolution=4.0"]
     rec = run_workflow(CLIMATE, overrides=overrides, run_dir=tmp_path / "run", report=False)
     annual = xr.open_zarr(Path(rec["run_dir"]) / "global_mean.zarr")["T_annual"].values
@@ -248,3 +247,12 @@ def test_the_default_spin_up_leaves_the_climate_in_equilibrium(tmp_path: Path) -
     metrics = rec["steps"]["analyse"]["metrics"]
     assert abs(metrics["ice_edge_north"] - 71.8) < 2.0, metrics
     assert abs(metrics["ice_edge_south"] + 71.8) < 2.0, metrics
+
+    # that equilibrium, regridded, starts a 2° run with no spin-up already in equilibrium
+    warm = [*overrides[:1], "params.resolution=2.0", "params.spinup_years=0"]
+    warm.append(f"params.initial={rec['run_dir']}")
+    rec = run_workflow(CLIMATE, overrides=warm, run_dir=tmp_path / "warm", report=False)
+    monthly = xr.open_zarr(Path(rec["run_dir"]) / "monthly.zarr")
+    assert monthly.attrs["initial_state"] == str(Path(rec["run_dir"]).parent / "run" / "final.zarr")
+    annual = xr.open_zarr(Path(rec["run_dir"]) / "global_mean.zarr")["T_annual"].values
+    assert abs(annual[1] - annual[0]) < 0.02 and 14.0 < annual[0] < 14.6, annual

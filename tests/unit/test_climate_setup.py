@@ -16,6 +16,7 @@ from openclaw_dask.workflows.climate import (
     idealized_land_mask,
     insolation_factor,
     max_stable_dt,
+    regrid,
     solar_declination,
 )
 from openclaw_dask.workflows.climate.insolation import legendre_p2
@@ -41,6 +42,31 @@ def test_grid_two_degrees_is_90_by_180_with_unit_total_area() -> None:
 def test_grid_refuses_resolutions_that_do_not_divide_180(bad: float) -> None:
     with pytest.raises(ValueError, match="resolution"):
         LatLonGrid(bad)
+
+
+def test_regrid_is_bilinear_periodic_in_longitude_and_the_identity_on_its_own_grid() -> None:
+    coarse, fine = LatLonGrid(4.0), LatLonGrid(2.0)
+
+    def field(grid: LatLonGrid) -> np.ndarray:
+        # linear in latitude and in longitude on each side of the seam at 0°/360°
+        saw = np.abs(((grid.lon - 180.0) % 360.0) - 180.0)  # 0 at 0°E, 180 at 180°E
+        return grid.lat[:, None] * 0.1 + saw[None, :] * 0.01
+
+    same = regrid(field(coarse), coarse.lat, coarse.lon, coarse)
+    assert np.array_equal(same, field(coarse))
+    finer = regrid(field(coarse), coarse.lat, coarse.lon, fine)
+    assert finer.shape == fine.shape
+    # exact where the field is linear between coarse centres: inside the coarse rows, away from
+    # the kinks of the saw at 0° and 180° (across the seam the wrap is used, and it is exact)
+    inner = (fine.lat > coarse.lat[0]) & (fine.lat < coarse.lat[-1])
+    away = np.abs(((fine.lon - 90.0) % 180.0) - 90.0) > 2.0
+    expected = field(fine)
+    assert np.allclose(finer[np.ix_(inner, away)], expected[np.ix_(inner, away)], atol=1e-12)
+    # beyond the outermost coarse rows (fine rows -89° and 89°): the nearest row's values
+    edge = expected[[0, -1]] + 0.1 * (coarse.lat[[0, -1]] - fine.lat[[0, -1]])[:, None]
+    assert np.allclose(finer[[0, -1]][:, away], edge[:, away], atol=1e-12)
+    with pytest.raises(ValueError, match="a field of shape"):
+        regrid(field(coarse)[:, :-1], coarse.lat, coarse.lon, fine)
 
 
 def test_land_mask_is_deterministic_and_resolution_independent() -> None:

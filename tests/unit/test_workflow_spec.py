@@ -200,16 +200,23 @@ def test_ops_check_their_argument_values_before_anything_runs(tmp_path: Path) ->
     with pytest.raises(ConfigError) as info:
         load_workflow(CLIMATE, {"resolution": "7"})
     [problem] = [str(p) for p in info.value.problems]
-    assert problem.startswith(f"{CLIMATE}:19: steps.forcing.with.resolution: resolution 7.0°")
+    assert problem.startswith(f"{CLIMATE}:20: steps.forcing.with.resolution: resolution 7.0°")
     assert problem.endswith(
         "does not divide 180°; use e.g. 0.5, 1, 2, 4, 5 (from params.resolution, set by --set)"
     )
     # an iterative op's check_args (climate.ebm), on a value written in the file
-    text = CLIMATE.read_text().replace("with: {years:", "with: {bands: -2, years:")
+    text = CLIMATE.read_text().replace("      years:", "      bands: -2\n      years:")
     with pytest.raises(ConfigError) as info:
         load_workflow(write(tmp_path, text))
     [problem] = [str(p) for p in info.value.problems]
-    assert problem.endswith(":27: steps.simulate.with.bands: expected an integer >= 0, got -2")
+    assert problem.endswith(":29: steps.simulate.with.bands: expected an integer >= 0, got -2")
+    # a path that is not a run's state (climate.ebm's initial), from a parameter
+    for given, said in ((tmp_path / "none", "no such"), (tmp_path, "not a climate run's final")):
+        with pytest.raises(ConfigError) as info:
+            load_workflow(CLIMATE, {"initial": str(given)})
+        [problem] = [str(p) for p in info.value.problems]
+        assert problem.startswith(f"{CLIMATE}:31: steps.simulate.with.initial: {given}"), problem
+        assert said in problem and problem.endswith("(from params.initial, set by --set)")
     assert (
         load_workflow(CLIMATE, {"resolution": "0.25"}).steps["forcing"].args["resolution"] == 0.25
     )

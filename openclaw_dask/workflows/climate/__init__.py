@@ -3,7 +3,7 @@
 ``C ∂T/∂t = Q s(φ,t) (1 − α(T)) − (A + B T) + ∇·(D ∇T)`` with orbital seasons, ice-albedo
 feedback and a land/ocean heat-capacity contrast. Modules, one job each:
 
-``grid``        :class:`LatLonGrid`, :func:`idealized_land_mask`
+``grid``        :class:`LatLonGrid`, :func:`idealized_land_mask`, :func:`regrid`
 ``params``      :class:`EBMParams` (literature values, switches, ``to_attrs``), stable ``dt``
 ``insolation``  orbital daily-mean and annual-mean insolation
 ``physics``     the time-step kernels (numpy/cupy), North's analytic solution
@@ -27,7 +27,7 @@ from openclaw_dask.workflows.climate.analysis import (
     seasonal_amplitude,
     zonal_mean,
 )
-from openclaw_dask.workflows.climate.grid import LatLonGrid, idealized_land_mask
+from openclaw_dask.workflows.climate.grid import LatLonGrid, idealized_land_mask, regrid
 from openclaw_dask.workflows.climate.insolation import (
     daily_insolation_factor,
     insolation_factor,
@@ -76,6 +76,7 @@ __all__ = [
     "north_analytic_solution",
     "place_bands",
     "reference_energy_budget",
+    "regrid",
     "run_reference",
     "seasonal_amplitude",
     "solar_declination",

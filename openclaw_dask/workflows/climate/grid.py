@@ -193,3 +193,30 @@ def idealized_land_mask(grid: LatLonGrid) -> np.ndarray:
         dlon = (lon - clon + 180.0) % 360.0 - 180.0
         land |= ((lat - clat) / hlat) ** 2 + (dlon / hlon) ** 2 <= 1.0
     return land
+
+
+def regrid(field: np.ndarray, lat: np.ndarray, lon: np.ndarray, grid: LatLonGrid) -> np.ndarray:
+    """Bilinear interpolation of a lat-lon field onto ``grid``'s cell centres.
+
+    Periodic in longitude; beyond the outermost source rows (towards the poles) the nearest
+    row's value. Meant for initial states (a coarser run's equilibrium as a finer run's start),
+    so it conserves nothing exactly.
+
+    Parameters
+    ----------
+    field : numpy.ndarray, shape (len(lat), len(lon))
+    lat, lon : numpy.ndarray
+        Increasing cell-centre coordinates of ``field`` in degrees (``lon`` within one turn).
+    grid : LatLonGrid
+        The target grid.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``grid.shape``
+    """
+    field = np.asarray(field, dtype=np.float64)
+    if field.shape != (lat.size, lon.size):
+        raise ValueError(f"a field of shape {field.shape} on {lat.size} x {lon.size} coordinates")
+    # along longitude first, row by row (np.interp wraps with period), then along latitude
+    rows = np.stack([np.interp(grid.lon, lon, row, period=360.0) for row in field])
+    return np.stack([np.interp(grid.lat, lat, column) for column in rows.T], axis=1)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import dask
@@ -37,6 +38,7 @@ from openclaw_dask.workflows.climate import (
     ice_edge_latitude,
     idealized_land_mask,
     insolation_factor,
+    regrid,
 )
 from openclaw_dask.workflows.climate.stepper import band_chunks, band_homes, place_bands
 from openclaw_dask.workflows.context import IterativeOp, StepContext
@@ -183,6 +185,44 @@ def _check_bands(bands: int, nlat: int, batch_size: int, resolution: float) -> N
 SPINUP_YEARS = 20
 
 
+def initial_store(path: str) -> Path:
+    """The absolute path of the ``final.zarr`` that ``path`` names (itself, or in a run
+    directory); ``ValueError`` when there is none."""
+    store = Path(path).expanduser().resolve()
+    if (store / "final.zarr").is_dir():
+        store = store / "final.zarr"
+    if not store.is_dir():
+        raise ValueError(
+            f"{path}: no such Zarr store or run directory (expected a run's final.zarr, or the "
+            "run directory that holds it)"
+        )
+    return store
+
+
+def initial_field(path: str) -> xr.DataArray:
+    """The temperature ``T(lat, lon)`` (°C) of another run's ``final.zarr`` (or of the run
+    directory that holds one), to start from.
+
+    Raises
+    ------
+    ValueError
+        The path holds no such field (the message says what was found).
+    """
+    store = initial_store(path)
+    try:
+        T = xr.open_zarr(store)["T"]
+    except (KeyError, OSError, ValueError) as exc:
+        raise ValueError(f"{store}: not a climate run's final state (T(lat, lon)): {exc}") from None
+    lat, lon = (T[c].values if c in T.coords else None for c in ("lat", "lon"))
+    if T.dims != ("lat", "lon") or lat is None or lon is None:
+        raise ValueError(f"{store}: T has dimensions {T.dims}, expected (lat, lon), with coords")
+    if not (np.all(np.diff(lat) > 0) and np.all(np.diff(lon) > 0) and lon[-1] - lon[0] < 360):
+        raise ValueError(f"{store}: lat and lon must increase, lon within one turn")
+    if T.attrs.get("units", "degC") != "degC":
+        raise ValueError(f"{store}: T is in {T.attrs['units']!r}, expected degC")
+    return T.load()
+
+
 @register("climate.ebm")
 class EnergyBalanceModel(IterativeOp):
     """Spin up and run the 2-D energy-balance model; emit monthly means of T.
@@ -197,13 +237,18 @@ class EnergyBalanceModel(IterativeOp):
 
     @staticmethod
     def check_args(args: Mapping[str, Any]) -> dict[str, str]:
-        """Run lengths and the band count, before the run starts."""
+        """Run lengths, the band count and the initial state, before the run starts."""
         limits = {"years": 1, "spinup_years": 0, "bands": 0}  # an argument left out: its default
         problems = {}
         for name, least in limits.items():
             value = args.get(name, least)
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 problems[name] = f"expected an integer >= {least}, got {value!r}"
+        if args.get("initial"):
+            try:
+                initial_field(str(args["initial"]))
+            except ValueError as exc:
+                problems["initial"] = str(exc)
         return problems
 
     def __init__(
@@ -213,10 +258,13 @@ class EnergyBalanceModel(IterativeOp):
         years: int = 2,
         spinup_years: int = SPINUP_YEARS,
         initial_temperature: float = 10.0,
+        initial: str = "",
         bands: int = 0,
     ) -> None:
         super().__init__(ctx)
-        refused = self.check_args({"years": years, "spinup_years": spinup_years, "bands": bands})
+        refused = self.check_args(
+            {"years": years, "spinup_years": spinup_years, "bands": bands, "initial": initial}
+        )
         if refused:  # called from Python, not through a checked workflow
             raise ValueError("; ".join(f"{k}: {v}" for k, v in refused.items()))
         forcing_ds = ctx.input("forcing")
@@ -228,6 +276,9 @@ class EnergyBalanceModel(IterativeOp):
         self.record_start = spinup_years * self.spy
         self.years, self.spinup_years = years, spinup_years
         self.initial_temperature = initial_temperature
+        self.initial = initial
+        if initial:  # the outputs say where the run started
+            self.attrs["initial_state"] = str(initial_store(initial))
         # bands=0: choose from the grid, batch size and cluster (see the module docstring)
         nlat = self.grid.nlat
         if bands:
@@ -250,9 +301,13 @@ class EnergyBalanceModel(IterativeOp):
         return year * self.spy + math.ceil(month * self.spy / 12)
 
     def initial_state(self) -> xr.Dataset:
-        # a warm, pole-cold start: the ice caps grow to their equilibrium edge in the spin-up
-        profile = self.initial_temperature + 20.0 * (1.0 / 3.0 - self.grid.sin_lat**2)
-        T0 = np.repeat(profile[:, None], self.grid.nlon, axis=1)
+        if self.initial:  # another run's state, on this grid
+            source = initial_field(self.initial)
+            T0 = regrid(source.values, source["lat"].values, source["lon"].values, self.grid)
+        else:
+            # a warm, pole-cold start: the ice caps grow to their equilibrium edge in the spin-up
+            profile = self.initial_temperature + 20.0 * (1.0 / 3.0 - self.grid.sin_lat**2)
+            T0 = np.repeat(profile[:, None], self.grid.nlon, axis=1)
         return self._state(
             _placed(self.ctx.client, T0, self.bands),
             da.zeros(self.grid.shape, chunks=(self.bands, -1)),
