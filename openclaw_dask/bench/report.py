@@ -21,7 +21,11 @@ def _fmt(value: float, unit: str) -> str:
 
 
 def table(report: dict[str, Any]) -> Table:
-    """One row per throughput figure and per ratio, with goals where the issue sets one."""
+    """One row per throughput figure and per ratio, with goals where the issue sets one.
+
+    The spread of a throughput figure is half its repeats' range over their median; that of a
+    ratio, the range of its value in each round alone.
+    """
     t = Table(title=f"openclaw-dask benchmark (config {report['config_hash']})")
     for col in ("suite", "figure", "value", "spread", "goal"):
         t.add_column(col)
@@ -38,7 +42,10 @@ def table(report: dict[str, Any]) -> Table:
                 ok = "[green]met[/]" if goal["met"] else "[red]missed[/]"
                 mark = f"{sign} {goal['target']:g} {ok}"
             shown = "n/a" if value is None else f"{value:.3f}"
-            t.add_row(name, f"[bold]{fig}[/]", shown, "", mark)
+            rounds = [x for x in suite.get("ratio_rounds", {}).get(fig, []) if x is not None]
+            # the range of the rounds alone, when there are several
+            span = f"{min(rounds):.3f}-{max(rounds):.3f}" if len(rounds) > 1 else ""
+            t.add_row(name, f"[bold]{fig}[/]", shown, span, mark)
     return t
 
 

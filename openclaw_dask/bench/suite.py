@@ -88,6 +88,9 @@ class SuiteResult:
         Target of a ratio (``>=`` unless the name is in ``goals_at_most``).
     goals_at_most : set of str
         Ratios whose goal is an upper bound (costs, growth).
+    rounds : dict of name to tuple of float
+        A ratio's value in each measurement round alone (:func:`~.timing.round_ratios`), where
+        it comes from interleaved timings; the report shows their range.
     notes : list of str
         What limits a figure, what was skipped and why.
     """
@@ -98,6 +101,7 @@ class SuiteResult:
     ratios: dict[str, float] = field(default_factory=dict)
     goals: dict[str, float] = field(default_factory=dict)
     goals_at_most: set[str] = field(default_factory=set)
+    rounds: dict[str, tuple[float, ...]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def goal_met(self, name: str) -> bool | None:
@@ -114,6 +118,7 @@ class SuiteResult:
             "timings": {k: v.to_dict() for k, v in self.timings.items()},
             "throughput": {k: {"value": v, "unit": u} for k, (v, u) in self.throughput.items()},
             "ratios": {k: _finite(v) for k, v in self.ratios.items()},
+            "ratio_rounds": {k: [_finite(x) for x in v] for k, v in self.rounds.items()},
             "goals": {
                 k: {
                     "target": v,

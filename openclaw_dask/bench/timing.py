@@ -94,3 +94,14 @@ def ratio(numerator: Timing, denominator: Timing) -> float:
     finished the same work sooner.
     """
     return denominator.median / numerator.median
+
+
+def round_ratios(numerator: Timing, denominator: Timing) -> tuple[float, ...]:
+    """:func:`ratio` of each round alone: the two timings of one round of :func:`interleaved`.
+
+    The median ratio is the figure; these show how far a single round strays from it (the
+    machine's noise), so a figure close to its goal can be read as such.
+    """
+    if len(numerator.samples) != len(denominator.samples):
+        raise ValueError("round ratios need two timings from the same interleaved rounds")
+    return tuple(d / n for n, d in zip(numerator.samples, denominator.samples, strict=True))

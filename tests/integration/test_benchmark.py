@@ -38,6 +38,10 @@ def median(suite: dict[str, Any], name: str) -> float:
     return suite["timings"][name]["median_s"]
 
 
+def samples(suite: dict[str, Any], name: str) -> list[float]:
+    return suite["timings"][name]["samples_s"]
+
+
 @pytest.fixture(scope="module")
 def quick_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("bench")
@@ -104,6 +108,18 @@ def test_ratios_are_computed_from_the_measured_times(quick_report: dict[str, Any
         ("submit_no_report_vs_plain_dask", "submit_no_report", "plain_dask"),
     ):
         assert o["ratios"][name] == pytest.approx(median(o, engine) / median(o, plain)), name
+    # each round's ratio alone, from the same round's two timings (one round when quick)
+    rounds = o["ratio_rounds"]["submit_no_report_vs_plain_dask"]
+    pairs = zip(samples(o, "submit_no_report"), samples(o, "plain_dask"), strict=True)
+    assert rounds == pytest.approx([engine / plain for engine, plain in pairs])
+    pairs = zip(samples(st, "reference_1core"), samples(st, f"dask_K{k}"), strict=True)
+    threads = st["params"]["threads"]
+    assert st["ratio_rounds"]["parallel_efficiency"] == pytest.approx(
+        [ref / dask / threads for ref, dask in pairs]
+    )
+    assert set(m["ratio_rounds"]) == {"dask_vs_blas"} and set(r["ratio_rounds"]) == {
+        "deterministic_cost"
+    }
     cost = o["throughput"]["performance_report_cost"]["value"]
     assert cost == pytest.approx(median(o, "plain_dask_report") - median(o, "plain_dask"))
     g = s["graph"]["throughput"]

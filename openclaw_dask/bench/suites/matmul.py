@@ -16,7 +16,7 @@ from distributed import wait
 from threadpoolctl import threadpool_limits
 
 from openclaw_dask.bench.suite import BenchContext, SuiteResult, run_and_forget
-from openclaw_dask.bench.timing import interleaved, ratio
+from openclaw_dask.bench.timing import interleaved, ratio, round_ratios
 
 
 def run(ctx: BenchContext) -> SuiteResult:
@@ -66,5 +66,6 @@ def run(ctx: BenchContext) -> SuiteResult:
             "speedup_vs_1thread": ratio(t["dask"], t["blas_1thread"]),
         },
         goals={"dask_vs_blas": 0.9},
+        rounds={"dask_vs_blas": round_ratios(t["dask"], t["blas"])},
     )
     return result

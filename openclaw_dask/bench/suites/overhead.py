@@ -26,7 +26,7 @@ import xarray as xr
 from distributed import performance_report, wait
 
 from openclaw_dask.bench.suite import BenchContext, SuiteResult
-from openclaw_dask.bench.timing import interleaved, ratio
+from openclaw_dask.bench.timing import interleaved, ratio, round_ratios
 from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.context import StepContext
 from openclaw_dask.workflows.ops.example import Diffuse, field, profile
@@ -151,6 +151,10 @@ def run(ctx: BenchContext) -> SuiteResult:
         },
         goals={same_report: 1.05, no_report: 1.05},
         goals_at_most={same_report, no_report},
+        rounds={
+            same_report: round_ratios(t["plain_dask_report"], t["submit"]),
+            no_report: round_ratios(t["plain_dask"], t["submit_no_report"]),
+        },
         notes=[
             "ratios = engine time / plain Dask time (1.0: no overhead); "
             f"{same_report}: both write Dask's performance report; "

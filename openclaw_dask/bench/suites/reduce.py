@@ -18,7 +18,7 @@ import dask.array as da
 from distributed import wait
 
 from openclaw_dask.bench.suite import BenchContext, SuiteResult
-from openclaw_dask.bench.timing import interleaved, ratio
+from openclaw_dask.bench.timing import interleaved, ratio, round_ratios
 from openclaw_dask.workflows.climate.stepper import band_chunks
 from openclaw_dask.workflows.reductions import sum_rows_first
 
@@ -67,5 +67,6 @@ def run(ctx: BenchContext) -> SuiteResult:
         ratios={"deterministic_cost": ratio(t["off"], t["on"])},  # time on / time off
         goals={"deterministic_cost": 1.02},
         goals_at_most={"deterministic_cost"},
+        rounds={"deterministic_cost": round_ratios(t["off"], t["on"])},
         notes=notes,
     )

@@ -31,7 +31,7 @@ from threadpoolctl import threadpool_limits
 
 from openclaw_dask.bench.probes import copy_bandwidth
 from openclaw_dask.bench.suite import BenchContext, SuiteResult, run_and_forget
-from openclaw_dask.bench.timing import interleaved, ratio
+from openclaw_dask.bench.timing import interleaved, ratio, round_ratios
 from openclaw_dask.workflows.climate import EBMParams, LatLonGrid, advance, heat_capacity
 from openclaw_dask.workflows.climate.reference import run_reference
 from openclaw_dask.workflows.climate.stepper import band_homes, place_bands
@@ -108,6 +108,7 @@ def run(ctx: BenchContext) -> SuiteResult:
     updates = grid.size * nsteps
     best = f"dask_K{configured}"
     speedup = ratio(t[best], t["reference_1core"])
+    speedups = round_ratios(t[best], t["reference_1core"])
     bandwidth = copy_bandwidth(threads, repeats=3 if ctx.quick else 5)
     state_rate = t[best].rate(updates) * STATE_BYTES_PER_UPDATE
     independent = t["reference_on_every_thread"].rate(updates * len(slots))
@@ -137,6 +138,16 @@ def run(ctx: BenchContext) -> SuiteResult:
         }
         | {f"batch_K{k}_vs_K1": ratio(t[f"dask_K{k}"], t["dask_K1"]) for k in sizes if k != 1},
         goals={"parallel_efficiency": 0.9, "fraction_of_copy_bandwidth": 0.6},
+        rounds={
+            "parallel_efficiency": tuple(s / threads for s in speedups),
+            "efficiency_vs_independent_copies": tuple(
+                r / len(slots) for r in round_ratios(t[best], t["reference_on_every_thread"])
+            ),
+            "fraction_of_copy_bandwidth": tuple(
+                updates / seconds * STATE_BYTES_PER_UPDATE / bandwidth
+                for seconds in t[best].samples
+            ),
+        },
     )
     return result
 
