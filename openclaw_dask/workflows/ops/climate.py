@@ -192,9 +192,10 @@ def initial_store(path: str) -> Path:
     if (store / "final.zarr").is_dir():
         store = store / "final.zarr"
     if not store.is_dir():
+        where = "" if Path(path).expanduser().is_absolute() else f" (here: {store})"
         raise ValueError(
-            f"{path}: no such Zarr store or run directory (expected a run's final.zarr, or the "
-            "run directory that holds it)"
+            f"{path}: no such Zarr store or run directory{where}; expected a run's final.zarr, "
+            "or the run directory that holds it"
         )
     return store
 
