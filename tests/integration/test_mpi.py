@@ -31,6 +31,16 @@ def sets(items: list[str]) -> list[str]:
     return [arg for item in items for arg in ("--set", item)]
 
 
+#: the example under mpirun, long enough to be stopped after its first checkpoint (step 100)
+LONG_RUN = [
+    str(EXAMPLE),
+    "--backend",
+    "mpi",
+    *sets(["params.size=256", "params.chunk=128", "params.steps=1200"]),
+    *sets(["distributed.sync_interval=100", "cluster.dashboard_address=null"]),
+]
+
+
 def submit(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run(
@@ -150,28 +160,8 @@ def test_address_and_mpi_backend_together_are_bad_input() -> None:
 
 def test_sigterm_stops_every_rank_and_resume_under_mpirun_continues(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    args = [
-        str(EXAMPLE),
-        "--backend",
-        "mpi",
-        *sets(["params.size=256", "params.chunk=128", "params.steps=1200"]),
-        *sets(["distributed.sync_interval=100", "cluster.dashboard_address=null"]),
-    ]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [str(EXE), "submit", *args, "--run-dir", str(run_dir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        diffuse = _read(run_dir).get("steps", {}).get("diffuse", {})
-        if diffuse.get("checkpoint_step", 0) >= 100:
-            break
-        time.sleep(0.2)
-    assert proc.poll() is None, proc.communicate()
+    args = LONG_RUN
+    proc = _start_past_first_checkpoint(args, run_dir)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
@@ -197,29 +187,8 @@ def test_a_worker_rank_killed_fails_the_step_in_one_line_and_resume_continues(
     import psutil
 
     run_dir = tmp_path / "run"
-    args = [
-        str(EXAMPLE),
-        "--backend",
-        "mpi",
-        *sets(["params.size=256", "params.chunk=128", "params.steps=1200"]),
-        *sets(["distributed.sync_interval=100", "cluster.dashboard_address=null"]),
-        "--no-report",
-    ]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [str(EXE), "submit", *args, "--run-dir", str(run_dir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        diffuse = _read(run_dir).get("steps", {}).get("diffuse", {})
-        if diffuse.get("checkpoint_step", 0) >= 100:
-            break
-        time.sleep(0.2)
-    assert proc.poll() is None, proc.communicate()
+    args = [*LONG_RUN, "--no-report"]
+    proc = _start_past_first_checkpoint(args, run_dir)
     ranks = {
         child.environ().get("OMPI_COMM_WORLD_RANK"): child
         for child in psutil.Process(proc.pid).children(recursive=True)
@@ -248,6 +217,26 @@ def test_a_worker_rank_killed_fails_the_step_in_one_line_and_resume_continues(
     rec = record_of(run_dir)
     assert rec["status"] == "completed" and rec["attempts"] == 2
     assert rec["steps"]["diffuse"]["resumed_from_step"] >= 100
+
+
+def _start_past_first_checkpoint(args: list[str], run_dir: Path) -> subprocess.Popen[str]:
+    """``submit ARGS --run-dir RUN_DIR``, returned once it has checkpointed step 100."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [str(EXE), "submit", *args, "--run-dir", str(run_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        diffuse = _read(run_dir).get("steps", {}).get("diffuse", {})
+        if diffuse.get("checkpoint_step", 0) >= 100:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    return proc
 
 
 def _read(run_dir: Path) -> dict[str, Any]:
