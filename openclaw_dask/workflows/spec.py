@@ -17,6 +17,10 @@ A workflow file (YAML)::
         needs: [field]                   # runs after these steps and reads their outputs
         outputs: [smoothed.zarr]
 
+Parameter types are ``int``, ``float``, ``bool``, ``str`` and ``path``: a string made absolute
+when the workflow is read (a ``--set`` value against the current directory, a default against
+the workflow file's folder), so the run records, and ``--resume`` reuses, the same file.
+
 Each output is ``NAME.zarr`` (a Zarr store the runner writes) or ``NAME/`` (a folder the op
 fills, e.g. plots); ``NAME`` must be one of the outputs the op declares. Every mistake is one
 :class:`~openclaw_dask.config.Problem` with file, line and dotted key, all reported together.
@@ -46,6 +50,7 @@ PARAM_TYPES: dict[str, type | tuple[type, ...]] = {
     "float": (int, float),
     "bool": bool,
     "str": str,
+    "path": str,  # made absolute when read, so a --resume from elsewhere finds the same file
 }
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 REF_RE = re.compile(r"\$\{params\.([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -169,7 +174,7 @@ def _params(chk: _Checker, raw: Any) -> dict[str, ParamSpec]:
             chk.bad(path, "parameter names are letters, digits and _ (they appear in ${...})")
             continue
         if not isinstance(spec, dict):
-            chk.bad(path, "expected {type: int|float|bool|str, default: ...}")
+            chk.bad(path, "expected {type: int|float|bool|str|path, default: ...}")
             continue
         for key in spec:
             if key not in PARAM_FIELDS:
@@ -188,6 +193,9 @@ def _params(chk: _Checker, raw: Any) -> dict[str, ParamSpec]:
         default = spec["default"]
         if kind == "float" and isinstance(default, int) and not isinstance(default, bool):
             default = float(default)
+        if kind == "path" and isinstance(default, str) and default:
+            # a default path is relative to the workflow file, as its config: is
+            default = _absolute(default, Path(chk.doc.file).parent)
         choices = spec.get("choices") or ()
         param = ParamSpec(
             name,
@@ -336,14 +344,21 @@ def apply_param_overrides(
         spec = params[name]
         if spec.type == "float" and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
-        if spec.type == "str" and not isinstance(value, str):
+        if spec.type in ("str", "path") and not isinstance(value, str):
             value = str(raw)
+        if spec.type == "path" and value:
+            value = _absolute(value, Path.cwd())  # a --set path is relative to where it is typed
         problem = spec.check(value)
         if problem:
             problems.append(Problem(problem, f"params.{name}", origin="--set"))
             continue
         values[name], sources[name] = value, "--set"
     return values, sources
+
+
+def _absolute(path: str, base: Path) -> str:
+    """``path`` with ``~`` expanded, made absolute against ``base``."""
+    return str((base / Path(path).expanduser()).resolve())
 
 
 def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> Workflow:

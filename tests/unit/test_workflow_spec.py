@@ -51,6 +51,23 @@ def test_params_are_substituted_and_overridden(tmp_path: Path) -> None:
     assert wf.param_sources["size"] == "--set"
 
 
+def test_path_params_become_absolute_so_a_resume_elsewhere_finds_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A default against the workflow file's folder, a --set value against the current
+    directory; empty stays empty."""
+    text = GOOD.replace("  label:", "  data: {type: path, default: inputs/a.zarr}\n  label:")
+    text = text.replace("  label:", "  none: {type: path, default: ''}\n  label:")
+    here = tmp_path / "elsewhere"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    wf = load_workflow(write(tmp_path, text))
+    assert wf.values["data"] == str(tmp_path / "inputs/a.zarr") and wf.values["none"] == ""
+    wf = load_workflow(write(tmp_path, text), {"data": "../b.zarr"})
+    assert wf.values["data"] == str(tmp_path / "b.zarr")
+    assert wf.param_sources["data"] == "--set"
+
+
 # (workflow text, expected line or None, fragment of the message)
 BAD: dict[str, tuple[str, int | None, str]] = {
     "syntax": ("name: x\nsteps: [\n", 3, "YAML syntax error"),
