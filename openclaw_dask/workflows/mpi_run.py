@@ -245,7 +245,7 @@ def _record_crash(directory: Path, record: dict[str, Any], crash: MpiRunError) -
 
 def _outcome(directory: Path, code: int, command: str) -> dict[str, Any]:
     """Rank 1's exit code and record -> the same result a local run gives."""
-    record = _update_record(directory, command)
+    record = _update_record(directory, command, interrupted=code in INTERRUPT_CODES)
     if code == 0 and record.get("status") == "completed":
         return record
     if code == EXIT_FAILED and record.get("status") == "failed":
@@ -263,7 +263,6 @@ def _outcome(directory: Path, code: int, command: str) -> dict[str, Any]:
             ]
         )
     if code in INTERRUPT_CODES:
-        _update_record(directory, command, interrupted=True)
         raise KeyboardInterrupt("mpirun interrupted")
     # a rank died (killed, out of memory, crashed) and mpirun ended the others
     crash = MpiRunError(code)

@@ -202,7 +202,7 @@ def initial_store(path: str) -> Path:
 
 def initial_field(path: str) -> xr.DataArray:
     """The temperature ``T(lat, lon)`` (°C) of another run's ``final.zarr`` (or of the run
-    directory that holds one), to start from.
+    directory that holds one), to start from; lazy, so that checking it reads no data.
 
     Raises
     ------
@@ -221,7 +221,7 @@ def initial_field(path: str) -> xr.DataArray:
         raise ValueError(f"{store}: lat and lon must increase, lon within one turn")
     if T.attrs.get("units", "degC") != "degC":
         raise ValueError(f"{store}: T is in {T.attrs['units']!r}, expected degC")
-    return T.load()
+    return T
 
 
 @register("climate.ebm")
