@@ -34,7 +34,8 @@ with ``g_jk = −dt k_j μ_k / (1 + dt σ_j μ_k)`` and ``μ_k = 4 sin²(π k / 
   part uses at most half of the forward-Euler budget of 2 and the explicit meridional +
   ``B T`` part gets the other half: :func:`~.params.max_stable_dt`.
 * *exactly conservative*: ``g_j0 = 0``, so wavenumber 0 (the zonal mean, hence the row's energy)
-  is untouched; only FFT round-off remains.
+  is untouched; only FFT round-off remains (the compiled filters remove the mean of their
+  round-off instead: :mod:`.kernel`).
 * *cheap and local*: one ``rfft``/``irfft`` pair per step, vectorised over whole rows
   (``xp.fft`` works for numpy and cupy). Rows stay whole in longitude, so the Dask driver only
   needs latitude halos and no communication in λ.
@@ -49,18 +50,22 @@ zonal structure in a steady or periodic state; the whole-increment form would ke
 states exact, but with ``C`` varying along a row (land/ocean) it has no stability guarantee,
 while the zonal-only form is provably stable (above).
 
-*Cache blocking*: :func:`step_band` walks the band in blocks of rows (~320 KiB temporaries)
-so fine grids stay in L2; the result is independent of the block height (tested).
+*Two implementations*: on the host, :mod:`.kernel` computes the whole step in compiled loops,
+with the zonal solve ``(I + dt σ_j L)^{-1}`` as two periodic first-order recursive filters
+instead of the FFT (the same operator, O(n) per row, no transform); :func:`step_band` uses it
+for numpy operators. The whole-array form below (``xp`` calls, the FFT) runs on cupy and is the
+readable specification the kernel is tested against (agreement to ~10⁻¹² relative).
 
 Bit-identity between the reference and any band decomposition
 ---------------------------------------------------------------
 Every operation in a step is either elementwise (``+ − × /``, ``where``; numpy never contracts
-them into FMAs), row-local (the FFT along λ) or a two-row stencil in φ, and row coefficients are
-sliced from full-column arrays computed the same way for every band. The insolation, which uses
-transcendental functions, is evaluated on the full latitude column at every step and then sliced
-(``arccos``/``sin`` loops may round a value differently in their SIMD body and their tail).
-``numpy.fft.rfft`` on a subset of rows was checked to give bit-identical rows (see
-``tests/unit/test_climate_stepper.py``). A band may extend past its own rows by a halo; its
+them into FMAs, nor does numba without ``fastmath``), row-local (the zonal solve along λ) or a
+two-row stencil in φ, and row coefficients are sliced from full-column arrays computed the same
+way for every band. The insolation, which uses transcendental functions, is evaluated on the
+full latitude column at every step and then sliced (``arccos``/``sin`` loops may round a value
+differently in their SIMD body and their tail). ``numpy.fft.rfft`` on a subset of rows was
+checked to give bit-identical rows (see ``tests/unit/test_climate_stepper.py``); the compiled
+kernel's rows never mix (:mod:`.kernel`). A band may extend past its own rows by a halo; its
 outermost rows (unless they are pole rows) are updated with a missing flux and are wrong, and
 the error moves in by one row per step, which the driver trims.
 """
@@ -79,6 +84,7 @@ from dask.sizeof import sizeof
 
 from openclaw_dask.workflows.climate.grid import LatLonGrid
 from openclaw_dask.workflows.climate.insolation import insolation_factor, legendre_p2
+from openclaw_dask.workflows.climate.kernel import filter_coefficients, step_rows
 from openclaw_dask.workflows.climate.namespace import get_namespace
 from openclaw_dask.workflows.climate.params import EBMParams
 
@@ -111,12 +117,9 @@ class BandOperators:
     coalbedo_free: Any  # (nrows, 1)
     c_north: Any  # (nrows-1, 1) dt·D·cN_j for rows 0..n-2 of the band
     c_south: Any  # (nrows-1, 1) dt·D·cS_j for rows 1..n-1 of the band
-    zonal_gain: Any  # (nrows, nlon//2+1) g_jk in J m-2 K-1
+    zonal_gain: Any  # (nrows, nlon//2+1) g_jk in J m-2 K-1; None for the compiled step
     inv_capacity: Any  # (nrows, nlon) 1/C
-    scratch: Any  # (block_rows, nlon) work array of the ramp albedo
-    energy: Any  # (block_rows, nlon) work array: the step's energy increment
-    old_row: Any  # (1, nlon) work array: last old row of the previous block
-    block_rows: int  # rows per cache block in step_band
+    filters: dict[str, Any] | None  # the compiled step's per-row coefficients; None for xp
 
     def __reduce__(self) -> tuple[Any, ...]:
         # the array namespace travels by name: plain pickle refuses module objects, and a band's
@@ -145,9 +148,17 @@ class BandOperators:
             coalbedo_free=self.coalbedo_free[start:stop],
             c_north=self.c_north[inner],
             c_south=self.c_south[inner],
-            zonal_gain=self.zonal_gain[start:stop],
+            zonal_gain=None if self.zonal_gain is None else self.zonal_gain[start:stop],
             inv_capacity=self.inv_capacity[start:stop],
+            filters=None
+            if self.filters is None
+            else {name: a[start:stop] for name, a in self.filters.items()},
         )
+
+    @property
+    def compiled(self) -> bool:
+        """Whether :func:`step_band` runs the compiled host kernel (:mod:`.kernel`)."""
+        return self.filters is not None
 
 
 def _rebuild_operators(namespace: str, fields: dict[str, Any]) -> BandOperators:
@@ -158,15 +169,12 @@ def _rebuild_operators(namespace: str, fields: dict[str, Any]) -> BandOperators:
 def _sizeof_operators(ops: BandOperators) -> int:
     # the Dask driver keeps operators in a band's state: count their arrays in worker memory
     arrays = (ops.zonal_gain, ops.inv_capacity, ops.c_north, ops.c_south, ops.coalbedo_free)
-    return sum(sizeof(a) for a in (*arrays, ops.scratch, ops.energy))
-
-
-#: Target size of one block temporary in :func:`step_band` (bytes): a few of them fit in L2.
-BLOCK_BYTES = 320 * 1024
+    filters = () if ops.filters is None else tuple(ops.filters.values())
+    return sum(sizeof(a) for a in (*arrays, *filters) if a is not None)
 
 
 def make_band_operators(
-    params: EBMParams, grid: LatLonGrid, capacity: Any, row0: int, block_rows: int | None = None
+    params: EBMParams, grid: LatLonGrid, capacity: Any, row0: int, compiled: bool | None = None
 ) -> BandOperators:
     """Precompute the coefficients for rows ``row0 : row0 + len(capacity)`` of ``grid``.
 
@@ -179,9 +187,11 @@ def make_band_operators(
         Heat capacity of the band's rows; its namespace (numpy/cupy) is used for everything.
     row0 : int
         Global index of the band's first row.
-    block_rows : int, optional
-        Rows per cache block in :func:`step_band`; default ``BLOCK_BYTES`` worth of rows on the
-        host and the whole band on a GPU (where blocking only adds kernel launches).
+    compiled : bool, optional
+        Step with the compiled host kernel (:mod:`.kernel`: recursive filters instead of the
+        FFT, the same operator to round-off) rather than whole-array calls of the array
+        namespace. Default: compiled for numpy, the array namespace for cupy; the array path on
+        numpy is the readable form the tests check the kernel against.
 
     Returns
     -------
@@ -193,26 +203,32 @@ def make_band_operators(
     nrows, nlon = capacity.shape
     if nlon != grid.nlon or row0 < 0 or row0 + nrows > grid.nlat:
         raise ValueError(f"band rows {row0}:{row0 + nrows} x {nlon} do not fit grid {grid.shape}")
+    if compiled is None:
+        compiled = xp is np
+    if compiled and xp is not np:
+        raise ValueError("the compiled step runs on the host: pass numpy arrays or compiled=False")
     rows = slice(row0, row0 + nrows)
     dt, D = params.dt, params.D
-    if block_rows is None:
-        block_rows = max(4, BLOCK_BYTES // (8 * nlon)) if xp is np else nrows
-    if block_rows < 1:
-        raise ValueError(f"block_rows must be >= 1, got {block_rows}")
 
     # meridional: coefficients of the faces inside the band (host numpy -> device once)
     cn, cs = grid.meridional_factors()
     c_north = xp.asarray((dt * D) * cn[rows][:-1, None])
     c_south = xp.asarray((dt * D) * cs[rows][1:, None])
 
-    # zonal preconditioned gain g_jk = −dt k_j μ_k / (1 + dt k_j μ_k / C_min,j)
+    # zonal: r_j = dt k_j / C_min,j, the preconditioner's weight (see the module doc)
     k_row = D * grid.dlat / (grid.cos_lat[rows] * grid.dx[rows] * grid.dlon**2)
-    wavenumber = np.arange(nlon // 2 + 1)
-    mu = 4.0 * np.sin(np.pi * wavenumber / nlon) ** 2
-    mu[0] = 0.0
-    explicit = xp.asarray((dt * k_row)[:, None] * mu[None, :])  # dt k_j μ_k
     c_min = xp.min(capacity, axis=1, keepdims=True)
-    zonal_gain = -explicit / (1.0 + explicit / c_min)
+    zonal_gain = filters = None
+    if compiled:
+        c_min_host = np.asarray(c_min[:, 0])
+        filters = filter_coefficients(dt * k_row / c_min_host, nlon) | {"c_min": c_min_host}
+    else:
+        # g_jk = −dt k_j μ_k / (1 + dt k_j μ_k / C_min,j)
+        wavenumber = np.arange(nlon // 2 + 1)
+        mu = 4.0 * np.sin(np.pi * wavenumber / nlon) ** 2
+        mu[0] = 0.0
+        explicit = xp.asarray((dt * k_row)[:, None] * mu[None, :])  # dt k_j μ_k
+        zonal_gain = -explicit / (1.0 + explicit / c_min)
 
     sin_lat = xp.asarray(grid.sin_lat)
     cos_lat = xp.asarray(grid.cos_lat)
@@ -235,10 +251,7 @@ def make_band_operators(
         c_south=c_south,
         zonal_gain=zonal_gain,
         inv_capacity=1.0 / capacity,
-        scratch=xp.empty((min(block_rows, nrows), nlon)),
-        energy=xp.empty((min(block_rows, nrows), nlon)),
-        old_row=xp.empty((1, nlon)),
-        block_rows=block_rows,
+        filters=filters,
     )
 
 
@@ -270,12 +283,10 @@ def radiative_energy(T: Any, ops: BandOperators, step: int, out: Any = None) -> 
     array
     """
     qs = _insolation_rows(ops, step)
-    return _radiative_rows(T, qs, ops.coalbedo_free, ops, out, None)
+    return _radiative_rows(T, qs, ops.coalbedo_free, ops, out)
 
 
-def _radiative_rows(
-    T: Any, qs: Any, coalbedo_free: Any, ops: BandOperators, out: Any, scratch: Any
-) -> Any:
+def _radiative_rows(T: Any, qs: Any, coalbedo_free: Any, ops: BandOperators, out: Any) -> Any:
     """:func:`radiative_energy` for any block of rows, given their ``dt·Q·s`` and co-albedo."""
     xp, p = ops.xp, ops.params
     assert p.dt is not None
@@ -292,23 +303,25 @@ def _radiative_rows(
     # linear ramp from the ice value at Tf − w/2 to the ice-free value at Tf + w/2:
     # clip(absorbed_ice + (T − T_lo) · slope, absorbed_ice, absorbed_free), per-row bounds
     slope = (absorbed_free - absorbed_ice) / p.ice_ramp
-    t_lo = p.ice_threshold - 0.5 * p.ice_ramp
-    ramp = xp.multiply(T, slope, out=scratch)
-    ramp += absorbed_ice - t_lo * slope
+    ramp = xp.multiply(T, slope)
+    ramp += _ramp_offset(absorbed_ice, slope, p)
     xp.maximum(ramp, absorbed_ice, out=ramp)
     xp.minimum(ramp, absorbed_free, out=ramp)
     out += ramp
     return out
 
 
+def _ramp_offset(absorbed_ice: Any, slope: Any, p: EBMParams) -> Any:
+    """The ramp's ``T``-independent part, ``absorbed_ice − T_lo slope`` (shared by both steps)."""
+    return absorbed_ice - (p.ice_threshold - 0.5 * p.ice_ramp) * slope
+
+
 def step_band(T: Any, ops: BandOperators, step: int) -> None:
     """Advance the band by one step, in place.
 
-    The band is processed in blocks of ``ops.block_rows`` rows so that the temporaries of a
-    block stay in the CPU's L2 cache at fine resolution (at 0.5° a full-band temporary is
-    2 MB). Every element sees exactly the same operations in the same order for any blocking
-    (the meridional gradient across a block boundary is taken from the saved old row), so the
-    result does not depend on ``block_rows``.
+    With compiled operators (numpy's default) the compiled kernel of :mod:`.kernel` takes the
+    step; otherwise whole-array calls of the band's namespace (numpy or cupy) do, with the
+    zonal solve as an FFT pair.
 
     Parameters
     ----------
@@ -318,36 +331,58 @@ def step_band(T: Any, ops: BandOperators, step: int) -> None:
     step : int
         Global index of the step being taken.
     """
-    xp = ops.xp
-    n, nlon = T.shape
     qs = _insolation_rows(ops, step)
-    old_row = ops.old_row  # old value of the row just south of the current block
-    for a in range(0, n, ops.block_rows):
-        b = min(a + ops.block_rows, n)
-        rows = b - a
-        energy = _radiative_rows(
-            T[a:b], qs[a:b], ops.coalbedo_free[a:b], ops, ops.energy[:rows], ops.scratch[:rows]
-        )
-        # meridional fluxes through the faces of the band's rows; the faces beyond the band
-        # (pole faces, or halo edges whose rows the driver discards) carry none.
-        # North faces of rows a .. hi-2 (row b-1's north neighbour T[b] is still old):
-        hi = min(b + 1, n)
-        grad = T[a + 1 : hi] - T[a : hi - 1]
-        energy[: hi - 1 - a] += ops.c_north[a : hi - 1] * grad
-        # south faces: row a from the saved old row a-1, rows a+1 .. b-1 from grad
-        if a > 0:
-            below = T[a : a + 1] - old_row
-            xp.multiply(below, ops.c_south[a - 1 : a], out=below)
-            energy[:1] -= below
-        xp.multiply(grad[: rows - 1], ops.c_south[a : b - 1], out=grad[: rows - 1])
-        energy[1:] -= grad[: rows - 1]
-        # zonal diffusion, preconditioned per row in Fourier space (wavenumber 0 untouched)
-        spectrum = xp.fft.rfft(T[a:b], axis=1)
-        spectrum *= ops.zonal_gain[a:b]
-        energy += xp.fft.irfft(spectrum, n=nlon, axis=1)
-        energy *= ops.inv_capacity[a:b]
-        old_row[...] = T[b - 1 : b]
-        T[a:b] += energy
+    if ops.filters is not None:
+        _step_compiled(T, ops, qs[:, 0])
+        return
+    xp = ops.xp
+    energy = _radiative_rows(T, qs, ops.coalbedo_free, ops, None)
+    # meridional fluxes through the faces between the band's rows; the faces beyond the band
+    # (pole faces, or halo edges whose rows the driver discards) carry none
+    grad = T[1:] - T[:-1]  # across the north face of row j, the south face of row j+1
+    energy[:-1] += ops.c_north * grad
+    energy[1:] -= ops.c_south * grad
+    # zonal diffusion, preconditioned per row in Fourier space (wavenumber 0 untouched)
+    spectrum = xp.fft.rfft(T, axis=1)
+    spectrum *= ops.zonal_gain
+    energy += xp.fft.irfft(spectrum, n=T.shape[1], axis=1)
+    energy *= ops.inv_capacity
+    T += energy
+
+
+def _step_compiled(T: np.ndarray, ops: BandOperators, qs: np.ndarray) -> None:
+    """:func:`step_band` by :func:`.kernel.step_rows`: per-row radiation terms, then the kernel."""
+    p, filters = ops.params, ops.filters
+    assert p.dt is not None and filters is not None
+    free = qs * ops.coalbedo_free[:, 0] - p.dt * p.A
+    ice = slope = offset = free
+    mode = 0
+    if p.ice_albedo:
+        ice = qs * (1.0 - p.albedo_ice) - p.dt * p.A
+        mode = 1 if p.ice_ramp == 0.0 else 2
+        if mode == 2:
+            slope = (free - ice) / p.ice_ramp
+            offset = _ramp_offset(ice, slope, p)
+    step_rows(
+        T,
+        ops.inv_capacity,
+        ops.c_north[:, 0],
+        ops.c_south[:, 0],
+        -(p.dt * p.B),
+        mode,
+        p.ice_threshold,
+        free,
+        ice,
+        slope,
+        offset,
+        filters["c_min"],
+        filters["rho"],
+        filters["inv_rho"],
+        filters["scale"],
+        filters["wrap"],
+        filters["nterms"],
+        filters["rho_nterms"],
+    )
 
 
 def advance_band(
@@ -358,7 +393,6 @@ def advance_band(
     row0: int,
     step0: int,
     nsteps: int,
-    block_rows: int | None = None,
     accumulate: bool = False,
     overwrite: bool = False,
 ) -> Any:
@@ -380,8 +414,6 @@ def advance_band(
         Global index of the first step.
     nsteps : int
         Number of steps.
-    block_rows : int, optional
-        Cache-block height (see :func:`make_band_operators`); does not change the result.
     accumulate : bool, optional
         Also return the sum of the temperatures after each step (for time means).
     overwrite : bool, optional
@@ -397,7 +429,7 @@ def advance_band(
     ops = None
     if nsteps > 0:
         cap = xp.asarray(capacity, dtype=xp.float64)
-        ops = make_band_operators(params, grid, cap, row0, block_rows)
+        ops = make_band_operators(params, grid, cap, row0)
     return advance_with(T, ops, step0, nsteps, accumulate=accumulate, overwrite=overwrite)
 
 
