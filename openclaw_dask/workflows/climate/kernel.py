@@ -30,8 +30,9 @@ radiative input unbalanced per step), so each row's zonal increment has the mean
 computed values removed (:func:`_zonal_row`, a second pass over the row): diffusion then
 conserves energy to the round-off of that sum, as with the FFT.
 
-Radiation, the meridional fluxes and the update are one loop per row. The rows are updated in
-place, each written back one row late, so the next row still reads its old south neighbour.
+Radiation, the meridional fluxes and the update are one loop per row, in place: each row keeps
+the old gradient across its north face for the next row (``T[j+1] − T[j]``, the same operands
+that row would subtract), so nothing reads a row after it has been overwritten.
 
 Bit-identity
 ------------
@@ -248,7 +249,7 @@ def step_rows(
     v0 = np.empty(_BLOCK)
     tail = np.zeros(m)  # the west correction of the current row (zero where none)
     zonal = np.empty(m)
-    rows = np.empty((2, m))  # new values of the last two rows, written back one row late
+    grad = np.zeros(m)  # old T[j] − T[j-1]: the gradient across row j's south face
     for j0 in range(0, n, _BLOCK):
         _filter_block(T, j0, n, buf, v0, rho, inv_rho, wrap, nterms, rho_nterms)
         for g in range(min(_BLOCK, n - j0)):
@@ -262,9 +263,7 @@ def step_rows(
                 w *= q
             mean = _zonal_row(t, buf[g], tail, -c_min[j], scale[j], zonal) / m
             tail[first:] = 0.0
-            new = rows[j % 2]
-            south = T[j - 1] if j > 0 else t  # still old: row j-1 is written back below
-            north = T[j + 1] if j + 1 < n else t
+            north = T[j + 1] if j + 1 < n else t  # still old: rows go south to north
             cs = c_south[j - 1] if j > 0 else 0.0  # the band's outer faces carry nothing
             cn = c_north[j] if j + 1 < n else 0.0
             free, ice, sl, off = absorbed_free[j], absorbed_ice[j], slope[j], offset[j]
@@ -278,13 +277,12 @@ def step_rows(
                     energy += ice if ti < threshold else free
                 else:
                     energy += min(max(ti * sl + off, ice), free)
-                energy += cn * (north[i] - ti)
-                energy -= cs * (ti - south[i])
+                up = north[i] - ti
+                energy += cn * up
+                energy -= cs * grad[i]
+                grad[i] = up
                 energy += zonal[i] - mean
-                new[i] = ti + energy * inv_c[i]
-            if j > 0:
-                T[j - 1] = rows[(j - 1) % 2]
-    T[n - 1] = rows[(n - 1) % 2]
+                t[i] = ti + energy * inv_c[i]
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
