@@ -23,6 +23,7 @@ from openclaw_dask.workflows.climate import (
     zonal_mean,
 )
 from openclaw_dask.workflows.climate.insolation import legendre_p2
+from openclaw_dask.workflows.climate.kernel import capacity_classes
 from openclaw_dask.workflows.climate.physics import (
     BandOperators,
     advance_with,
@@ -171,7 +172,32 @@ def test_compiled_step_matches_the_array_namespace_step(params, resolution) -> N
     """The kernel's recursive filters and the FFT form are one operator (to round-off)."""
     grid = LatLonGrid(resolution)
     params = params.resolved(grid)
+    _compare_steps(params, grid, heat_capacity(params, grid))
+
+
+def test_compiled_step_takes_any_capacity_field() -> None:
+    """More than two capacities (a gather instead of the land/ocean select) and more than 256
+    (a 16-bit class), against the FFT form."""
+    grid = LatLonGrid(4.0)
+    params = EBMParams().resolved(grid)
     cap = heat_capacity(params, grid)
+    rng = np.random.default_rng(2)
+    three = np.where(rng.random(grid.shape) < 0.1, 0.5 * cap.max(), cap)
+    smooth = cap * (1.0 + 0.1 * rng.random(grid.shape))
+    for field, dtype in [(three, np.uint8), (smooth, np.uint16)]:
+        classes, inverse = capacity_classes(field)
+        assert classes.dtype == dtype and np.array_equal(inverse[classes], 1.0 / field)
+        _compare_steps(params, grid, field)
+
+
+def test_capacity_classes_of_one_and_two_values() -> None:
+    for field in (np.full((3, 4), 7.0), np.where(np.eye(3, 4) > 0, 2.0, 9.0)):
+        classes, inverse = capacity_classes(field)
+        assert classes.dtype == np.uint8 and len(inverse) == len(np.unique(field))
+        assert np.array_equal(inverse[classes], 1.0 / field)
+
+
+def _compare_steps(params: EBMParams, grid: LatLonGrid, cap: np.ndarray) -> None:
     T0 = _rough_field(grid, seed=4)
     T_fft, T_filters = T0.copy(), T0.copy()
     fft_ops = make_band_operators(params, grid, cap, 0, compiled=False)
@@ -245,7 +271,6 @@ OPERATOR_ARRAYS = (
     "coalbedo_free",
     "c_north",
     "c_south",
-    "inv_capacity",
 )
 
 
@@ -267,7 +292,10 @@ def test_operator_rows_hold_the_bits_of_operators_built_for_those_rows(seasonal)
             else:
                 assert mine.shape == theirs.shape and np.array_equal(mine, theirs), (a, b, name)
         for name, theirs in built.filters.items():
-            assert np.array_equal(sliced.filters[name], theirs), (a, b, name)
+            if name != "capacity_class":  # a slice keeps the whole band's classes
+                assert np.array_equal(sliced.filters[name], theirs), (a, b, name)
+        inverse = [o.class_inv_capacity[o.filters["capacity_class"]] for o in (sliced, built)]
+        assert np.array_equal(*inverse)
         T = _rough_field(grid, seed=a)[3 + a : 3 + b]
         assert np.array_equal(advance_with(T, sliced, 900, 6), advance_with(T, built, 900, 6))
     for a, b in [(-1, 4), (4, 4), (0, 38)]:
@@ -289,8 +317,8 @@ def test_operators_travel_report_their_memory_and_refuse_a_band_of_another_heigh
     ):
         assert back.xp is np and (back.row0, back.nrows) == (2, 38)
         assert np.array_equal(advance_with(T, back, 100, 4), expected)
-    # worker memory accounting: at least 1/C and the filters (host arrays)
-    assert sizeof(ops) >= ops.inv_capacity.nbytes + ops.filters["rho"].nbytes * 7
+    # worker memory accounting: at least the capacity classes and the filters (host arrays)
+    assert sizeof(ops) >= sum(a.nbytes for a in ops.filters.values())
     with pytest.raises(ValueError, match="operators for 38 rows, the band has 44"):
         advance_with(np.zeros((44, grid.nlon)), ops, 0, 1)
     with pytest.raises(ValueError, match="operators for None rows"):

@@ -84,7 +84,11 @@ from dask.sizeof import sizeof
 
 from openclaw_dask.workflows.climate.grid import LatLonGrid
 from openclaw_dask.workflows.climate.insolation import insolation_factor, legendre_p2
-from openclaw_dask.workflows.climate.kernel import filter_coefficients, step_rows
+from openclaw_dask.workflows.climate.kernel import (
+    capacity_classes,
+    filter_coefficients,
+    step_rows,
+)
 from openclaw_dask.workflows.climate.namespace import get_namespace
 from openclaw_dask.workflows.climate.params import EBMParams
 
@@ -118,8 +122,9 @@ class BandOperators:
     c_north: Any  # (nrows-1, 1) dt·D·cN_j for rows 0..n-2 of the band
     c_south: Any  # (nrows-1, 1) dt·D·cS_j for rows 1..n-1 of the band
     zonal_gain: Any  # (nrows, nlon//2+1) g_jk in J m-2 K-1; None for the compiled step
-    inv_capacity: Any  # (nrows, nlon) 1/C
-    filters: dict[str, Any] | None  # the compiled step's per-row coefficients; None for xp
+    inv_capacity: Any  # (nrows, nlon) 1/C for the array step; None for the compiled step
+    filters: dict[str, Any] | None  # the compiled step's row arrays; None for the array step
+    class_inv_capacity: Any  # (k,) 1/C of each capacity class (compiled step), else None
 
     def __reduce__(self) -> tuple[Any, ...]:
         # the array namespace travels by name: plain pickle refuses module objects, and a band's
@@ -149,7 +154,7 @@ class BandOperators:
             c_north=self.c_north[inner],
             c_south=self.c_south[inner],
             zonal_gain=None if self.zonal_gain is None else self.zonal_gain[start:stop],
-            inv_capacity=self.inv_capacity[start:stop],
+            inv_capacity=None if self.inv_capacity is None else self.inv_capacity[start:stop],
             filters=None
             if self.filters is None
             else {name: a[start:stop] for name, a in self.filters.items()},
@@ -170,7 +175,7 @@ def _sizeof_operators(ops: BandOperators) -> int:
     # the Dask driver keeps operators in a band's state: count their arrays in worker memory
     arrays = (ops.zonal_gain, ops.inv_capacity, ops.c_north, ops.c_south, ops.coalbedo_free)
     filters = () if ops.filters is None else tuple(ops.filters.values())
-    return sum(sizeof(a) for a in (*arrays, *filters) if a is not None)
+    return sum(sizeof(a) for a in (*arrays, *filters, ops.class_inv_capacity) if a is not None)
 
 
 def make_band_operators(
@@ -218,11 +223,16 @@ def make_band_operators(
     # zonal: r_j = dt k_j / C_min,j, the preconditioner's weight (see the module doc)
     k_row = D * grid.dlat / (grid.cos_lat[rows] * grid.dx[rows] * grid.dlon**2)
     c_min = xp.min(capacity, axis=1, keepdims=True)
-    zonal_gain = filters = None
+    zonal_gain = filters = inv_capacity = class_inv_capacity = None
     if compiled:
         c_min_host = np.asarray(c_min[:, 0])
-        filters = filter_coefficients(dt * k_row / c_min_host, nlon) | {"c_min": c_min_host}
+        classes, class_inv_capacity = capacity_classes(capacity)
+        filters = filter_coefficients(dt * k_row / c_min_host, nlon) | {
+            "c_min": c_min_host,
+            "capacity_class": classes,
+        }
     else:
+        inv_capacity = 1.0 / capacity
         # g_jk = −dt k_j μ_k / (1 + dt k_j μ_k / C_min,j)
         wavenumber = np.arange(nlon // 2 + 1)
         mu = 4.0 * np.sin(np.pi * wavenumber / nlon) ** 2
@@ -250,8 +260,9 @@ def make_band_operators(
         c_north=c_north,
         c_south=c_south,
         zonal_gain=zonal_gain,
-        inv_capacity=1.0 / capacity,
+        inv_capacity=inv_capacity,
         filters=filters,
+        class_inv_capacity=class_inv_capacity,
     )
 
 
@@ -365,7 +376,8 @@ def _step_compiled(T: np.ndarray, ops: BandOperators, qs: np.ndarray) -> None:
             offset = _ramp_offset(ice, slope, p)
     step_rows(
         T,
-        ops.inv_capacity,
+        filters["capacity_class"],
+        ops.class_inv_capacity,
         ops.c_north[:, 0],
         ops.c_south[:, 0],
         -(p.dt * p.B),
