@@ -41,12 +41,14 @@ STATE_BYTES_PER_UPDATE = 16  # read T and write T, float64
 #: batch sizes of the sweep (``distributed.batch_size``)
 BATCH_SIZES = (1, 4, 16)
 
-#: Full size: the grid where a K=16 step task carries ~300 ms on one core of the 2-core
-#: development VM (2 bands of 720 rows x 2880), as the climate issue asks ("a task should carry
-#: well over 100 ms"); at 0.25° it carried ~76 ms there. 256 steps are 16 batches of K=16 in
-#: one graph; the workflow's graphs at this grid are ``distributed.sync_interval`` (1000)
-#: steps long, so the submission and first-batch set-up counted here weigh 4x more than there.
-FULL_RESOLUTION, FULL_STEPS = 0.125, 256
+#: Full size: the grid where a K=16 step task carries well over 100 ms, as the climate issue
+#: asks: ~190 ms with the compiled step on one core of the 2-core development VM (2 bands of
+#: 1440 rows x 5760). At 0.125° (the size before the compiled step, when a task carried
+#: ~290 ms) a K=16 task now carries ~45 ms, and the batches' round trips weigh 3x more. 128
+#: steps are 8 batches of K=16 in one graph; the workflow's graphs at this grid are
+#: ``distributed.sync_interval`` (1000) steps long, so the submission and first-batch set-up
+#: counted here weigh 8x more than there.
+FULL_RESOLUTION, FULL_STEPS = 0.0625, 128
 
 
 def model_setup(resolution: float) -> tuple[EBMParams, LatLonGrid, np.ndarray]:

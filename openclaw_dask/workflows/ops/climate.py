@@ -12,9 +12,10 @@ costs ``K/height`` redundant work (two sides, each a shrinking cone), and each t
 well over 100 ms (Dask's per-task cost here is 3-6 ms, and a batch of halo tasks 15-20 ms of
 round trips), so the op uses as many bands as there are worker threads only while each band
 stays at least ``8 K`` rows tall and each of its tasks carries at least
-``MIN_UPDATES_PER_TASK`` cell-updates; below that (the 2° default, 1°, 0.5° with ``K = 16``)
-it runs one band, and a single band needs no halo exchange at all, so one task then advances a
-whole segment (up to a month or a sync window) instead of ``K`` steps.
+``MIN_UPDATES_PER_TASK`` cell-updates; below that (the 2° default and every grid up to 0.125°
+with ``K = 16``; 0.125° runs two bands from ``K = 32``) it runs one band, and a single band
+needs no halo exchange at all, so one task then advances a whole segment (up to a month or a
+sync window) instead of ``K`` steps.
 """
 
 from __future__ import annotations
@@ -55,12 +56,14 @@ def _coords(grid: LatLonGrid) -> dict[str, Any]:
     }
 
 
-#: Least cell-updates a halo-exchanging task should carry (~30 ms on the 2-core development VM,
-#: where each batch of halo tasks costs ~15-20 ms of Dask round trips). Measured there,
-#: interleaved, 1 band (one task per call) against 2 bands on 2 workers: 0.5° K=16 (2.1 M per
-#: band task) 139 against 124 Mcell/s, 0.5° K=4 142 against 57, 1° K=4 132 against 18, and
-#: 0.25° K=16 (8.3 M per band task) 125 against 179.
-MIN_UPDATES_PER_TASK = 4_000_000
+#: Least cell-updates a halo-exchanging task should carry (~60 ms of the compiled step on one
+#: core of the 2-core development VM, where each batch of halo tasks costs ~15-20 ms of Dask
+#: round trips and the wait for the slower band). Measured there, interleaved, 1 band (one task
+#: per segment) against 2 bands on 2 workers, with the compiled step: 0.25° K=16 (8.3 M per band
+#: task) 693 against 522 Mcell/s, 0.25° K=32 (16.6 M) 693 against 726, 0.125° K=16 (33 M) 633
+#: against 579, 0.125° K=32 (66 M) 648 against 909, 0.125° K=64 (133 M) 633 against 876. With
+#: the array-namespace step (3-4x slower per cell) the figure was 4 M.
+MIN_UPDATES_PER_TASK = 40_000_000
 
 
 def choose_bands(grid: LatLonGrid, ctx: StepContext) -> int:
