@@ -119,8 +119,10 @@ def workload(name: str) -> Workload:
         return Workload(
             name,
             "cell-updates",
-            "climate.ebm time step, 0.5° grid, 256 steps (latitude bands, K-step halos)",
-            _stencil(0.5, 256),
+            # 0.125°: the coarsest grid where the band rule's choice depends on K (one band at
+            # K=16, two from K=32 on 2 threads), so the sweep can find it
+            "climate.ebm time step, 0.125° grid, 128 steps (latitude bands, K-step halos)",
+            _stencil(0.125, 128),
             uses_batch_size=True,
         )
     if name == "stencil":
