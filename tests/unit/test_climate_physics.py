@@ -18,6 +18,7 @@ from openclaw_dask.workflows.climate import (
     heat_capacity,
     ice_edge_latitude,
     north_analytic_solution,
+    physics,
     reference_energy_budget,
     run_reference,
     zonal_mean,
@@ -248,6 +249,32 @@ def test_a_shrinking_halo_keeps_every_valid_row_bit_for_bit(shrink) -> None:
         advance_with(T0[:30], ops, 4321, 9, accumulate=True, shrink=shrink)
     with pytest.raises(ValueError, match="shrink a band of 30 rows to nothing"):
         advance_with(T0[:30], ops, 0, 16, shrink=(True, True))
+
+
+@pytest.mark.parametrize("shrink", [(False, False), (True, True), (True, False)])
+def test_steps_per_pass_change_no_bit(monkeypatch, shrink) -> None:
+    """The compiled kernel's wavefront (several steps per pass over the rows) gives the bits of
+    one step at a time, with halo cones and a running sum, for any depth."""
+    grid = LatLonGrid(2.0)
+    params = EBMParams().resolved(grid)
+    cap = heat_capacity(params, grid)
+    T0 = _rough_field(grid, seed=11)
+    ops = make_band_operators(params, grid, cap[20:57], 20)  # 37 rows: no whole blocks
+    rows = (15 if shrink[0] else 0, 37 - 15 if shrink[1] else 37)
+    runs = {}
+    for depth in (1, 5, 16, 64):
+        monkeypatch.setattr(physics, "WAVEFRONT_DEPTH", depth)
+        runs[depth] = advance_with(
+            T0[20:57], ops, 999, 15, accumulate=True, shrink=shrink, total_rows=rows
+        )
+    T, total = T0[20:57].copy(), np.zeros((rows[1] - rows[0], grid.nlon))
+    for s in range(15):  # one step per call, as the array step runs
+        lo, hi = (s if shrink[0] else 0), (37 - s if shrink[1] else 37)
+        step_band(T[lo:hi], ops.rows(lo, hi), 999 + s)
+        total += T[rows[0] : rows[1]]
+    for out, out_sum in runs.values():
+        assert np.array_equal(out[rows[0] : rows[1]], T[rows[0] : rows[1]])
+        assert np.array_equal(out_sum, total)
 
 
 def test_overwrite_advances_the_callers_array_in_place() -> None:

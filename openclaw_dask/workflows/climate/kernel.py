@@ -32,7 +32,17 @@ conserves energy to the round-off of that sum, as with the FFT.
 
 Radiation, the meridional fluxes and the update are one loop per row, in place: each row keeps
 the old gradient across its north face for the next row (``T[j+1] − T[j]``, the same operands
-that row would subtract), so nothing reads a row after it has been overwritten. ``1/C`` comes
+that row would subtract), so nothing reads a row after it has been overwritten.
+
+Several steps per pass (:func:`advance_rows`)
+---------------------------------------------
+A step needs a row, its two neighbours and nothing else, so step ``s + 1`` of a row can run as
+soon as step ``s`` has passed the row north of it. The kernel runs ``depth`` steps as a
+wavefront: each step's block of eight rows one row south of the block of the step before, and
+each step with its own gradient row. A band's rows then travel between memory and the cores
+once per ``depth`` steps instead of once per step, while ~``8 + 2 depth`` rows stay in the
+caches (temporal blocking). Each row's steps take the same operations on the same operands in
+the same order, so the depth changes no bit. ``1/C`` comes
 from a one-byte capacity class per cell (:func:`capacity_classes`): at grids that outgrow the
 cache the step is bound by memory traffic as much as by arithmetic, and the class saves 7 of
 the 24 bytes a cell-update moves.
@@ -54,7 +64,7 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["ZONAL_CUTOFF", "capacity_classes", "filter_coefficients", "step_rows"]
+__all__ = ["ZONAL_CUTOFF", "advance_rows", "capacity_classes", "filter_coefficients"]
 
 #: Corrections of the periodic filters stop once ``ρ^k`` falls below this (see the module doc).
 ZONAL_CUTOFF = 2.0**-60
@@ -144,8 +154,9 @@ def _store8(buf, i, a0, a1, a2, a3, a4, a5, a6, a7):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def _filter_block(T, j0, n, buf, v0, rho, inv_rho, wrap, nterms, rho_nterms):
-    """The two filters for rows ``j0 .. j0+7`` of ``T`` (a short last block repeats row n-1).
+def _filter_block(T, j0, stop, buf, v0, rho, inv_rho, wrap, nterms, rho_nterms):
+    """The two filters for rows ``j0 .. min(j0 + 8, stop) - 1`` of ``T`` (a short block
+    repeats its last row).
 
     ``buf[g]`` gets row g's west filter run from zero (``v`` before its periodic correction)
     and ``v0[g]`` the scale of that correction.
@@ -153,7 +164,7 @@ def _filter_block(T, j0, n, buf, v0, rho, inv_rho, wrap, nterms, rho_nterms):
     m = T.shape[1]
     k = np.empty(_BLOCK, dtype=np.int64)
     for g in range(_BLOCK):
-        k[g] = min(j0 + g, n - 1)
+        k[g] = min(j0 + g, stop - 1)
     t0, t1, t2, t3 = T[k[0]], T[k[1]], T[k[2]], T[k[3]]
     t4, t5, t6, t7 = T[k[4]], T[k[5]], T[k[6]], T[k[7]]
     r0, r1, r2, r3 = rho[k[0]], rho[k[1]], rho[k[2]], rho[k[3]]
@@ -223,8 +234,13 @@ def _filter_block(T, j0, n, buf, v0, rho, inv_rho, wrap, nterms, rho_nterms):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def step_rows(
+def advance_rows(
     T,
+    lo,
+    hi,
+    shrink_south,
+    shrink_north,
+    depth,
     capacity_class,
     class_inv_capacity,
     c_north,
@@ -243,74 +259,162 @@ def step_rows(
     wrap,
     nterms,
     rho_nterms,
+    total,
+    total_row0,
 ):
-    """Advance ``T`` (rows × lon, C-contiguous float64) by one step, in place.
+    """Advance rows ``lo:hi`` of ``T`` (rows × lon, C-contiguous float64) by several steps, in
+    place, ``depth`` steps per pass over the rows.
 
     Parameters
     ----------
     T : ndarray, shape (n, m)
-        Temperatures (°C), overwritten with the next step's.
+        Temperatures (°C), overwritten with the last step's.
+    lo, hi : int
+        The rows the first step advances; the faces beyond them carry nothing.
+    shrink_south, shrink_north : bool
+        Whether step ``s`` (from 0) leaves out ``s`` more rows at that end (a halo edge).
+    depth : int
+        Steps per pass (a wavefront: each step one row behind the one before); any depth
+        gives the same bits, and the rows in flight, ``~8 + depth``, should fit in a cache.
     capacity_class : ndarray of unsigned int, shape (n, m)
         Each cell's heat-capacity class (:func:`capacity_classes`).
     class_inv_capacity : ndarray, shape (k,)
         ``1/C`` of each class.
     c_north, c_south : ndarray, shape (n - 1,)
         ``dt D`` times the meridional face factors north of rows ``0..n-2`` and south of rows
-        ``1..n-1``; the band's outer faces carry nothing.
+        ``1..n-1``.
     neg_dt_b : float
         ``−dt B``.
     mode : int
         Albedo: 0 ice-free everywhere, 1 sharp switch below ``threshold``, 2 linear ramp.
     threshold : float
         Ice threshold (°C), for ``mode`` 1.
-    absorbed_free, absorbed_ice, slope, offset : ndarray, shape (n,)
-        Per row: ``dt (Q s (1 − α_free) − A)``, the same with ice, and the ramp
+    absorbed_free, absorbed_ice, slope, offset : ndarray, shape (nsteps, n)
+        Per step and row: ``dt (Q s (1 − α_free) − A)``, the same with ice, and the ramp
         ``clip(T slope + offset, absorbed_ice, absorbed_free)``.
     c_min : ndarray, shape (n,)
         The row's smallest heat capacity.
     rho, inv_rho, scale, wrap, nterms, rho_nterms : ndarray, shape (n,)
         From :func:`filter_coefficients`.
+    total : ndarray, shape (k, m)
+        A running sum of rows ``total_row0 : total_row0 + k``: each step's new values are
+        added to it (``k = 0``: no sum).
+    total_row0 : int
     """
-    n, m = T.shape
+    nsteps = absorbed_free.shape[0]
+    m = T.shape[1]
     buf = np.empty((_BLOCK, m))
     v0 = np.empty(_BLOCK)
     tail = np.zeros(m)  # the west correction of the current row (zero where none)
     zonal = np.empty(m)
-    grad = np.zeros(m)  # old T[j] − T[j-1]: the gradient across row j's south face
-    for j0 in range(0, n, _BLOCK):
-        _filter_block(T, j0, n, buf, v0, rho, inv_rho, wrap, nterms, rho_nterms)
-        for g in range(min(_BLOCK, n - j0)):
-            j = j0 + g
-            t = T[j]
-            # the west correction v0 ρ^{m-i} in the last nterms columns
-            first = m - nterms[j]
-            w, q = v0[g] * rho_nterms[j], inv_rho[j]
-            for i in range(first, m):
-                tail[i] = w
-                w *= q
-            mean = _zonal_row(t, buf[g], tail, -c_min[j], scale[j], zonal) / m
-            tail[first:] = 0.0
-            north = T[j + 1] if j + 1 < n else t  # still old: rows go south to north
-            cs = c_south[j - 1] if j > 0 else 0.0  # the band's outer faces carry nothing
-            cn = c_north[j] if j + 1 < n else 0.0
-            free, ice, sl, off = absorbed_free[j], absorbed_ice[j], slope[j], offset[j]
-            rad = (neg_dt_b, mode, threshold, free, ice, sl, off)
-            cls = capacity_class[j]
-            # the two loops differ only in how they find 1/C; one loop with both would not
-            # vectorise (a gather in its body)
-            if class_inv_capacity.shape[0] <= 2:  # land and ocean: a select
-                low, high = class_inv_capacity[0], class_inv_capacity[-1]
-                for i in range(m):
-                    ti = t[i]
-                    energy, up = _energy(ti, north[i], grad[i], cn, cs, rad)
-                    grad[i] = up
-                    t[i] = ti + (energy + (zonal[i] - mean)) * (high if cls[i] else low)
-            else:  # any other field: a gather from the table
-                for i in range(m):
-                    ti = t[i]
-                    energy, up = _energy(ti, north[i], grad[i], cn, cs, rad)
-                    grad[i] = up
-                    t[i] = ti + (energy + (zonal[i] - mean)) * class_inv_capacity[cls[i]]
+    # per step in flight: old T[j] − T[j-1], the gradient across row j's south face
+    grads = np.empty((max(1, min(depth, nsteps)), m))
+    for s0 in range(0, nsteps, grads.shape[0]):
+        levels = min(grads.shape[0], nsteps - s0)
+        grads[:levels] = 0.0
+        # at tick b, step s0 + l advances rows 8b - l .. 8b - l + 7: the step before has then
+        # finished the row north of them, and nothing later reads their old values
+        for b in range(lo // _BLOCK, (hi + levels) // _BLOCK + 1):
+            for level in range(levels):
+                s = s0 + level
+                lo_s = lo + s if shrink_south else lo
+                hi_s = hi - s if shrink_north else hi
+                a = _BLOCK * b - level
+                first, stop = max(a, lo_s), min(a + _BLOCK, hi_s)
+                if first >= stop:
+                    continue
+                _filter_block(T, first, stop, buf, v0, rho, inv_rho, wrap, nterms, rho_nterms)
+                for j in range(first, stop):
+                    _update_row(
+                        T,
+                        j,
+                        j - first,
+                        lo_s,
+                        hi_s,
+                        buf,
+                        v0,
+                        tail,
+                        zonal,
+                        grads[level],
+                        capacity_class[j],
+                        class_inv_capacity,
+                        c_north,
+                        c_south,
+                        (
+                            neg_dt_b,
+                            mode,
+                            threshold,
+                            absorbed_free[s, j],
+                            absorbed_ice[s, j],
+                            slope[s, j],
+                            offset[s, j],
+                        ),
+                        c_min[j],
+                        scale[j],
+                        nterms[j],
+                        rho_nterms[j],
+                        inv_rho[j],
+                    )
+                    k = j - total_row0
+                    if 0 <= k < total.shape[0]:
+                        row, t = total[k], T[j]
+                        for i in range(m):
+                            row[i] += t[i]
+
+
+@numba.njit(inline="always", boundscheck=False, error_model="numpy")
+def _update_row(
+    T,
+    j,
+    g,
+    lo,
+    hi,
+    buf,
+    v0,
+    tail,
+    zonal,
+    grad,
+    cls,
+    class_inv_capacity,
+    c_north,
+    c_south,
+    rad,
+    c_min_j,
+    scale_j,
+    nterms_j,
+    rho_nterms_j,
+    inv_rho_j,
+):
+    """Row ``j`` of one step (the ``g``-th row of its filter block), in place; rows ``lo:hi``
+    take part in the step."""
+    m = T.shape[1]
+    t = T[j]
+    # the west correction v0 ρ^{m-i} in the last nterms columns
+    first = m - nterms_j
+    w, q = v0[g] * rho_nterms_j, inv_rho_j
+    for i in range(first, m):
+        tail[i] = w
+        w *= q
+    mean = _zonal_row(t, buf[g], tail, -c_min_j, scale_j, zonal) / m
+    tail[first:] = 0.0
+    north = T[j + 1] if j + 1 < hi else t  # still old: rows go south to north
+    cs = c_south[j - 1] if j > lo else 0.0  # the outer faces carry nothing
+    cn = c_north[j] if j + 1 < hi else 0.0
+    # the two loops differ only in how they find 1/C; one loop with both would not
+    # vectorise (a gather in its body)
+    if class_inv_capacity.shape[0] <= 2:  # land and ocean: a select
+        low, high = class_inv_capacity[0], class_inv_capacity[-1]
+        for i in range(m):
+            ti = t[i]
+            energy, up = _energy(ti, north[i], grad[i], cn, cs, rad)
+            grad[i] = up
+            t[i] = ti + (energy + (zonal[i] - mean)) * (high if cls[i] else low)
+    else:  # any other field: a gather from the table
+        for i in range(m):
+            ti = t[i]
+            energy, up = _energy(ti, north[i], grad[i], cn, cs, rad)
+            grad[i] = up
+            t[i] = ti + (energy + (zonal[i] - mean)) * class_inv_capacity[cls[i]]
 
 
 @numba.njit(inline="always", error_model="numpy")
