@@ -20,6 +20,7 @@ from openclaw_dask.workflows.climate import (
     run_reference,
     to_bands,
 )
+from openclaw_dask.workflows.climate.stepper import BandState
 
 STEP0 = 1789  # mid-April at 4°: seasons, polar night and polar day all present
 NSTEPS = 37  # not a multiple of any batch size below
@@ -293,7 +294,8 @@ def _literal_bytes(task: object) -> int:
 
 def test_graph_shape_halo_slices_then_one_step_task_per_band(case) -> None:
     """Per batch: 2 (n-1) small slices on the neighbours, then one task per band that takes
-    its own state and the two slices; the host capacity is in the graph once."""
+    its own state and the two slices and, from the second batch on, waits for the slices of its
+    own rows (it advances their source in place); the host capacity is in the graph once."""
     grid, params, T0, reference = case
     T = to_bands(T0, (4, 17, 9, 15)).persist(scheduler="sync")
     K, n = 4, 4
@@ -307,13 +309,16 @@ def test_graph_shape_halo_slices_then_one_step_task_per_band(case) -> None:
     assert steps[0].startswith(f"ebm-steps-{STEP0}-{STEP0 + K}-")
     assert steps[-1] == out.name and out.name.startswith(f"ebm-steps-{STEP0 + 36}-{STEP0 + 37}-")
     source = T.name
-    for step, halo in zip(steps, halos, strict=True):
+    for batch, (step, halo) in enumerate(zip(steps, halos, strict=True)):
         assert halo.split("-")[2:] == step.split("-")[2:]  # same steps and token
         assert len(graph.layers[halo]) == 2 * (n - 1)
         for i in range(n):
             expected = {(source, i, 0)}
             expected |= {(halo, i, 0)} if i > 0 else set()
             expected |= {(halo, i, 1)} if i < n - 1 else set()
+            if batch > 0:  # the neighbours' copies of band i's rows
+                expected |= {(halo, i - 1, 1)} if i > 0 else set()
+                expected |= {(halo, i + 1, 0)} if i < n - 1 else set()
             assert deps[(step, i, 0)] == expected
             if i > 0:
                 assert deps[(halo, i, 0)] == {(source, i - 1, 0)}
@@ -330,8 +335,9 @@ def test_graph_shape_halo_slices_then_one_step_task_per_band(case) -> None:
 
 @pytest.mark.parametrize("accumulate", [False, True])
 def test_a_band_builds_its_operators_once_and_carries_them(case, accumulate) -> None:
-    """Between batches a band's state is ``(T, operators[, sum])``: built in the first batch
-    for the band plus K rows per inner side, then passed on (not rebuilt) batch after batch."""
+    """Between batches a band's state is a :class:`BandState`: a buffer and operators for the
+    band plus K rows per inner side (and a running sum), built in the first batch, then
+    passed on (not rebuilt, the buffer advanced in place) batch after batch."""
     grid, params, T0, _ = case
     heights, K = (4, 17, 9, 15), 4
     out = advance(to_bands(T0, heights), params, grid, 10, K, step0=STEP0, accumulate=accumulate)
@@ -342,11 +348,12 @@ def test_a_band_builds_its_operators_once_and_carries_them(case, accumulate) -> 
     first, second = (next(s for s in steps if s.startswith(f"{kind}{STEP0 + d}-")) for d in (0, 4))
     for i, rows in enumerate(heights):
         state1, state2 = dask.get(graph, [(first, i, 0), (second, i, 0)])
-        assert len(state1) == (3 if accumulate else 2)
-        ops = state1[1]
-        assert state2[1] is ops  # carried, not rebuilt
+        assert isinstance(state1, BandState) and (state1.total is not None) == accumulate
+        ops = state1.ops
+        assert state2.ops is ops and state2.buffer is state1.buffer  # carried, not rebuilt
         inner = (K if i > 0 else 0) + (K if i < len(heights) - 1 else 0)
         assert ops.nrows == rows + inner and ops.row0 == sum(heights[:i]) - (K if i else 0)
+        assert state1.buffer.shape == (ops.nrows, grid.nlon) and state1.rows == rows
     ref10 = run_reference(params, grid, 10, T0, step0=STEP0)
     result = (out[0] if accumulate else out).compute(scheduler="sync")
     assert np.array_equal(result, ref10)

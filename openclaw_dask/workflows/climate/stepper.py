@@ -1,7 +1,7 @@
 """Chunked Dask driver: latitude bands, K steps per halo exchange (communication-avoiding).
 
 The state is a 2-D dask array ``(nlat, nlon)`` chunked in latitude bands only; every chunk
-holds whole rows, because the zonal part of the step is an FFT along each row and needs no
+holds whole rows, because the zonal part of the step is a solve along each row and needs no
 longitude neighbours. The explicit meridional stencil reaches one row north and south per
 step, so a task that owns band ``[a, b)`` and also receives ``K`` rows of halo on each side can
 take ``K`` steps on its own before the halos are stale: after step ``s`` the outer ``s`` rows
@@ -15,14 +15,14 @@ Each batch of ``K`` steps (steps ``s`` to ``s + K``) is two layers, written by h
     ebm-halo-{s}-{s+K}  (i, 0)  rows [h_(i-1) - K, h_(i-1)) of band i-1, run where it is
     ebm-halo-{s}-{s+K}  (i, 1)  rows [0, K) of band i+1, run where it is
     ebm-steps-{s}-{s+K} (i, 0)  (band i, halo (i, 0), halo (i, 1)):
-                                concatenate -> K steps -> trim to band i
+                                halos into the margins of band i's buffer -> K steps
 
 Why by hand: built with :func:`dask.array.overlap.overlap` and ``map_blocks``, the critical
 path of a batch is three dependent tasks (halo slice on the neighbour -> concatenation task ->
 step task). On a distributed cluster every hop between dependent tasks costs scheduler round
 trips (~7-10 ms of batched-send latency on a 2-core machine, against ~110 ms for a step task
-at 0.25° with ``K = 16``), seen as 20-40 ms idle gaps between step tasks. With the
-concatenation inside the step task a batch costs two hops. Only the ``K`` halo rows travel
+at 0.25° with ``K = 16``), seen as 20-40 ms idle gaps between step tasks. With the halos
+joined inside the step task a batch costs two hops. Only the ``K`` halo rows travel
 between workers, and a step task's largest input by far (its band's state, below) is on the
 worker that computed it, so the scheduler tends to keep a band on its worker; it does not
 always (work stealing, a fresh state), which is why ``climate.ebm`` and the benchmark also
@@ -36,12 +36,23 @@ leaves a copy of it on the other worker: a later run from the same persisted sta
 benchmark repeats) may then start a band on either worker, and in 2 of 5 such runs both bands
 ended up mostly on one worker.
 
-State, heat capacity and operators: between batches a band's block is a tuple
-``(T, operators)``: the band's :class:`~.physics.BandOperators` (Fourier gains, 1/C, face
-coefficients) for the band plus ``K`` rows on each inner side (``K`` the deepest batch of the
-call). They are built once per :func:`advance` call in the band's first step task, travel with
-the band and never leave its worker; a batch takes the rows its halo depth needs
-(:meth:`~.physics.BandOperators.rows`, views with the same bits). Rebuilding them in every
+State, heat capacity and operators: between batches a band's block is a :class:`BandState`:
+a buffer holding the band plus ``K`` rows of margin on each inner side (``K`` the deepest batch
+of the call), the band's :class:`~.physics.BandOperators` (filter coefficients or Fourier gains,
+1/C, face coefficients) for those rows, and with ``accumulate`` the running sum. They are built
+once per :func:`advance` call in the band's first step task, travel with the band and never
+leave its worker; a batch takes the rows its halo depth needs
+(:meth:`~.physics.BandOperators.rows`, views with the same bits).
+
+The buffer is advanced in place: a batch writes its halos into the margins and steps the
+buffer, so a band allocates one band-sized array per call instead of one per batch (a fresh
+66 MB array per task, page-faulted while the other worker did the same, cost 10-30 % at
+0.0625°). The first batch copies its input (a persisted block that others may read) and the
+running sum it continues. That a task changes its input is safe here because nothing else
+reads a state after its band's next batch: the only other readers, the neighbours' halo slices
+of its edge rows, copy them, and the next batch waits for those copies (they are extra
+arguments of its task). A state that has to be recomputed (a lost worker) is recomputed from
+the call's input, through a fresh buffer. Rebuilding them in every
 batch cost 3 % of a batch at 0.25° and 6 % at 0.125° (``K = 16``). A host (numpy) capacity
 enters the graph once, each band's rows as a literal argument of that band's first step task
 (which puts them on the state's device: numpy or cupy); a dask-array capacity is aligned to the
@@ -59,7 +70,7 @@ none. A single band exchanges nothing: each batch is one task.
 
 Each task is told the global row of its first row (from the band layout), so row coefficients
 are slices of the same full-grid arrays the reference uses, and the season of every step comes
-from the global step index ``step0 + s``. Together with the row-local FFT this makes the
+from the global step index ``step0 + s``. Together with the row-local zonal solve this makes the
 chunked result bit-identical to :func:`~.reference.run_reference` for any band layout, any
 ``batch_size`` and any split of the run into calls (tested with ``numpy.array_equal``).
 
@@ -82,6 +93,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dask
@@ -90,11 +102,13 @@ import numpy as np
 from dask.array.utils import meta_from_array
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+from dask.sizeof import sizeof
 
 from openclaw_dask.workflows.climate.grid import LatLonGrid
 from openclaw_dask.workflows.climate.namespace import get_namespace
 from openclaw_dask.workflows.climate.params import EBMParams, heat_capacity
 from openclaw_dask.workflows.climate.physics import (
+    BandOperators,
     advance_with,
     make_band_operators,
     radiative_energy,
@@ -102,6 +116,7 @@ from openclaw_dask.workflows.climate.physics import (
 from openclaw_dask.workflows.climate.reference import EnergyBudget
 
 __all__ = [
+    "BandState",
     "advance",
     "band_chunks",
     "band_homes",
@@ -241,14 +256,43 @@ def _aligned_capacity(
     return da.from_array(field, chunks=T.chunks), c_min
 
 
+@dataclass(eq=False)
+class BandState:
+    """A band between batches: its rows inside a buffer with halo margins, its operators and
+    its running sum.
+
+    The buffer is the band's own from its first batch on: each later batch writes the halos
+    into the margins and advances the buffer in place (no new band-sized array per batch; see
+    the module docstring for why that is safe).
+    """
+
+    buffer: Any  # (south + rows + north margin, nlon)
+    south: int  # margin rows below the band
+    rows: int
+    ops: BandOperators  # for every row of the buffer
+    total: Any  # the running sum of the band's rows, or None
+
+    @property
+    def band(self) -> Any:
+        """The band's rows (a view)."""
+        return self.buffer[self.south : self.south + self.rows]
+
+
+@sizeof.register(BandState)
+def _sizeof_state(state: BandState) -> int:
+    parts = (state.buffer, state.ops, state.total)
+    return sum(sizeof(p) for p in parts if p is not None)
+
+
 def _band(block: Any) -> Any:
     """The temperatures of a band's block (a state between batches also holds more)."""
-    return block[0] if isinstance(block, tuple) else block
+    return block.band if isinstance(block, BandState) else block
 
 
 def _halo_rows(block: Any, start: int, stop: int) -> Any:
-    """Rows ``start:stop`` of a band's temperatures."""
-    return _band(block)[start:stop]
+    """A copy of rows ``start:stop`` of a band's temperatures (the band's next batch advances
+    its buffer in place)."""
+    return _band(block)[start:stop].copy()
 
 
 def _capacity_block(*parts: Any) -> Any:
@@ -314,7 +358,7 @@ def _batch_task(
     total_in: Any,
     start: int,
     capacity_below: int,
-    *,
+    *after: Any,
     params: EBMParams,
     grid: LatLonGrid,
     depth: int,
@@ -326,9 +370,10 @@ def _batch_task(
 
     Parameters
     ----------
-    own : array or tuple
-        The band at step ``step0``: the input array in the first batch, later the state
-        returned by the previous batch, ``(T, operators)`` or ``(T, operators, sum)``.
+    own : array or BandState
+        The band at step ``step0``: the input array in the first batch (copied, never
+        changed), later the :class:`BandState` returned by the previous batch (advanced in
+        place).
     south, north : array or None
         The ``depth`` rows below and above the band (``None`` at a pole or for one band).
     capacity : array or None
@@ -339,48 +384,62 @@ def _batch_task(
         from zeros); later the sum travels in ``own``.
     start : int
         Global row of the band's first row.
+    *after : array
+        The neighbours' halo copies of this band's rows, unused: they make this task wait
+        until they are taken before it advances the buffer they were copied from.
     last : bool
         Whether this is the call's last batch: it returns the band (``[T, sum]`` stacked on a
         new first axis with ``accumulate``) instead of a state.
     """
-    total_before = total_in
-    if isinstance(own, tuple):
-        band, ops, *rest = own
-        total_before = rest[0] if rest else None
+    if isinstance(own, BandState):
+        state = own
     else:
-        band, ops = own, None
-    xp = get_namespace(band)
-    if ops is None:
+        xp = get_namespace(own)
         # built once per band and call, then carried in the state (on the state's device)
         cap = xp.asarray(capacity, dtype=xp.float64)
         ops = make_band_operators(params, grid, cap, start - capacity_below)
-    rows = band.shape[0]
+        rows = own.shape[0]
+        # the band in a buffer with margins for the deepest halos, the band's own from now on
+        buffer = xp.empty((ops.nrows, own.shape[1]), dtype=xp.float64)
+        buffer[capacity_below : capacity_below + rows] = own
+        total = None
+        if accumulate:
+            total = xp.zeros_like(buffer[:rows]) if total_in is None else xp.array(total_in)
+        state = BandState(buffer, capacity_below, rows, ops, total)
+    rows = state.rows
     below = 0 if south is None else south.shape[0]
     above = 0 if north is None else north.shape[0]
-    first = capacity_below - below
-    if below not in (0, depth) or above not in (0, depth) or first < 0:
+    lo, hi = state.south - below, state.south + rows + above
+    if below not in (0, depth) or above not in (0, depth) or lo < 0 or hi > state.ops.nrows:
         # guards the halo arithmetic of the graph
         raise RuntimeError(
             f"band at row {start}: halos of {below} and {above} rows for {depth} steps, "
-            f"operators with {capacity_below} rows below"
+            f"a buffer of {state.ops.nrows} rows with {state.south} below the band"
         )
-    parts = [p for p in (south, band, north) if p is not None]
-    # a fresh concatenation is ours to advance in place; a lone band is the task's input
-    extended = xp.concatenate(parts) if len(parts) > 1 else band
-    batch_ops = ops.rows(first, first + below + rows + above)
-    args = (extended, batch_ops, step0, depth)
+    extended = state.buffer[lo:hi]  # a view: the steps advance the buffer
+    if south is not None:
+        extended[:below] = south
+    if north is not None:
+        extended[below + rows :] = north
     # the halo rows go stale from the outside in: a shrinking cone computes only what is valid
-    kwargs = {"overwrite": len(parts) > 1, "shrink": (below > 0, above > 0)}
-    if not accumulate:
-        out = advance_with(*args, **kwargs)[below : below + rows]
-        return out if last else (out, ops)
-    # the running sum continues step by step (a copy: a task must not change its inputs)
-    running = xp.zeros_like(band) if total_before is None else xp.array(total_before, copy=True)
-    out, total = advance_with(
-        *args, accumulate=True, total=running, total_rows=(below, below + rows), **kwargs
-    )
-    out = out[below : below + rows]
-    return xp.stack([out, total]) if last else (out, ops, total)
+    kwargs = {"overwrite": True, "shrink": (below > 0, above > 0)}
+    if accumulate:
+        advance_with(
+            extended,
+            state.ops.rows(lo, hi),
+            step0,
+            depth,
+            accumulate=True,
+            total=state.total,
+            total_rows=(below, below + rows),
+            **kwargs,
+        )
+    else:
+        advance_with(extended, state.ops.rows(lo, hi), step0, depth, **kwargs)
+    if not last:
+        return state
+    xp = get_namespace(state.buffer)
+    return xp.stack([state.band, state.total]) if accumulate else state.band
 
 
 def advance(
@@ -447,7 +506,7 @@ def advance(
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     if len(T.chunks[1]) != 1:
-        T = T.rechunk({1: -1})  # rows must be whole: the zonal step is an FFT along the row
+        T = T.rechunk({1: -1})  # rows must be whole: the zonal step solves along the row
     T = T.astype(np.float64)
     heights = T.chunks[0]
     if len(heights) > 1 and batch_size > min(heights):
@@ -522,6 +581,10 @@ def advance(
                 (sum_name, i, 0) if done == 0 and sum_name is not None else None,
                 starts[i],
                 deepest if i > 0 else 0,
+                # the copies of this band's rows for its neighbours, before the state they
+                # are copied from is advanced in place (the first batch copies its input)
+                *([(halo, i - 1, 1)] if i > 0 and done > 0 else []),
+                *([(halo, i + 1, 0)] if i < n - 1 and done > 0 else []),
             )
             for i in range(n)
         }
