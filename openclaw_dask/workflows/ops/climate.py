@@ -12,8 +12,8 @@ costs ``K/height`` redundant work (two sides, each a shrinking cone), and each t
 well over 100 ms (Dask's per-task cost here is 3-6 ms, and a batch of halo tasks 15-20 ms of
 round trips), so the op uses as many bands as there are worker threads only while each band
 stays at least ``8 K`` rows tall and each of its tasks carries at least
-``MIN_UPDATES_PER_TASK`` cell-updates; below that (the 2° default and every grid up to 0.125°
-with ``K = 16``; 0.125° runs two bands from ``K = 32``) it runs one band, and a single band
+``MIN_UPDATES_PER_TASK`` cell-updates; below that (the 2° default and every grid coarser than
+0.125° with ``K <= 32``; 0.125° runs two bands from ``K = 16``) it runs one band, and a single band
 needs no halo exchange at all, so one task then advances a whole segment (up to a month or a
 sync window) instead of ``K`` steps.
 """
@@ -56,14 +56,16 @@ def _coords(grid: LatLonGrid) -> dict[str, Any]:
     }
 
 
-#: Least cell-updates a halo-exchanging task should carry (~60 ms of the compiled step on one
-#: core of the 2-core development VM, where each batch of halo tasks costs ~15-20 ms of Dask
-#: round trips and the wait for the slower band). Measured there, interleaved, 1 band (one task
-#: per segment) against 2 bands on 2 workers, with the compiled step: 0.25° K=16 (8.3 M per band
-#: task) 693 against 522 Mcell/s, 0.25° K=32 (16.6 M) 693 against 726, 0.125° K=16 (33 M) 633
-#: against 579, 0.125° K=32 (66 M) 648 against 909, 0.125° K=64 (133 M) 633 against 876. With
-#: the array-namespace step (3-4x slower per cell) the figure was 4 M.
-MIN_UPDATES_PER_TASK = 40_000_000
+#: Least cell-updates a halo-exchanging task should carry (~20 ms of the compiled step on one
+#: core of the 2-core development VM, where each batch of halo tasks costs ~10-20 ms of Dask
+#: round trips and the wait for the slower band). Measured there on 2026-12-02, interleaved,
+#: 1 band (one task per segment) against 2 bands on 2 workers, with the wavefront kernel and
+#: bands advanced in place (``/work/scratch/bands.py``): 0.25° K=16 (8.3 M per band task) 798
+#: against 659 Mcell/s; 0.25° K=32 (16.6 M) 798 against 908, then 846 against 868; 0.125° K=16
+#: (33 M) 928 against 991, then 857 against 937; 0.125° K=32 (66 M) 928 against 1292. So two
+#: bands pay from ~16 M and clearly from 33 M. It was 40 M with a fresh band-sized array per
+#: batch and one step per pass over memory, and 4 M with the array-namespace step.
+MIN_UPDATES_PER_TASK = 20_000_000
 
 
 def choose_bands(grid: LatLonGrid, ctx: StepContext) -> int:
