@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pickle
 from uuid import uuid4
 
 import dask
 import dask.array as da
 import numpy as np
 import pytest
+from dask.sizeof import sizeof
 
 from openclaw_dask.workflows.climate import (
     EBMParams,
@@ -354,6 +356,11 @@ def test_a_band_builds_its_operators_once_and_carries_them(case, accumulate) -> 
         inner = (K if i > 0 else 0) + (K if i < len(heights) - 1 else 0)
         assert ops.nrows == rows + inner and ops.row0 == sum(heights[:i]) - (K if i else 0)
         assert state1.buffer.shape == (ops.nrows, grid.nlon) and state1.rows == rows
+        # a state can be spilled or move to another worker: it pickles, and counts its arrays
+        back = pickle.loads(pickle.dumps(state2))
+        assert np.array_equal(back.band, state2.band) and back.ops.nrows == ops.nrows
+        extra = 0 if state2.total is None else state2.total.nbytes
+        assert sizeof(state2) >= state2.buffer.nbytes + extra
     ref10 = run_reference(params, grid, 10, T0, step0=STEP0)
     result = (out[0] if accumulate else out).compute(scheduler="sync")
     assert np.array_equal(result, ref10)

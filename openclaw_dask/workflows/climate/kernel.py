@@ -240,8 +240,6 @@ def _filter_block(T, j0, stop, buf, v0, rho, inv_rho, wrap, nterms, rho_nterms):
 @numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
 def advance_rows(
     T,
-    lo,
-    hi,
     shrink_south,
     shrink_north,
     depth,
@@ -266,20 +264,19 @@ def advance_rows(
     total,
     total_row0,
 ):
-    """Advance rows ``lo:hi`` of ``T`` (rows × lon, C-contiguous float64) by several steps, in
-    place, ``depth`` steps per pass over the rows.
+    """Advance ``T`` (rows × lon, C-contiguous float64) by several steps, in place, ``depth``
+    steps per pass over the rows. The faces beyond the rows a step advances carry nothing.
 
     Parameters
     ----------
     T : ndarray, shape (n, m)
         Temperatures (°C), overwritten with the last step's.
-    lo, hi : int
-        The rows the first step advances; the faces beyond them carry nothing.
     shrink_south, shrink_north : bool
         Whether step ``s`` (from 0) leaves out ``s`` more rows at that end (a halo edge).
     depth : int
         Steps per pass (a wavefront: each step one row behind the one before); any depth
-        gives the same bits, and the rows in flight, ``~8 + depth``, should fit in a cache.
+        gives the same bits. ``8 + depth`` rows of ``T`` and ``depth`` gradient rows are in
+        flight, which should fit in a cache.
     capacity_class : ndarray of unsigned int, shape (n, m)
         Each cell's heat-capacity class (:func:`capacity_classes`).
     class_inv_capacity : ndarray, shape (k,)
@@ -306,7 +303,7 @@ def advance_rows(
     total_row0 : int
     """
     nsteps = absorbed_free.shape[0]
-    m = T.shape[1]
+    n, m = T.shape
     buf = np.empty((_BLOCK, m))
     v0 = np.empty(_BLOCK)
     tail = np.empty(m)  # the west correction of the current row, from column m - nterms
@@ -318,11 +315,11 @@ def advance_rows(
         grads[:levels] = 0.0
         # at tick b, step s0 + l advances rows 8b - l .. 8b - l + 7: the step before has then
         # finished the row north of them, and nothing later reads their old values
-        for b in range(lo // _BLOCK, (hi + levels) // _BLOCK + 1):
+        for b in range((n + levels) // _BLOCK + 1):
             for level in range(levels):
                 s = s0 + level
-                lo_s = lo + s if shrink_south else lo
-                hi_s = hi - s if shrink_north else hi
+                lo_s = s if shrink_south else 0  # the rows step s advances
+                hi_s = n - s if shrink_north else n
                 a = _BLOCK * b - level
                 first, stop = max(a, lo_s), min(a + _BLOCK, hi_s)
                 if first >= stop:

@@ -395,8 +395,6 @@ def _advance_compiled(
         total = np.empty((0, T.shape[1]))
     advance_rows(
         T,
-        0,
-        T.shape[0],
         shrink[0],
         shrink[1],
         WAVEFRONT_DEPTH,
