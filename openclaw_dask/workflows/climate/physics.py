@@ -95,7 +95,7 @@ from openclaw_dask.workflows.climate.params import EBMParams
 #: Steps the compiled kernel takes per pass over a band's rows (:func:`.kernel.advance_rows`).
 #: Measured on the 2-core VM, two threads each on half the globe: 0.125° ran at 1165, 1244,
 #: 1439, 1417, 1395 Mcell/s with depths 1, 8, 16, 32, 64; 0.0625° at 1097, 1301, 1299, 1229
-#: with 1, 16, 32, 64 (~8 + 2 x depth rows are in flight: 1.1 MB at 0.0625°, 16 steps).
+#: with 1, 16, 32, 64 (~8 + 2 x depth rows and the filters' 8 are in flight: 2.2 MB at 0.0625°).
 WAVEFRONT_DEPTH = 16
 
 __all__ = [
