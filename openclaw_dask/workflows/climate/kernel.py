@@ -76,6 +76,13 @@ ZONAL_CUTOFF = 2.0**-60
 #: Rows per block: eight independent chains keep the FPU busy (its latency is ~4 adds deep).
 _BLOCK = 8
 
+#: Doubles of padding after each row of the filters' buffer. Rows exactly ``nlon`` apart
+#: (1440·k bytes: ``nlon`` is a multiple of 180) put the eight chains' streams at a few offsets
+#: modulo 4 KiB, where a core can mistake a load for one depending on an earlier store (4K
+#: aliasing, the likely cause). Measured, the padding made the whole step 8-12 % faster at
+#: 0.0625°-0.5° with the same bits; 8 doubles gained a little less, 64 no more.
+_ROW_PAD = 16
+
 
 def filter_coefficients(r: np.ndarray, nlon: int) -> dict[str, np.ndarray]:
     """The recursive-filter coefficients of the rows' zonal solve, from ``r = dt k_j / C_min,j``.
@@ -304,7 +311,7 @@ def advance_rows(
     """
     nsteps = absorbed_free.shape[0]
     n, m = T.shape
-    buf = np.empty((_BLOCK, m))
+    buf = np.empty((_BLOCK, m + _ROW_PAD))[:, :m]  # see _ROW_PAD
     v0 = np.empty(_BLOCK)
     tail = np.empty(m)  # the west correction of the current row, from column m - nterms
     zonal = np.empty(m)
