@@ -44,11 +44,15 @@ BATCH_SIZES = (1, 4, 16)
 #: Full size: the grid where a K=16 step task carries well over 100 ms, as the climate issue
 #: asks: ~190 ms with the compiled step on one core of the 2-core development VM (2 bands of
 #: 1440 rows x 5760). At 0.125° (the size before the compiled step, when a task carried
-#: ~290 ms) a K=16 task now carries ~45 ms, and the batches' round trips weigh 3x more. 128
-#: steps are 8 batches of K=16 in one graph; the workflow's graphs at this grid are
-#: ``distributed.sync_interval`` (1000) steps long, so the submission and first-batch set-up
-#: counted here weigh 8x more than there.
-FULL_RESOLUTION, FULL_STEPS = 0.0625, 128
+#: ~290 ms) a K=16 task now carries ~45 ms, and the batches' round trips weigh 3x more.
+#: 256 steps are 16 batches of K=16 in one graph. A graph pays its set-up once (submission,
+#: the capacity's halo tasks, each band's operators and a fresh buffer in its first batch) and
+#: the workflow's graphs at this grid are ``distributed.sync_interval`` (1000) steps long, so
+#: the shorter the graph here the more the set-up weighs against the workflow: measured on the
+#: 2-core VM on 2026-12-02, interleaved in one cluster, K=16 ran at a median of 1349 and 1297
+#: Mcell/s with 128-step graphs, 1645 and 1423 with 256, 1607 and 1502 with 512. 256 steps
+#: (4x the workflow's weight, it was 8x at 128) keep the suite under two minutes.
+FULL_RESOLUTION, FULL_STEPS = 0.0625, 256
 
 
 def model_setup(resolution: float) -> tuple[EBMParams, LatLonGrid, np.ndarray]:
