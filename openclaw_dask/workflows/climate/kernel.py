@@ -76,11 +76,11 @@ ZONAL_CUTOFF = 2.0**-60
 #: Rows per block: eight independent chains keep the FPU busy (its latency is ~4 adds deep).
 _BLOCK = 8
 
-#: Doubles of padding after each row of the filters' buffer. Rows exactly ``nlon`` apart
-#: (1440·k bytes: ``nlon`` is a multiple of 180) put the eight chains' streams at a few offsets
-#: modulo 4 KiB, where a core can mistake a load for one depending on an earlier store (4K
-#: aliasing, the likely cause). Measured, the padding made the whole step 8-12 % faster at
-#: 0.0625°-0.5° with the same bits; 8 doubles gained a little less, 64 no more.
+#: Doubles of padding after each row of the filters' buffer. Rows exactly ``nlon`` apart put
+#: the eight chains' streams at a few offsets modulo 4 KiB (from 2° to 0.0625° ``nlon`` is a
+#: multiple of 180, a row 1440·k bytes), where a core can mistake a load for one depending on
+#: an earlier store (4K aliasing, the likely cause). Measured, the padding made the whole step
+#: 8-12 % faster at 0.0625°-0.5° with the same bits; 8 doubles gained a little less, 64 no more.
 _ROW_PAD = 16
 
 
