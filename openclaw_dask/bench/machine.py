@@ -3,19 +3,63 @@
 from __future__ import annotations
 
 import platform
+from pathlib import Path
 from typing import Any
 
 from openclaw_dask.config import Hardware
 from openclaw_dask.config.hardware import software_versions as versions
 
-__all__ = ["machine_facts", "versions"]
+__all__ = ["cpu_model", "machine_facts", "versions"]
+
+#: Vector extensions named in :func:`cpu_model`, widest first: the compiled climate step's
+#: speed depends on the vector width more than on anything else a model name shows.
+_VECTOR_FLAGS = ("avx512f", "sve", "avx2", "avx", "sse4_2", "asimd")
+
+
+def cpu_model(cpuinfo: str | None = None) -> str:
+    """The CPU's model name, family and model, and its widest vector extension.
+
+    Two cloud VMs may both call themselves "AMD EPYC" and differ 4x in the climate step
+    (a 2017 core at 2 GHz with 128-bit vector units against a 2024 one with AVX-512); the
+    family and model numbers and the vector extension tell their results apart.
+
+    Parameters
+    ----------
+    cpuinfo : str, optional
+        The text of ``/proc/cpuinfo``; read from there by default. Without it (not Linux),
+        Python's own description of the processor.
+
+    Examples
+    --------
+    >>> cpu_model("cpu family: 23\\nmodel: 1\\nmodel name: AMD EPYC\\nflags: fma avx2\\n")
+    'AMD EPYC (family 23, model 1, avx2)'
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        if not sep:
+            if fields:  # the first processor's block is enough
+                break
+            continue
+        fields.setdefault(key.strip(), value.strip())
+    name = fields.get("model name") or platform.processor() or platform.machine()
+    flags = set(fields.get("flags", fields.get("Features", "")).split())
+    details = [f"family {fields['cpu family']}"] if "cpu family" in fields else []
+    details += [f"model {fields['model']}"] if "model" in fields else []
+    details += [next(f for f in _VECTOR_FLAGS if f in flags)] if flags & set(_VECTOR_FLAGS) else []
+    return f"{name} ({', '.join(details)})" if details else name
 
 
 def machine_facts(hw: Hardware) -> dict[str, Any]:
     """Cores, memory, NUMA layout, GPUs and allocators of this machine."""
     return {
         "host": platform.node(),
-        "cpu": platform.processor() or platform.machine(),
+        "cpu": cpu_model(),
         "logical_cores": hw.logical_cores,
         "physical_cores": hw.physical_cores,
         "usable_cores": len(hw.usable_cores),
