@@ -15,6 +15,9 @@ __all__ = ["cpu_model", "machine_facts", "versions"]
 #: speed depends on the vector width more than on anything else a model name shows.
 _VECTOR_FLAGS = ("avx512f", "sve", "avx2", "avx", "sse4_2", "asimd")
 
+#: ``/proc/cpuinfo`` keys of the numbers that tell one generation of a CPU name from another.
+_NUMBERS = (("cpu family", "family"), ("model", "model"))
+
 
 def cpu_model(cpuinfo: str | None = None) -> str:
     """The CPU's model name, family and model, and its widest vector extension.
@@ -49,9 +52,8 @@ def cpu_model(cpuinfo: str | None = None) -> str:
         fields.setdefault(key.strip(), value.strip())
     name = fields.get("model name") or platform.processor() or platform.machine()
     flags = set(fields.get("flags", fields.get("Features", "")).split())
-    details = [f"family {fields['cpu family']}"] if "cpu family" in fields else []
-    details += [f"model {fields['model']}"] if "model" in fields else []
-    details += [next(f for f in _VECTOR_FLAGS if f in flags)] if flags & set(_VECTOR_FLAGS) else []
+    details = [f"{label} {fields[key]}" for key, label in _NUMBERS if key in fields]
+    details += [f for f in _VECTOR_FLAGS if f in flags][:1]
     return f"{name} ({', '.join(details)})" if details else name
 
 
