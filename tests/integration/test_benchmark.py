@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from openclaw_dask.bench.machine import cpu_model
 from tests.integration.conftest import isolated_env
 from tests.unit.test_cli import run_cli
 
@@ -69,6 +70,7 @@ def test_quick_json_has_every_suite_and_named_ratio(quick_report: dict[str, Any]
     assert set(quick_report["suites"]) == set(RATIOS)
     assert quick_report["quick"] is True
     assert quick_report["machine"]["usable_cores"] >= 1
+    assert quick_report["machine"]["cpu"] == cpu_model()  # the model, not just "x86_64"
     assert quick_report["versions"]["dask"]
     assert len(quick_report["config_hash"]) == 16
     for name, wanted in RATIOS.items():
