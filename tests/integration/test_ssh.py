@@ -22,10 +22,9 @@ import pytest
 from openclaw_dask.runtime.cluster import start_cluster
 from openclaw_dask.runtime.inspect import inspect_workers
 from openclaw_dask.runtime.state import read_state
-from openclaw_dask.workflows.runner import run_workflow
 from tests.conftest import ROOT
 from tests.integration.sshd import SshHost, SshRig, keygen, netns_available, sshd_available
-from tests.integration.test_climate_workflow import QUICK, _banded
+from tests.integration.test_climate_workflow import KILLED_RUN_SETS, _banded
 from tests.integration.test_workflow_run import start_in_own_group, wait_for_checkpoint
 
 pytestmark = pytest.mark.ssh
@@ -214,7 +213,7 @@ def _shipped_bytes(rig: SshRig, config: Path, size: int) -> tuple[int, int]:
 
 
 def test_a_worker_lost_on_a_node_mid_run_costs_one_window_and_changes_no_bit(
-    rig: SshRig, tmp_path: Path
+    rig: SshRig, tmp_path: Path, uninterrupted_banded_run: dict[str, Any]
 ) -> None:
     """Node b's worker is killed mid-way through the banded climate run: its nanny (on node b,
     started over SSH) starts a new one, and the run continues from its last checkpoint with the
@@ -222,9 +221,8 @@ def test_a_worker_lost_on_a_node_mid_run_costs_one_window_and_changes_no_bit(
     a, b, _ = hosts(rig)
     config = rig.config([rig.node(a, **NODE_A), rig.node(b, **NODE_B)], tmp_path / "ssh.config")
     banded = _banded(tmp_path)
-    sets = [*QUICK, "params.spinup_years=0", "params.years=2", "distributed.sync_interval=100"]
     run_dir = tmp_path / "killed"
-    args = ["--config", str(config), "--no-report", "--set", *sets]
+    args = ["--config", str(config), "--no-report", "--set", *KILLED_RUN_SETS]
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
     proc = start_in_own_group(run_dir, args, banded, **pipes)
     try:
@@ -254,7 +252,7 @@ def test_a_worker_lost_on_a_node_mid_run_costs_one_window_and_changes_no_bit(
     assert recovery["from_step"] >= 300 and recovery["lost"][0].startswith(f"tcp://{b.host}:")
 
     # the same bands on a local cluster: the outputs do not depend on where the bands ran
-    whole = run_workflow(banded, overrides=sets, run_dir=tmp_path / "whole", report=False)
+    whole = uninterrupted_banded_run
     for step in ("simulate", "analyse"):
         assert killed["steps"][step]["checksums"] == whole["steps"][step]["checksums"], step
 
