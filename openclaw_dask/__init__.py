@@ -4,16 +4,43 @@ Public API: :func:`load_config`, :func:`plan_cluster`, :func:`start_cluster` (a 
 yielding a ``distributed.Client``), :func:`memory_compact` (alias ``openclaw_memory_compact``).
 and :func:`run_workflow` (returns the run record); :func:`benchmark` and :func:`tune` measure
 and improve a config.
+
+The names are imported on first use (PEP 562): ``import openclaw_dask.config`` runs this file
+first, and every CLI command and every spawned worker process imports the package, so importing
+Dask, xarray and the benchmarks here cost each of them about a second on a 2 GHz core.
 """
 
-from openclaw_dask.bench.run import benchmark
-from openclaw_dask.bench.tune import tune
-from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
-from openclaw_dask.runtime import memory_compact, openclaw_memory_compact, start_cluster
-from openclaw_dask.translate import ClusterPlan, plan_cluster
-from openclaw_dask.workflows.runner import run_workflow
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openclaw_dask.bench.run import benchmark
+    from openclaw_dask.bench.tune import tune
+    from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
+    from openclaw_dask.runtime import memory_compact, openclaw_memory_compact, start_cluster
+    from openclaw_dask.translate import ClusterPlan, plan_cluster
+    from openclaw_dask.workflows.runner import run_workflow
 
 __version__ = "0.1.0"
+
+#: public name -> the module that defines it
+_HOMES = {
+    "benchmark": "openclaw_dask.bench.run",
+    "tune": "openclaw_dask.bench.tune",
+    "Config": "openclaw_dask.config",
+    "ConfigError": "openclaw_dask.config",
+    "Hardware": "openclaw_dask.config",
+    "detect_hardware": "openclaw_dask.config",
+    "load_config": "openclaw_dask.config",
+    "memory_compact": "openclaw_dask.runtime",
+    "openclaw_memory_compact": "openclaw_dask.runtime",
+    "start_cluster": "openclaw_dask.runtime",
+    "ClusterPlan": "openclaw_dask.translate",
+    "plan_cluster": "openclaw_dask.translate",
+    "run_workflow": "openclaw_dask.workflows.runner",
+}
 
 __all__ = [
     "ClusterPlan",
@@ -31,3 +58,16 @@ __all__ = [
     "start_cluster",
     "tune",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'openclaw_dask' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # once: later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
+
+import pytest
 
 from tests.conftest import ROOT
 
@@ -30,3 +34,29 @@ def test_no_layer_imports_a_layer_above_it() -> None:
                     upward.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {name}")
     assert len(list(package.rglob("*.py"))) > 40  # the walk saw the package
     assert not upward, upward
+
+
+def test_the_package_imports_its_api_on_first_use() -> None:
+    """Every CLI command and every spawned worker imports the package: ``openclaw_dask.config``
+    alone must not bring Dask's scheduler, xarray or the benchmarks along (~1 s each time on a
+    2 GHz core). The public names are all still there, from where DESIGN.md says."""
+    probe = (
+        "import sys, openclaw_dask.config; "
+        "print(sorted(m for m in ('distributed', 'xarray', 'openclaw_dask.bench') "
+        "if m in sys.modules))"
+    )
+    lean = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert lean.stdout.strip() == "[]", lean.stdout
+    import openclaw_dask
+    from openclaw_dask.bench import benchmark
+    from openclaw_dask.runtime import start_cluster
+    from openclaw_dask.workflows.runner import run_workflow
+
+    assert len(openclaw_dask.__all__) == 14
+    assert set(openclaw_dask.__all__) <= set(dir(openclaw_dask))
+    for name in openclaw_dask.__all__:
+        assert getattr(openclaw_dask, name) is not None, name
+    found = (openclaw_dask.benchmark, openclaw_dask.start_cluster, openclaw_dask.run_workflow)
+    assert found == (benchmark, start_cluster, run_workflow)
+    with pytest.raises(AttributeError, match="has no attribute 'plan'"):
+        openclaw_dask.plan  # noqa: B018
