@@ -31,6 +31,10 @@ def test_only_the_records_submit_reports_itself_are_dropped() -> None:
     fetch = "Worker stream died during communication: %s"  # the fetching side of the same
     assert not terminal._not_a_cut_transfer(record("distributed.worker", fetch))
     assert terminal._not_a_cut_transfer(record("distributed.worker", "Compute Failed"))
+    heartbeat = "Failed to communicate with scheduler during heartbeat."
+    assert not terminal._not_a_lost_heartbeat(record("distributed.worker", heartbeat))
+    unexpected = "Unexpected exception during heartbeat. Closing worker."
+    assert terminal._not_a_lost_heartbeat(record("distributed.worker", unexpected))
     # distributed.utils.sync's cancel() on an early Ctrl-C, exactly as Python words it
     bug = NameError("cannot access free variable 'future' where it is not associated with a value")
     assert not terminal._not_the_sync_cancel_bug(record("tornado.application", "Exception", bug))
