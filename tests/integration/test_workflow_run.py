@@ -310,13 +310,14 @@ def test_existing_run_dir_is_never_overwritten(tmp_path: Path) -> None:
 
 def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Path) -> None:
     """Ctrl-C in a terminal signals the whole process group: the client and its workers."""
-    # 6000 steps: after the Ctrl-C below the run must not be able to finish on its own first
-    args = [*QUIET, *SMALL[:4], "--set", "params.steps=6000"]
+    # 800 steps: the run is frozen while the second CLI runs, and the Ctrl-C follows its
+    # SIGCONT at once, so it cannot finish on its own first (~100 steps a second here)
+    args = [*QUIET, *SMALL[:4], "--set", "params.steps=800"]
     args += ["--set", "distributed.sync_interval=100", "--no-report"]
     run_dir = tmp_path / "run"
     proc = start_in_own_group(run_dir, args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen = wait_for_checkpoint(proc, run_dir, 200)
-    assert 200 <= seen < 6000, f"the run should be mid-way, checkpoint at {seen}"
+    assert 200 <= seen < 800, f"the run should be mid-way, checkpoint at {seen}"
     # while it runs, no second run may write its directory (a requeued batch job, say); the
     # run is frozen meanwhile, so that it cannot end during the seconds the second CLI takes
     os.killpg(proc.pid, signal.SIGSTOP)
@@ -352,7 +353,7 @@ def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Pat
     rec = record_of(run_dir)
     assert rec["status"] == "completed" and rec["attempts"] == 2
     assert rec["steps"]["diffuse"]["resumed_from_step"] >= 200
-    assert rec["workflow"]["params"]["steps"] == 6000
+    assert rec["workflow"]["params"]["steps"] == 800
     assert rec["config"]["values"]["distributed"]["sync_interval"] == 100
 
 
