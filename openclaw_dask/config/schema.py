@@ -314,7 +314,12 @@ KEYS: tuple[Key, ...] = (
         "zstd",
         "Zarr compressor for outputs (Blosc with shuffle: float fields compress ~2.5x)",
     ),
-    Key("storage.level", Int(0, 9), 3, "compression level of storage.codec"),
+    Key(
+        "storage.level",
+        Int(0, 9),
+        3,
+        "Blosc compression level of storage.codec (zstd: 9 is zstd's slowest, a few MB/s a core)",
+    ),
     Key(
         "storage.shuffle",
         Choice(("byte", "bit", "none")),
