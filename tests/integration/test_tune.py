@@ -21,7 +21,7 @@ def test_tune_writes_a_valid_config_and_a_report_with_interleaved_pairs(tmp_path
         "--workload",
         "stencil",
         "--budget",
-        "40s",
+        "25s",
         "--out",
         str(out),
         env=env,
