@@ -36,7 +36,7 @@ LONG_RUN = [
     str(EXAMPLE),
     "--backend",
     "mpi",
-    *sets(["params.size=256", "params.chunk=128", "params.steps=1200"]),
+    *sets(["params.size=256", "params.chunk=128", "params.steps=500"]),
     *sets(["distributed.sync_interval=100", "cluster.dashboard_address=null"]),
 ]
 
