@@ -97,7 +97,10 @@ def test_each_band_runs_on_its_home_worker(tmp_path: Path) -> None:
         client.get_task_stream()  # registers the scheduler's task-stream plugin
         started = time.time()
         rec = run_workflow(
-            _banded(tmp_path), overrides=[*layout, *run], address=client.scheduler.address
+            _banded(tmp_path),
+            overrides=[*layout, *run],
+            address=client.scheduler.address,
+            report=False,
         )
         stream = client.get_task_stream(start=started)
         homes = band_homes(client.nthreads(), 2)
@@ -124,7 +127,9 @@ def test_deterministic_mode_is_bit_identical_across_layouts(tmp_path: Path) -> N
     ]
     sums = {}
     for name, layout in layouts.items():
-        rec = run_workflow(banded, overrides=[*common, *layout], run_dir=tmp_path / name)
+        rec = run_workflow(
+            banded, overrides=[*common, *layout], run_dir=tmp_path / name, report=False
+        )
         assert rec["status"] == "completed"
         workers = rec["cluster"]["workers"].values()
         assert sum(w["nthreads"] for w in workers) == int(layout[1].rsplit("=", 1)[1])
@@ -146,6 +151,7 @@ def test_every_banding_gives_the_same_bits(tmp_path: Path) -> None:
                 overrides=common,
                 run_dir=tmp_path / str(bands),
                 address=client.scheduler.address,
+                report=False,
             )
             assert rec["status"] == "completed"
             monthly = xr.open_zarr(Path(rec["run_dir"]) / "monthly.zarr")

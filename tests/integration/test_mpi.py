@@ -62,6 +62,7 @@ def test_example_under_mpirun_equals_local_run_bit_for_bit(tmp_path: Path) -> No
         EXAMPLE,
         overrides=[*COMMON, "parallel.processes=1", "parallel.thread_pool_size=2"],
         run_dir=tmp_path / "local",
+        report=False,
     )
     assert local["status"] == "completed" and local["plan"]["backend"] == "local"
 

@@ -76,7 +76,7 @@ def test_example_over_ucx_equals_the_tcp_run_bit_for_bit(tmp_path: Path) -> None
     workers = rec["cluster"]["workers"]
     assert len(workers) == 2 and all(a.startswith("ucx://") for a in workers)
 
-    tcp = run_workflow(EXAMPLE, overrides=COMMON, run_dir=tmp_path / "tcp")
+    tcp = run_workflow(EXAMPLE, overrides=COMMON, run_dir=tmp_path / "tcp", report=False)
     assert tcp["cluster"]["scheduler"].startswith("tcp://")
     for step in ("field", "diffuse", "profile"):
         assert rec["steps"][step]["checksums"] == tcp["steps"][step]["checksums"], step
