@@ -132,7 +132,7 @@ def test_a_cluster_stopped_mid_run_is_one_line_and_resume_continues(tmp_path: Pa
     up = sh("cluster", "up", "--set", "cluster.dashboard_address=127.0.0.1:0", sync)
     assert up.returncode == 0, up.stderr
     run_dir = tmp_path / "run"
-    # 2000 steps (~20 s here): stopping the cluster (~4 s) lands mid-run
+    # 2000 steps (~25 s here): stopping the cluster (~4 s) lands mid-run
     args = ["--set", "params.size=128", "params.chunk=64", "params.steps=2000"]
     args += [sync, "--no-report"]
     proc = start_in_own_group(run_dir, args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

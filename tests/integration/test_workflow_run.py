@@ -311,7 +311,7 @@ def test_existing_run_dir_is_never_overwritten(tmp_path: Path) -> None:
 def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Path) -> None:
     """Ctrl-C in a terminal signals the whole process group: the client and its workers."""
     # 800 steps: the run is frozen while the second CLI runs, and the Ctrl-C follows its
-    # SIGCONT at once, so it cannot finish on its own first (~100 steps a second here)
+    # SIGCONT at once, so it cannot finish on its own first (70-90 steps a second here)
     args = [*QUIET, *SMALL[:4], "--set", "params.steps=800"]
     args += ["--set", "distributed.sync_interval=100", "--no-report"]
     run_dir = tmp_path / "run"
