@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from openclaw_dask.config.tls import create_certificates
@@ -163,7 +167,11 @@ def test_sigterm_stops_every_rank_and_resume_under_mpirun_continues(tmp_path: Pa
     run_dir = tmp_path / "run"
     args = LONG_RUN
     proc = _start_past_first_checkpoint(args, run_dir)
-    proc.send_signal(signal.SIGTERM)
+    # the ranks are frozen until Open MPI passes them the SIGTERM (mpirun sends SIGCONT, then
+    # SIGTERM: ~0.25 s after submit's signal here); the rest of the run takes ~1 s on a fast
+    # core, less than the poll and the signal's way there (seen: a run whose step finished)
+    with _frozen(_ranks(proc), until=signal.SIGTERM):
+        proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     rec = record_of(run_dir)
@@ -185,16 +193,10 @@ def test_a_worker_rank_killed_fails_the_step_in_one_line_and_resume_continues(
     scheduler, rank 1 the client) ends the run. That is said in one line as what it is (not an
     interrupt, nor an error of ours), the record says failed, and ``--resume`` continues from
     the last checkpoint."""
-    import psutil
-
     run_dir = tmp_path / "run"
     args = [*LONG_RUN, "--no-report"]
     proc = _start_past_first_checkpoint(args, run_dir)
-    ranks = {
-        child.environ().get("OMPI_COMM_WORLD_RANK"): child
-        for child in psutil.Process(proc.pid).children(recursive=True)
-        if "mpi_entry" in " ".join(child.cmdline())
-    }
+    ranks = {child.environ().get("OMPI_COMM_WORLD_RANK"): child for child in _ranks(proc)}
     ranks["3"].kill()
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 1, stderr
@@ -238,6 +240,48 @@ def _start_past_first_checkpoint(args: list[str], run_dir: Path) -> subprocess.P
         time.sleep(0.2)
     assert proc.poll() is None, proc.communicate()
     return proc
+
+
+def _ranks(proc: subprocess.Popen[str]) -> list[psutil.Process]:
+    """The ranks that ``mpirun`` started under ``proc`` (not ``mpirun``, whose command line
+    names ``mpi_entry`` too)."""
+    return [
+        child
+        for child in psutil.Process(proc.pid).children(recursive=True)
+        if "OMPI_COMM_WORLD_RANK" in child.environ()
+    ]
+
+
+@contextlib.contextmanager
+def _frozen(ranks: list[psutil.Process], until: signal.Signals) -> Iterator[None]:
+    """Stop ``ranks`` (SIGSTOP) around the block, then until each has signal ``until`` pending,
+    has been resumed by ``mpirun`` or is gone (30 s at most); then resume them."""
+    assert len(ranks) == 4, ranks
+    for rank in ranks:
+        rank.suspend()
+    try:
+        yield
+        bit = 1 << (until - 1)
+        deadline = time.monotonic() + 30
+        waiting = list(ranks)
+        while waiting and time.monotonic() < deadline:
+            waiting = [rank for rank in waiting if not _holds(rank, bit)]
+            time.sleep(0.05)
+    finally:
+        for rank in ranks:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                rank.resume()
+
+
+def _holds(rank: psutil.Process, bit: int) -> bool:
+    """Whether ``rank`` has the pending signal ``bit``, runs again, or is gone."""
+    try:
+        status = Path(f"/proc/{rank.pid}/status").read_text()
+        stopped = rank.status() == psutil.STATUS_STOPPED
+    except (OSError, psutil.NoSuchProcess):
+        return True
+    pending = {k: int(v, 16) for k, v in re.findall(r"^(SigPnd|ShdPnd):\s*(\w+)$", status, re.M)}
+    return not stopped or any(mask & bit for mask in pending.values())
 
 
 def _read(run_dir: Path) -> dict[str, Any]:
