@@ -133,6 +133,55 @@ def step_fingerprint(
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def same_step(
+    step: StepSpec,
+    recorded: Mapping[str, Any],
+    fingerprint: str,
+    record: Mapping[str, Any],
+    config: Config,
+) -> bool:
+    """Whether a step record or checkpoint is of this step (its ``fingerprint``).
+
+    A run recorded before :data:`~openclaw_dask.config.loader.RUN_ONLY_KEYS` left the step
+    fingerprint has the older one: accepted too, so its resume skips and continues as it did.
+    """
+    if recorded.get("fingerprint") == fingerprint:
+        return True
+    return recorded.get("fingerprint") == step_fingerprint(step, record, config, legacy=True)
+
+
+def done_before(
+    step: StepSpec,
+    recorded: Mapping[str, Any],
+    fingerprint: str,
+    record: Mapping[str, Any],
+    config: Config,
+    run_dir: Path,
+) -> bool:
+    """Whether a resume skips ``step``: completed as this step, and its outputs still there."""
+    return (
+        recorded.get("status") == "completed"
+        and same_step(step, recorded, fingerprint, record, config)
+        and all((run_dir / o.rstrip("/")).exists() for o in step.outputs)
+    )
+
+
+def nothing_left(
+    workflow: Workflow, config: Config, record: Mapping[str, Any], run_dir: Path
+) -> bool:
+    """Whether a resume of the run in ``run_dir`` (its ``record``) has nothing to run: the run
+    completed, and every step would be skipped (:func:`done_before`)."""
+    if record.get("status") != "completed":
+        return False
+    steps = record.get("steps", {})
+    for name in workflow.order:
+        step = workflow.steps[name]
+        fingerprint = step_fingerprint(step, record, config)
+        if not done_before(step, steps.get(name, {}), fingerprint, record, config, run_dir):
+            return False
+    return True
+
+
 class ProgressNews:
     """A line about an iterative step's progress at most every :attr:`every` seconds.
 
@@ -208,15 +257,8 @@ class Run:
 
     # -- steps ----------------------------------------------------------------------------
     def _same(self, step: StepSpec, recorded: Mapping[str, Any], fingerprint: str) -> bool:
-        """Whether a step record or checkpoint is of this step (its ``fingerprint``).
-
-        A run recorded before :data:`~openclaw_dask.config.loader.RUN_ONLY_KEYS` left the step
-        fingerprint has the older one: accepted too, so its resume skips and continues as it did.
-        """
-        if recorded.get("fingerprint") == fingerprint:
-            return True
-        legacy = step_fingerprint(step, self.record, self.config, legacy=True)
-        return recorded.get("fingerprint") == legacy
+        """Whether a step record or checkpoint is of this step (:func:`same_step`)."""
+        return same_step(step, recorded, fingerprint, self.record, self.config)
 
     def _context(self, step: StepSpec, client: Any) -> StepContext:
         inputs = {}
@@ -228,9 +270,6 @@ class Run:
         return StepContext(
             step.name, self.config, client, self.run_dir, dict(self.workflow.values), inputs
         )
-
-    def _outputs_present(self, step: StepSpec) -> bool:
-        return all((self.run_dir / o.rstrip("/")).exists() for o in step.outputs)
 
     def _finish_step(self, step: StepSpec, rec: dict[str, Any]) -> None:
         for name in step.zarr_outputs:
@@ -447,11 +486,7 @@ class Run:
                 rec = self.step_record(name)
                 fingerprint = step_fingerprint(step, self.record, self.config)
                 bar = progress.add_task(name, total=None)
-                if (
-                    rec.get("status") == "completed"
-                    and self._same(step, rec, fingerprint)
-                    and self._outputs_present(step)
-                ):
+                if done_before(step, rec, fingerprint, self.record, self.config, self.run_dir):
                     rec["skipped"] = "completed in an earlier attempt (resume)"
                     progress.update(bar, total=1, completed=1, description=f"{name} (resumed)")
                     continue
@@ -621,6 +656,16 @@ def run_workflow(
         "param_sources": dict(workflow.param_sources),
         "plan": plan.to_dict(),
     }
+    if resume is not None and not dry_run:
+        with run_dir_lock.hold(resume_path):  # not while another run is using it
+            if nothing_left(workflow, cfg, previous, resume_path):
+                # no cluster to start (on ssh or mpi, nodes and ranks) to skip every step
+                if announce:
+                    announce(
+                        f"nothing to run: every step of {resume_path} completed in an earlier "
+                        "attempt; run.json is unchanged"
+                    )
+                return {**previous, "run_dir": str(resume_path.resolve())}  # if it moved
     if plan.backend == "mpi" and mpi_job_scheduler() is None:
         # this process launches mpirun; its rank 1 runs the workflow (see mpi_run.py)
         from openclaw_dask.workflows import mpi_run

@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -286,9 +287,14 @@ def test_user_op_by_import_path_and_resume_skips_done_steps(tmp_path: Path) -> N
     assert (doubled["temperature"] == 3.0 * field["temperature"]).all()
     # strict JSON (record_of refuses NaN): an undefined metric is null
     assert record_of(run_dir)["steps"]["double"]["metrics"] == {"factor": 3.0, "undefined": None}
+    # nothing left to run: the record comes back as it is, without a cluster
+    again = run_workflow(wf, overrides=QUIET[1:], resume=run_dir)
+    assert again == record_of(run_dir) and again["attempts"] == 1
+    # the user op's output gone: that step runs again, the field is skipped
+    shutil.rmtree(run_dir / "doubled.zarr")
     again = run_workflow(wf, overrides=QUIET[1:], resume=run_dir)
     assert again["attempts"] == 2
-    assert all("skipped" in s for s in again["steps"].values())
+    assert "skipped" in again["steps"]["field"] and "skipped" not in again["steps"]["double"]
     for name, step in again["steps"].items():
         assert step["checksums"] == rec["steps"][name]["checksums"]
         assert step["fingerprint"] == rec["steps"][name]["fingerprint"]
@@ -387,30 +393,46 @@ def test_resume_continues_the_same_run_or_refuses(tmp_path: Path) -> None:
     same = submit(*resume, "--set", "params.steps=120", "parallel.processes=1")
     assert same.returncode == 0, same.stderr
     assert "params: size=128 (--set), chunk=64 (--set), seed=42, steps=120 (--set)" in same.stdout
-    # really resumed: every step skipped, also with another allocator and transport compression
-    # (how the run goes, not what it computes: another machine may lack the allocator)
+    # nothing left to run: no cluster starts and the record stays as it is, also with another
+    # allocator and transport compression (how the run goes, not what it computes: another
+    # machine may lack the allocator)
     how = ["--set", "memory.allocator=jemalloc", "distributed.compression=zstd"]
+    before = (run_dir / "run.json").read_text()
     again = submit(*resume[:3], *QUIET, *how)
     assert again.returncode == 0, again.stderr
+    nothing = f"nothing to run: every step of {run_dir} completed in an earlier attempt"
+    assert nothing in again.stderr and "dashboard:" not in again.stderr, again.stderr
+    assert f"outputs:  {run_dir}\n" in again.stdout, again.stdout
+    assert (run_dir / "run.json").read_text() == before
+    # a run recorded before the allocator left the step fingerprints: the same
     rec = record_of(run_dir)
-    assert rec["attempts"] == 2 and all("skipped" in s for s in rec["steps"].values())
-    assert rec["config"]["values"]["memory"]["allocator"] == "jemalloc"
-    # a run recorded before the allocator left the step fingerprints still resumes as it did
+    assert rec["attempts"] == 1
     workflow = load_workflow(EXAMPLE, {"size": 128, "chunk": 64, "steps": 120})
-    # (the resume carries the last attempt's --set values)
-    config = load_config(tmp_path / "start/cfg.config", how[1:])
+    config = load_config(tmp_path / "start/cfg.config")  # what the resume carries
     for name, step in rec["steps"].items():
         step["fingerprint"] = step_fingerprint(workflow.steps[name], rec, config, legacy=True)
         assert step["fingerprint"] != step_fingerprint(workflow.steps[name], rec, config)
     (run_dir / "run.json").write_text(json.dumps(rec))
+    before = (run_dir / "run.json").read_text()
     older = submit(*resume[:3], *QUIET)
-    assert older.returncode == 0, older.stderr
-    rec = record_of(run_dir)
-    assert rec["attempts"] == 3 and all("skipped" in s for s in rec["steps"].values())
+    assert older.returncode == 0 and nothing in older.stderr, older.stderr
+    assert (run_dir / "run.json").read_text() == before
     records = ("run.json", LOCK)  # what each attempt rewrites
     assert {p: p.stat().st_mtime_ns for p in outputs if p.name not in records} == {
         p: t for p, t in outputs.items() if p.name not in records
     }
+    # a step's output gone: that step runs again, on a cluster, and the others are skipped
+    profiled = rec["steps"]["profile"]["checksums"]
+    shutil.rmtree(run_dir / "profile.zarr")
+    redo = submit(*resume[:3], *QUIET)
+    assert redo.returncode == 0 and nothing not in redo.stderr, redo.stderr
+    rec = record_of(run_dir)
+    assert rec["attempts"] == 2 and rec["status"] == "completed"
+    assert {name for name, step in rec["steps"].items() if "skipped" in step} == {
+        "field",
+        "diffuse",
+    }
+    assert rec["steps"]["profile"]["checksums"] == profiled  # the same bits again
 
 
 def test_sigkill_mid_iteration_then_resume_is_bit_identical(tmp_path: Path) -> None:
