@@ -603,7 +603,8 @@ def run_workflow(
     resume
         A run directory to continue: its ``--set`` values and config file come along, and a
         differing parameter or result-relevant config value is refused
-        (:mod:`~openclaw_dask.workflows.resume`).
+        (:mod:`~openclaw_dask.workflows.resume`). A completed run with nothing left to run
+        (:func:`nothing_left`) starts no cluster: its record comes back as it is.
     dry_run
         Validate and plan only: no cluster, nothing written.
     progress
