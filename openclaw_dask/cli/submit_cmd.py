@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 import click
 from rich.markup import escape
@@ -58,6 +59,7 @@ def submit_cmd(
 
     if resume and run_dir:
         raise click.UsageError("--resume continues a run in its own directory; drop --run-dir")
+    began = time.time()
     try:
         record = run_workflow(
             workflow,
@@ -152,7 +154,11 @@ def submit_cmd(
     if mpi_job_scheduler():  # rank 1 of an mpi launch: the launching submit prints the summary
         return
     run = record["run_dir"]
-    out.print(f"[green]completed[/] {record['workflow']['name']} in {record['wall_seconds']:.1f} s")
+    # a resume with nothing left to run hands back the record of the attempt that finished it
+    name, wall = record["workflow"]["name"], record["wall_seconds"]
+    earlier = record.get("finished", began) < began
+    earlier_note = " (an earlier attempt: nothing ran now)" if earlier else ""
+    out.print(f"[green]completed[/] {name} in {wall:.1f} s{earlier_note}")
     out.print(f"outputs:  {run}", markup=False)
     out.print(f"record:   {run}/run.json", markup=False)
     if record.get("performance_report"):

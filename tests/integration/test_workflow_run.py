@@ -402,6 +402,7 @@ def test_resume_continues_the_same_run_or_refuses(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stderr
     nothing = f"nothing to run: every step of {run_dir} completed in an earlier attempt"
     assert nothing in again.stderr and "dashboard:" not in again.stderr, again.stderr
+    assert "s (an earlier attempt: nothing ran now)\n" in again.stdout, again.stdout
     assert f"outputs:  {run_dir}\n" in again.stdout, again.stdout
     assert (run_dir / "run.json").read_text() == before
     # a run recorded before the allocator left the step fingerprints: the same
@@ -426,6 +427,7 @@ def test_resume_continues_the_same_run_or_refuses(tmp_path: Path) -> None:
     shutil.rmtree(run_dir / "profile.zarr")
     redo = submit(*resume[:3], *QUIET)
     assert redo.returncode == 0 and nothing not in redo.stderr, redo.stderr
+    assert "earlier attempt" not in redo.stdout, redo.stdout
     rec = record_of(run_dir)
     assert rec["attempts"] == 2 and rec["status"] == "completed"
     assert {name for name, step in rec["steps"].items() if "skipped" in step} == {
