@@ -41,6 +41,19 @@ GLIBC_ENV = {
     "MALLOC_TOP_PAD_": 4 * 2**20,
 }
 BLAS_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+#: Dask's periodic callbacks at slower rates than its defaults (20 ms, 500 ms, 10 ms). Every
+#: worker, nanny and scheduler wakes its event loop for them, ~160 times a second per worker,
+#: and while tasks keep every core busy each wake-up takes a core and some of its cache from a
+#: task: on the 2-core VM the climate stencil ran 1-9 % faster with these (medians of 10
+#: interleaved rounds; docs/design-notes.md). The tick only watches for a blocked loop (reported
+#: past ``tick.limit``, 3 s), the system monitor feeds the dashboard's CPU and network plots, and
+#: 20 samples a second per thread still fill its profile; dask/distributed#5000 names the same
+#: knobs for busy clusters. The memory monitors (pause, spill, terminate) keep Dask's 100 ms.
+QUIET_MONITORS = {
+    "distributed.admin.tick.interval": "200ms",
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.worker.profile.interval": "50ms",
+}
 
 
 @dataclass
@@ -185,6 +198,7 @@ def common_dask_config(config: Config, env: Mapping[str, Any]) -> tuple[dict[str
         "distributed.comm.compression": compression[v["distributed.compression"]],
         "distributed.comm.zstd.level": v["distributed.compression_level"],
         "distributed.nanny.pre-spawn-environ": dict(env),
+        **QUIET_MONITORS,
     }
     for part in ("target", "spill", "pause", "terminate"):
         out[f"distributed.worker.memory.{part}"] = v[f"memory.spill.{part}"]

@@ -83,7 +83,18 @@ def test_allocator_is_loaded_in_workers_not_left_in_client(allocator: str) -> No
     assert os.environ.get("LD_PRELOAD") == before
 
 
-def test_memory_limit_and_compression_match_the_plan() -> None:
+def callback_ms(dask_worker: Any = None, dask_scheduler: Any = None) -> dict[str, float]:
+    """The periods (ms) a live server's event loop runs its monitors at."""
+    server = dask_worker or dask_scheduler
+    names = ("tick", "monitor", "profile")
+    return {
+        n: server.periodic_callbacks[n].callback_time
+        for n in names
+        if n in server.periodic_callbacks
+    }
+
+
+def test_memory_limit_compression_and_monitor_rates_match_the_plan() -> None:
     with cluster(
         "memory.per_thread_pool_size=1GiB",
         "parallel.processes=2",
@@ -96,6 +107,13 @@ def test_memory_limit_and_compression_match_the_plan() -> None:
         pause = client.run(lambda: __import__("dask").config.get("distributed.worker.memory.pause"))
         assert set(pause.values()) == {0.85}
         assert {f["omp_num_threads"] for f in facts.values()} == {"1"}
+        # QUIET_MONITORS reach the running loops of workers, nannies and the scheduler
+        quiet = {"tick": 200, "monitor": 2000}
+        for periods in client.run(callback_ms).values():
+            assert periods == quiet | {"profile": 50}
+        for periods in client.run(callback_ms, nanny=True).values():
+            assert periods == quiet
+        assert client.run_on_scheduler(callback_ms) == quiet
 
 
 def fragment_and_free(dask_worker: Any) -> int:

@@ -17,7 +17,12 @@ from openclaw_dask.config.tls import create_certificates
 from openclaw_dask.runtime import cluster_class, materialise_kwargs
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 from openclaw_dask.translate.cuda import LOCAL_CUDA_CLUSTER_PARAMS
-from openclaw_dask.translate.plan import AFFINITY_ENV, AFFINITY_PRELOAD, TERMINAL_PRELOAD
+from openclaw_dask.translate.plan import (
+    AFFINITY_ENV,
+    AFFINITY_PRELOAD,
+    QUIET_MONITORS,
+    TERMINAL_PRELOAD,
+)
 from tests.conftest import ROOT, make_hardware
 
 
@@ -201,10 +206,15 @@ def test_raw_dask_section_wins_and_says_so() -> None:
         "distributed.compression=zstd",
         "dask.distributed.comm.compression=lz4",
         "dask.array.chunk-size=64MiB",
+        "dask.distributed.worker.profile.interval=10ms",
     )
     assert p.dask_config["distributed.comm.compression"] == "lz4"
     assert p.dask_config["array.chunk-size"] == "64MiB"
     assert any("overrides 'zstd'" in n for n in p.notes)
+    assert p.dask_config["distributed.worker.profile.interval"] == "10ms"
+    assert any(
+        "profile.interval = '10ms' (raw dask section) overrides '50ms'" in n for n in p.notes
+    )
 
 
 # ---- cuda -------------------------------------------------------------------------------------
@@ -380,3 +390,13 @@ def test_real_cluster_objects_accept_the_plans() -> None:
         return made
 
     assert asyncio.run(build()) == ["LocalCluster", "SpecCluster"]
+
+
+@pytest.mark.parametrize(
+    ("backend", "sets"), [("local", []), ("mpi", ["cluster.backend=mpi"]), ("ssh", [NODES])]
+)
+def test_every_backend_quiets_dask_monitors(backend: str, sets: list[str]) -> None:
+    p = plan(*sets)
+    assert p.backend == backend
+    assert {k: p.dask_config[k] for k in QUIET_MONITORS} == QUIET_MONITORS
+    assert QUIET_MONITORS["distributed.admin.tick.interval"] == "200ms"  # Dask's is 20 ms
