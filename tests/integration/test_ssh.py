@@ -15,13 +15,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import dask
 import numpy as np
 import psutil
 import pytest
+from distributed import Client
 
 from openclaw_dask.runtime.cluster import start_cluster
 from openclaw_dask.runtime.inspect import inspect_workers
 from openclaw_dask.runtime.state import read_state
+from openclaw_dask.translate.plan import QUIET_MONITORS
 from tests.conftest import ROOT
 from tests.integration.sshd import SshHost, SshRig, keygen, netns_available, sshd_available
 from tests.integration.test_climate_workflow import KILLED_RUN_SETS, _banded
@@ -116,6 +119,11 @@ def test_cluster_up_status_down_on_ssh(rig: SshRig, tmp_path: Path) -> None:
         assert rows[a.host][2] == "1" and rows[a.host][6] == "-"
         assert rows[b.host][2] == "2" and rows[b.host][6] == "GPU=1"
         assert rows[a.host][5] == "1.00 GiB"
+        # the plan's dask config (here QUIET_MONITORS) reaches the scheduler and remote workers
+        with Client(state["address"], timeout="10s", set_as_default=False) as client:
+            for key, value in QUIET_MONITORS.items():
+                assert set(client.run(dask.config.get, key).values()) == {value}, key
+                assert client.run_on_scheduler(dask.config.get, key) == value, key
     finally:
         down = cli("cluster", "down")
     assert down.returncode == 0, down.stderr
