@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dask.utils import parse_timedelta
 from distributed import get_worker
 
 from openclaw_dask.config import ConfigError, detect_hardware, load_config
 from openclaw_dask.runtime import inspect_workers, memory_compact, refused_workers, start_cluster
+from openclaw_dask.translate.plan import QUIET_MONITORS
 
 BASE = ["cluster.dashboard_address=127.0.0.1:0"]
 
@@ -108,9 +110,13 @@ def test_memory_limit_compression_and_monitor_rates_match_the_plan() -> None:
         assert set(pause.values()) == {0.85}
         assert {f["omp_num_threads"] for f in facts.values()} == {"1"}
         # QUIET_MONITORS reach the running loops of workers, nannies and the scheduler
-        quiet = {"tick": 200, "monitor": 2000}
+        ms = {k: parse_timedelta(v) * 1000 for k, v in QUIET_MONITORS.items()}
+        quiet = {
+            "tick": ms["distributed.admin.tick.interval"],
+            "monitor": ms["distributed.admin.system-monitor.interval"],
+        }
         for periods in client.run(callback_ms).values():
-            assert periods == quiet | {"profile": 50}
+            assert periods == quiet | {"profile": ms["distributed.worker.profile.interval"]}
         for periods in client.run(callback_ms, nanny=True).values():
             assert periods == quiet
         assert client.run_on_scheduler(callback_ms) == quiet
