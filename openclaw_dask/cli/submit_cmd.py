@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
+from pathlib import Path
 
 import click
 from rich.markup import escape
@@ -14,7 +16,7 @@ from openclaw_dask.config.render import yaml_value
 
 
 @click.command("submit", cls=SetCommand)
-@click.argument("workflow", type=click.Path(dir_okay=False))
+@click.argument("workflow", type=click.Path(dir_okay=False), required=False)
 @click.option(
     "--config",
     "config_path",
@@ -29,7 +31,7 @@ from openclaw_dask.config.render import yaml_value
 @click.option(
     "--resume",
     type=click.Path(file_okay=False, exists=False),
-    help="Continue the run in this directory.",
+    help="Continue the run in this directory (WORKFLOW may then be left out).",
 )
 @click.option("--dry-run", is_flag=True, help="Validate and print the plan; start nothing.")
 @click.option(
@@ -39,7 +41,7 @@ from openclaw_dask.config.render import yaml_value
 )
 @SET_OPTION
 def submit_cmd(
-    workflow: str,
+    workflow: str | None,
     config_path: str | None,
     address: str | None,
     backend: str | None,
@@ -59,6 +61,8 @@ def submit_cmd(
 
     if resume and run_dir:
         raise click.UsageError("--resume continues a run in its own directory; drop --run-dir")
+    if workflow is None and resume is None:
+        raise click.UsageError("Missing argument 'WORKFLOW'.")
     began = time.time()
     try:
         record = run_workflow(
@@ -84,7 +88,7 @@ def submit_cmd(
             again = "from it" if starts else "once a cluster runs"
             err.print(
                 "completed steps, their outputs and the last checkpoint are kept; "
-                f"--resume {exc.run_dir} continues {again}",
+                f"{resume_command(exc.run_dir)} continues {again}",
                 markup=False,
             )
             sys.exit(1)
@@ -93,7 +97,7 @@ def submit_cmd(
             err.print(
                 "completed steps, their outputs and the last checkpoint are kept; give each "
                 "worker more memory (memory.per_thread_pool_size or memory.global_pool), or "
-                f"make the step's chunks smaller, then --resume {exc.run_dir}",
+                f"make the step's chunks smaller, then {resume_command(exc.run_dir)}",
                 markup=False,
             )
             sys.exit(1)
@@ -102,7 +106,7 @@ def submit_cmd(
             err.print(f"[red]failed:[/] step {exc.step!r}: {escape(full)}", markup=True)
             err.print(
                 "completed steps, their outputs and the last checkpoint are kept; free space "
-                f"(or move the run directory), then --resume {exc.run_dir}",
+                f"(or move the run directory), then {resume_command(exc.run_dir)}",
                 markup=False,
             )
             sys.exit(1)
@@ -113,18 +117,25 @@ def submit_cmd(
         )
         err.print(
             f"its traceback is in run.json (steps.{exc.step}.traceback); completed steps and "
-            "their outputs are kept; fix the step and --resume",
+            f"their outputs are kept; fix the step and {resume_command(exc.run_dir)}",
             markup=False,
         )
         sys.exit(1)
     except MpiRunError as exc:  # the job ended before any step ran: no step to name
         err.print(f"[red]failed:[/] {escape(str(exc))}", markup=True)
         sys.exit(1)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         # rank 1 of an mpi launch is stopped by mpirun also when another rank died: the
         # launching submit says which it was
         if not mpi_job_scheduler():
-            err.print("[yellow]interrupted:[/] run.json says so; continue with --resume")
+            where = getattr(exc, "run_dir", None)  # set once the run has a directory
+            if where is None:
+                err.print("[yellow]interrupted[/] before the run began: nothing to resume")
+            else:
+                err.print(
+                    "[yellow]interrupted:[/] run.json says so; continue with "
+                    + escape(resume_command(where))
+                )
         sys.exit(130)
     if dry_run:
         plan = record["plan"]
@@ -171,3 +182,8 @@ def submit_cmd(
                 out.print(f"{name}.{key}: {value:.2f}", markup=False)
             elif value is None:  # undefined for this run (run.json has null)
                 out.print(f"{name}.{key}: none", markup=False)
+
+
+def resume_command(run_dir: str | Path) -> str:
+    """The command line that continues the run in ``run_dir`` (its workflow is recorded)."""
+    return f"openclaw-dask submit --resume {shlex.quote(str(run_dir))}"

@@ -26,16 +26,20 @@ callback reads the not yet assigned ``future`` and tornado logs a ``NameError`` 
 itself is unaffected: it still reaches the caller, and there is nothing to cancel yet. It also
 drops what the client logs about a scheduler that stopped (``cluster down`` during a run): that
 it gives up reconnecting, and the ``CancelledError`` tracebacks of its reconnection or closing
-cut short; the run reports the lost cluster in one line (``ClusterLostError``).
+cut short; the run reports the lost cluster in one line (``ClusterLostError``). And it drops
+asyncio's "Task exception was never retrieved" for the ``AllExit`` of a gather cut short by
+Ctrl-C (seen in 3 of 5 runs interrupted in the climate workflow's ``analyse`` step, three
+tracebacks each).
 
-:func:`interrupts` makes SIGTERM a Ctrl-C for the length of a run and keeps either from being
-lost in a finaliser.
+:func:`interrupts` makes SIGTERM a Ctrl-C for the length of a run, keeps either from being
+lost in a finaliser, and lets the first one close the cluster and save ``run.json`` in peace.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 import threading
@@ -84,6 +88,15 @@ def _not_the_sync_cancel_bug(record: logging.LogRecord) -> bool:
     return not (isinstance(error, NameError) and "'future'" in str(error))
 
 
+def _not_an_unretrieved_gather_exit(record: logging.LogRecord) -> bool:
+    # Client._gather waits on each future in a task that raises distributed.client.AllExit when
+    # the future is cancelled; a Ctrl-C (or a closing client) mid-gather leaves those tasks
+    # unawaited and asyncio logs "Task exception was never retrieved" with a traceback each
+    error = record.exc_info[1] if record.exc_info else None
+    kind = type(error)
+    return not (kind.__name__ == "AllExit" and kind.__module__ == "distributed.client")
+
+
 #: Dask's client log when it gives up on a scheduler that stopped (``distributed/client.py``).
 GAVE_UP = "Failed to reconnect to scheduler"
 
@@ -101,10 +114,11 @@ def _not_a_lost_scheduler_echo(record: logging.LogRecord) -> bool:
 
 
 def quiet_interrupted_sync() -> None:
-    """Drop tornado's log of the ``sync``-``cancel`` ``NameError`` and the client's logs of a
-    scheduler that stopped, in this process (idempotent)."""
+    """Drop tornado's log of the ``sync``-``cancel`` ``NameError``, the client's logs of a
+    scheduler that stopped and asyncio's of a gather cut short, in this process (idempotent)."""
     _add_filter("tornado.application", _not_the_sync_cancel_bug)
     _add_filter("distributed.client", _not_a_lost_scheduler_echo)
+    _add_filter("asyncio", _not_an_unretrieved_gather_exit)
 
 
 def _add_filter(name: str, keep: Any) -> None:
@@ -125,9 +139,26 @@ def dask_setup(worker: Any) -> None:
     _add_filter("distributed.worker.state_machine", _not_closed_mid_task)
 
 
+#: Said once when Ctrl-C comes again while the first one is still being handled.
+STILL_CLOSING = (
+    "still closing the cluster and saving run.json; Ctrl-C once more quits at once "
+    "(run.json may then still say running; --resume continues it all the same)\n"
+)
+
+#: The exit code of a run quit by a third Ctrl-C (128 + SIGINT, as the shell reports one).
+QUIT_AT_ONCE = 130
+
+
 @contextmanager
 def interrupts() -> Iterator[None]:
-    """SIGTERM behaves like Ctrl-C, so both mark the run interrupted; neither gets lost.
+    """Ctrl-C and SIGTERM stop the run once, cleanly; neither gets lost in a finaliser.
+
+    The first one raises ``KeyboardInterrupt`` in the main thread, and the run closes the
+    cluster and marks ``run.json`` interrupted. A second one is not raised: raised, it cut that
+    closing short, and Dask's exit hook then printed a screen of tracebacks while it closed the
+    half-closed cluster again (3 of 3 runs given Ctrl-C four times, 0.4 s apart). It says
+    that the run is closing instead; a third quits at once (``os._exit``: the workers see their
+    parent go and exit; ``run.json`` keeps its last save).
 
     Python raises a signal's ``KeyboardInterrupt`` wherever the main thread is, and when that
     is a finaliser (``__del__`` of a Dask future released mid-run) the exception cannot
@@ -135,12 +166,23 @@ def interrupts() -> Iterator[None]:
     about 8 under load was lost that way and the run completed (exit 0). An interrupt that
     lands there is sent again 10 ms later (SIGINT to the main thread), outside the finaliser.
     """
+    pressed = 0
 
     def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
+        nonlocal pressed
+        pressed += 1
+        if pressed == 1:
+            raise KeyboardInterrupt(f"signal {signum}")
+        if pressed == 2:
+            sys.stderr.write(STILL_CLOSING)
+            sys.stderr.flush()
+        else:
+            os._exit(QUIT_AT_ONCE)
 
     def rearm(unraisable: Any) -> None:
+        nonlocal pressed
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            pressed = 0  # it never reached the run: the signal sent again is a first one
             # a real SIGINT to the main thread (it wakes a blocking call), from another thread
             # a moment later: raised from this hook it would be lost too
             main = threading.main_thread().ident
@@ -149,8 +191,11 @@ def interrupts() -> Iterator[None]:
         else:
             hook(unraisable)
 
+    # a SIGINT the run was started ignoring (a shell's background job) stays ignored
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    signals = (signal.SIGTERM,) if ignored else (signal.SIGINT, signal.SIGTERM)
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        previous = {sig: signal.signal(sig, handler) for sig in signals}
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
@@ -158,5 +203,6 @@ def interrupts() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, before in previous.items():
+            signal.signal(sig, before)
         sys.unraisablehook = hook

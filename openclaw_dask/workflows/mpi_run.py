@@ -193,8 +193,9 @@ def run_under_mpirun(
                 code = run_mpirun(
                     plan, cfg, Path(tmp) / "plan.json", args, forced=backend, announce=tell, env=env
                 )
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             _update_record(directory, lines[0] if lines else shlex.join(args), interrupted=True)
+            exc.run_dir = directory  # type: ignore[attr-defined]  # submit's resume hint
             raise
     return _outcome(directory, code, lines[0] if lines else shlex.join(args))
 
@@ -263,7 +264,9 @@ def _outcome(directory: Path, code: int, command: str) -> dict[str, Any]:
             ]
         )
     if code in INTERRUPT_CODES:
-        raise KeyboardInterrupt("mpirun interrupted")
+        interrupted = KeyboardInterrupt("mpirun interrupted")
+        interrupted.run_dir = directory  # type: ignore[attr-defined]  # submit's resume hint
+        raise interrupted
     # a rank died (killed, out of memory, crashed) and mpirun ended the others
     crash = MpiRunError(code)
     step = _record_crash(directory, record, crash)

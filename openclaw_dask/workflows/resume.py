@@ -36,20 +36,88 @@ def read_run(resume: str | Path) -> tuple[Path, dict[str, Any]]:
     Raises
     ------
     ConfigError
-        Not a run directory, or a record that is not JSON.
+        Not a run directory, or a record that is not JSON or not shaped like one.
     """
     path = Path(resume)
+
+    def refuse(message: str) -> ConfigError:
+        return ConfigError([Problem(message, "", str(path))])
+
+    if not path.exists():
+        raise refuse("no such directory: give the run directory that submit printed")
     try:
-        record = json.loads((path / RUN_RECORD).read_text())
+        text = (path / RUN_RECORD).read_text()
     except FileNotFoundError:
-        raise ConfigError(
-            [Problem(f"no {RUN_RECORD} here: not a run directory", "", str(path))]
-        ) from None
+        raise refuse(f"no {RUN_RECORD} here: not a run directory") from None
+    except OSError as exc:  # a directory where run.json should be, no permission...
+        raise refuse(f"cannot read {RUN_RECORD}: {exc.strerror or exc}") from None
+    try:
+        record = json.loads(text)
     except ValueError as exc:
-        raise ConfigError(
-            [Problem(f"{RUN_RECORD} is not valid JSON: {exc}", "", str(path))]
-        ) from None
+        raise refuse(f"{RUN_RECORD} is not valid JSON: {exc}") from None
+    damage = record_damage(record)
+    if damage:
+        raise refuse(f"{RUN_RECORD} is damaged ({damage}); start a new run instead")
     return path, record
+
+
+#: The parts of a run record that ``--resume`` reads, and the JSON type each must have.
+RECORD_SHAPE: dict[str, type] = {
+    "workflow": dict,
+    "workflow.name": str,
+    "workflow.params": dict,
+    "config": dict,
+    "config.values": dict,
+    "steps": dict,
+    "status": str,
+}
+
+
+def record_damage(record: Any) -> str | None:
+    """What makes ``record`` unusable as a run record (``None``: nothing).
+
+    A hand-edited or half-written ``run.json`` used to fail deep inside the resume with an
+    ``AttributeError`` (a list where an object belongs), or, without ``steps``, silently ran
+    every completed step again.
+    """
+    if not isinstance(record, dict):
+        return f"it holds {_json_kind(record)}, not an object"
+    for dotted, kind in RECORD_SHAPE.items():
+        value: Any = record
+        for part in dotted.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if not isinstance(value, kind):
+            found = "missing" if value is None else _json_kind(value)
+            return f"{dotted} is {found}, not {_json_kind(kind())}"
+    bad = [name for name, step in record["steps"].items() if not isinstance(step, dict)]
+    if bad:
+        return f"steps.{bad[0]} is {_json_kind(record['steps'][bad[0]])}, not an object"
+    return None
+
+
+def _json_kind(value: Any) -> str:
+    """What JSON calls ``value``'s type, with its article."""
+    kinds = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    return kinds.get(type(value), "a number" if isinstance(value, int | float) else "null")
+
+
+def recorded_workflow(record: Mapping[str, Any], directory: Path) -> str:
+    """The workflow file the recorded run was started from (``submit --resume DIR`` alone).
+
+    Raises
+    ------
+    ConfigError
+        The record names none, or the file is not there any more.
+    """
+    file = record.get("workflow", {}).get("file")
+    if isinstance(file, str) and Path(file).is_file():
+        return file
+    where = f"its workflow file {file} is not there any more" if file else "it names no file"
+    message = (
+        f"--resume without a workflow continues the run's own workflow, but {where}: give it, "
+        f"as in `openclaw-dask submit WORKFLOW --resume {directory}`"
+    )
+    raise ConfigError([Problem(message, "", str(directory))])
 
 
 def carried_inputs(

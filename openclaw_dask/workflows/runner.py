@@ -58,7 +58,13 @@ from openclaw_dask.workflows.recovery import (
     prepare_to_continue,
     worker_addresses,
 )
-from openclaw_dask.workflows.resume import RUN_RECORD, carried_inputs, read_run, resume_problems
+from openclaw_dask.workflows.resume import (
+    RUN_RECORD,
+    carried_inputs,
+    read_run,
+    recorded_workflow,
+    resume_problems,
+)
 from openclaw_dask.workflows.spec import StepSpec, Workflow, load_workflow
 
 logger = logging.getLogger("openclaw_dask.workflows")
@@ -490,6 +496,15 @@ class Run:
                     rec["skipped"] = "completed in an earlier attempt (resume)"
                     progress.update(bar, total=1, completed=1, description=f"{name} (resumed)")
                     continue
+                if rec.get("status") == "completed" and self.announce:
+                    # a resume re-runs a step whose op, arguments or inputs were edited since
+                    # (the fix after a failure); its outputs are replaced, so say so
+                    why = (
+                        "its outputs are missing"
+                        if self._same(step, rec, fingerprint)
+                        else ("its op, arguments or inputs changed since")
+                    )
+                    self.announce(f"step {name!r} completed earlier, but {why}: running it again")
                 rec.clear()
                 rec.update(
                     op=step.op, status="running", fingerprint=fingerprint, started=time.time()
@@ -570,7 +585,7 @@ def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
 
 
 def run_workflow(
-    path: str | Path,
+    path: str | Path | None,
     config: Config | str | None = None,
     overrides: Sequence[str] | None = None,
     *,
@@ -588,7 +603,7 @@ def run_workflow(
     Parameters
     ----------
     path
-        The workflow YAML.
+        The workflow YAML; ``None`` with ``resume``: the file the resumed run was started from.
     config
         A :class:`Config`, a config path, or ``None``: the workflow's ``config:``, else the
         usual search order.
@@ -626,7 +641,11 @@ def run_workflow(
     previous: dict[str, Any] = {}
     if resume is not None:  # the same run: what it was started with comes along
         resume_path, previous = read_run(resume)
+        if path is None:  # submit --resume DIR alone: the run's own workflow file
+            path = recorded_workflow(previous, resume_path)
         config, overrides = carried_inputs(previous, resume_path, path, config, given)
+    elif path is None:
+        raise TypeError("run_workflow needs a workflow path, or a run to resume")
     _, param_overrides = split_overrides(overrides)
     problems: list[Problem] = []
     workflow = cfg = None
@@ -722,6 +741,8 @@ def run_workflow(
     t0 = time.perf_counter()
     try:
         run.save()
+        if announce:  # before the cluster starts: an interrupted start can be resumed too
+            announce(f"run directory: {directory}")
         with ExitStack() as stack:
             stack.enter_context(interrupts())
             client = stack.enter_context(start_cluster(cfg, backend=backend))
@@ -734,7 +755,6 @@ def run_workflow(
                 record["performance_report"] = str(html)
             record["dashboard"] = client.dashboard_link
             if announce:
-                announce(f"run directory: {directory}")
                 if plan.backend == "attach":  # its dashboard is where that cluster put it
                     announce(_attached_note(client, plan, cfg))
                     announce(f"dashboard: {client.dashboard_link}")
@@ -760,7 +780,8 @@ def run_workflow(
             },
         )
         raise
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        exc.run_dir = directory  # type: ignore[attr-defined]  # submit's resume hint
         record["status"] = "interrupted"
         for rec in record["steps"].values():
             if rec.get("status") == "running":

@@ -181,7 +181,7 @@ def test_workers_restarted_for_memory_are_named_with_their_budget(tmp_path: Path
         "their nannies restarted tcp://"
     ) in result.stderr
     assert "give each worker more memory (memory.per_thread_pool_size" in result.stderr
-    assert f"then --resume {run_dir}" in result.stderr
+    assert f"then openclaw-dask submit --resume {run_dir}" in result.stderr
     assert "Traceback" not in result.stderr
     # multiprocessing's tracker cleaned up the killed workers' semaphores: no warning about it
     assert "leaked semaphore" not in result.stderr
@@ -246,7 +246,10 @@ def test_a_full_disk_is_one_line_keeps_the_outputs_and_resume_finishes(
     result = submit(str(EXAMPLE), "--no-report", "--run-dir", str(run_dir), *sets)
     assert result.returncode == 1, result.stderr
     assert f"failed: step 'diffuse': no space left on device for {run_dir}" in result.stderr
-    assert f"free space (or move the run directory), then --resume {run_dir}" in result.stderr
+    assert (
+        f"free space (or move the run directory), then openclaw-dask submit --resume {run_dir}"
+        in result.stderr
+    )
     assert "Traceback" not in result.stderr and "Errno" not in result.stderr
     rec = record_of(run_dir)
     assert rec["steps"]["field"]["status"] == "completed"
@@ -292,12 +295,22 @@ def test_user_op_by_import_path_and_resume_skips_done_steps(tmp_path: Path) -> N
     assert again == record_of(run_dir) and again["attempts"] == 1
     # the user op's output gone: that step runs again, the field is skipped
     shutil.rmtree(run_dir / "doubled.zarr")
-    again = run_workflow(wf, overrides=QUIET[1:], resume=run_dir)
+    said: list[str] = []
+    again = run_workflow(wf, overrides=QUIET[1:], resume=run_dir, announce=said.append)
     assert again["attempts"] == 2
     assert "skipped" in again["steps"]["field"] and "skipped" not in again["steps"]["double"]
     for name, step in again["steps"].items():
         assert step["checksums"] == rec["steps"][name]["checksums"]
         assert step["fingerprint"] == rec["steps"][name]["fingerprint"]
+    assert "step 'double' completed earlier, but its outputs are missing: running it again" in said
+    # an edited step (the fix after a failure) runs again over its outputs, and says so
+    wf.write_text(wf.read_text().replace("factor: 3.0", "factor: 2.0"))
+    said.clear()
+    again = run_workflow(wf, overrides=QUIET[1:], resume=run_dir, announce=said.append)
+    assert again["attempts"] == 3 and "skipped" not in again["steps"]["double"]
+    rerun = "step 'double' completed earlier, but its op, arguments or inputs changed since"
+    assert any(line.startswith(rerun) for line in said), said
+    assert not any("'field'" in line for line in said)
 
 
 def test_existing_run_dir_is_never_overwritten(tmp_path: Path) -> None:
@@ -347,14 +360,16 @@ def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Pat
     rec = record_of(run_dir)
     assert proc.returncode == 130, (rec.get("finished", 0) - t_int, stdout, stderr, rec)
     # one line, no worker tracebacks and no scheduler complaints about lost workers
-    assert "interrupted: run.json says so; continue with --resume" in stderr
+    hint = f"interrupted: run.json says so; continue with openclaw-dask submit --resume {run_dir}"
+    assert hint in stderr
     for noise in ("Traceback", "KeyboardInterrupt", "Removing worker"):
         assert noise not in stderr, stderr
     rec = record_of(run_dir)
     assert rec["status"] == "interrupted" and rec["steps"]["diffuse"]["status"] == "interrupted"
 
-    # the --set values of the interrupted run come along: --resume alone continues it
-    resumed = submit(str(EXAMPLE), "--resume", str(run_dir), "--no-report")
+    # the --set values of the interrupted run come along, and so does its workflow file: the
+    # hint's command alone continues it
+    resumed = submit("--resume", str(run_dir), "--no-report")
     assert resumed.returncode == 0, resumed.stderr
     rec = record_of(run_dir)
     assert rec["status"] == "completed" and rec["attempts"] == 2

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import subprocess
 import sys
 import time
 import types
+from pathlib import Path
 
 import pytest
 
@@ -93,3 +95,85 @@ def test_an_interrupt_that_lands_in_a_finaliser_is_not_lost() -> None:
         signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - t0 < 4.0
     assert sys.unraisablehook is hook  # put back after the run
+
+
+def test_a_gather_cut_short_by_ctrl_c_leaves_no_asyncio_traceback() -> None:
+    from distributed.client import AllExit
+
+    try:
+        raise AllExit()
+    except AllExit as exc:
+        cut = exc
+    message = "Task exception was never retrieved\nfuture: <Task finished coro=<...wait()>>"
+    assert not terminal._not_an_unretrieved_gather_exit(record("asyncio", message, cut))
+    other = record("asyncio", "Task exception was never retrieved", ValueError("x"))
+    assert terminal._not_an_unretrieved_gather_exit(other)
+    terminal.quiet_interrupted_sync()
+    assert terminal._not_an_unretrieved_gather_exit in logging.getLogger("asyncio").filters
+
+
+#: A run's shape: the body, then a closing (the cluster's) that takes a while, all inside
+#: ``interrupts()`` as in the runner; argv[1] = "ignore" starts it with SIGINT ignored.
+CLOSING_RUN = """
+import signal, sys, time
+from openclaw_dask.runtime.terminal import interrupts
+if sys.argv[1] == "ignore":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+try:
+    with interrupts():
+        try:
+            print("running", flush=True)
+            time.sleep(30)
+        finally:
+            print("closing", flush=True)
+            time.sleep(1.5)
+            print("closed", flush=True)
+except KeyboardInterrupt:
+    sys.exit(7)
+"""
+
+
+def closing_run(tmp_path: Path, mode: str = "default") -> subprocess.Popen[str]:
+    script = tmp_path / "run.py"
+    script.write_text(CLOSING_RUN)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "running\n"
+    return proc
+
+
+def test_a_second_ctrl_c_lets_the_closing_finish_and_a_third_quits(tmp_path: Path) -> None:
+    proc = closing_run(tmp_path)
+    assert proc.stdout is not None
+    proc.send_signal(signal.SIGINT)
+    assert proc.stdout.readline() == "closing\n"
+    proc.send_signal(signal.SIGINT)  # impatient: the closing goes on
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 7 and out == "closed\n", (out, err)
+    assert err == terminal.STILL_CLOSING and "Traceback" not in err
+
+    proc = closing_run(tmp_path)
+    assert proc.stdout is not None
+    proc.send_signal(signal.SIGINT)
+    assert proc.stdout.readline() == "closing\n"
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)  # quits at once, before the closing's 1.5 s are over
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == terminal.QUIT_AT_ONCE and out == "", (out, err)
+    assert time.monotonic() - t0 < 1.2 and "Traceback" not in err
+
+
+def test_a_run_started_ignoring_sigint_keeps_ignoring_it(tmp_path: Path) -> None:
+    proc = closing_run(tmp_path, "ignore")  # a shell's background job
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    assert proc.poll() is None  # still running
+    proc.send_signal(signal.SIGTERM)  # SIGTERM still stops it, cleanly
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 7 and out == "closing\nclosed\n", (out, err)

@@ -1,0 +1,67 @@
+"""``--resume`` reads the run record it continues: damaged records are one clear refusal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from openclaw_dask.config import ConfigError
+from openclaw_dask.workflows.resume import RUN_RECORD, read_run, recorded_workflow
+
+
+def a_record(workflow_file: Path) -> dict[str, object]:
+    return {
+        "workflow": {"name": "w", "file": str(workflow_file), "params": {}},
+        "config": {"values": {}, "sources": {}},
+        "steps": {"a": {"status": "completed"}},
+        "status": "interrupted",
+    }
+
+
+def refusal(run_dir: Path) -> str:
+    with pytest.raises(ConfigError) as caught:
+        read_run(run_dir)
+    [problem] = caught.value.problems
+    return problem.message
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda r: [], "it holds an array, not an object"),
+        (lambda r: {**r, "workflow": 5}, "workflow is a number, not an object"),
+        (lambda r: {**r, "config": "x"}, "config is a string, not an object"),
+        (lambda r: {k: v for k, v in r.items() if k != "steps"}, "steps is missing"),
+        (lambda r: {k: v for k, v in r.items() if k != "status"}, "status is missing"),
+        (lambda r: {**r, "steps": {"a": "completed"}}, "steps.a is a string, not an object"),
+    ],
+)
+def test_a_damaged_record_is_refused_by_what_is_wrong(tmp_path: Path, edit, said) -> None:
+    (tmp_path / RUN_RECORD).write_text(json.dumps(edit(a_record(tmp_path / "w.yaml"))))
+    message = refusal(tmp_path)
+    assert message.startswith(f"{RUN_RECORD} is damaged ({said}") and "new run" in message
+
+
+def test_a_record_that_is_no_file_or_no_directory_at_all(tmp_path: Path) -> None:
+    assert refusal(tmp_path / "nowhere").startswith("no such directory")
+    assert refusal(tmp_path).startswith(f"no {RUN_RECORD} here")
+    (tmp_path / RUN_RECORD).mkdir()
+    assert refusal(tmp_path).startswith(f"cannot read {RUN_RECORD}: Is a directory")
+
+
+def test_resume_without_a_workflow_uses_the_recorded_file_while_it_is_there(
+    tmp_path: Path,
+) -> None:
+    workflow = tmp_path / "w.yaml"
+    workflow.write_text("name: w\n")
+    (tmp_path / RUN_RECORD).write_text(json.dumps(a_record(workflow)))
+    directory, record = read_run(tmp_path)
+    assert recorded_workflow(record, directory) == str(workflow)
+    workflow.unlink()
+    with pytest.raises(ConfigError) as caught:
+        recorded_workflow(record, directory)
+    assert f"give it, as in `openclaw-dask submit WORKFLOW --resume {tmp_path}`" in str(
+        caught.value
+    )
