@@ -787,6 +787,9 @@ def run_workflow(
             if rec.get("status") == "running":
                 rec["status"] = "interrupted"
         raise
+    except Exception as exc:  # outside any step (starting the cluster): not left "running"
+        record.update(status="failed", error={"message": f"{type(exc).__name__}: {exc}"})
+        raise
     finally:
         record["wall_seconds"] = time.perf_counter() - t0
         record["finished"] = time.time()
