@@ -12,6 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+#: Longest quoted user value in a message. A value pasted by mistake (a whole file, a generated
+#: list) would otherwise make one problem line as long as the value itself: megabytes.
+QUOTE_LIMIT = 80
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -43,7 +47,8 @@ class Problem:
             where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
         elif self.origin:
             where = f"{self.origin}: "
-        key = f"{self.key}: " if self.key else ""
+        # a dotted key is user input too (an unknown key may be any length)
+        key = f"{shorten(self.key, 2 * QUOTE_LIMIT)}: " if self.key else ""
         return f"{where}{key}{self.message}"
 
 
@@ -72,3 +77,28 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """Return ``"; did you mean 'x'?"`` for the closest choice, or ``""`` when none is close."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def shorten(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters when longer, saying how long it was.
+
+    Parameters
+    ----------
+    text
+        What a message quotes: a user's value as written or its ``repr``.
+    limit
+        Characters to keep.
+
+    Returns
+    -------
+    str
+        ``text`` itself, or its first ``limit`` characters, ``...`` and its full length.
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def quote(value: Any) -> str:
+    """``repr(value)`` for a message, shortened by :func:`shorten`."""
+    return shorten(repr(value))

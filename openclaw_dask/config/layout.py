@@ -10,7 +10,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from openclaw_dask.config.errors import ConfigError, Problem, shorten
 from openclaw_dask.config.hardware import Hardware
+
+#: Most worker threads a node may run per usable logical core (``parallel.thread_pool_size``).
+#: A few threads per core can pay when tasks wait on I/O (object storage, Zarr writes) rather
+#: than compute, so some oversubscription stays allowed; far beyond it the threads only queue
+#: for the same cores, each holding its task's memory. A count such as 10**18 is a typo, and
+#: Dask's layout heuristic (a factor search, time ~ sqrt(threads)) would run for minutes on it.
+MAX_THREADS_PER_CORE = 8
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,20 @@ def resolve_backend(values: Mapping[str, Any], hw: Hardware) -> str:
     if values["gpu.devices"] and hw.gpus:
         return "cuda"
     return "local"
+
+
+def max_threads(hw: Hardware) -> int:
+    """Most worker threads one node of ``hw`` may run: :data:`MAX_THREADS_PER_CORE` per core."""
+    return MAX_THREADS_PER_CORE * max(1, len(hw.usable_cores))
+
+
+def too_many_threads(threads: int, hw: Hardware) -> str:
+    """Why ``threads`` worker threads are refused on ``hw`` (beyond :func:`max_threads`)."""
+    return (
+        f"{shorten(str(threads))} threads but only {len(hw.usable_cores)} usable core(s) on "
+        f"this machine: use at most {max_threads(hw)} ({MAX_THREADS_PER_CORE} per core; more "
+        "only queue for the same cores), or auto"
+    )
 
 
 def _thread_count(values: Mapping[str, Any], hw: Hardware) -> int:
@@ -131,7 +153,13 @@ def pin_cores(
 
 
 def resolve_layout(values: Mapping[str, Any], hw: Hardware, backend: str | None = None) -> Layout:
-    """Workers, threads, memory limit and pinning of one node of ``backend`` on ``hw``."""
+    """Workers, threads, memory limit and pinning of one node of ``backend`` on ``hw``.
+
+    Raises
+    ------
+    ConfigError
+        When ``parallel.thread_pool_size`` is beyond :func:`max_threads` of ``hw``.
+    """
     backend = backend or resolve_backend(values, hw)
     if backend == "cuda":
         ids = gpu_ids(values, hw)
@@ -139,6 +167,11 @@ def resolve_layout(values: Mapping[str, Any], hw: Hardware, backend: str | None 
         threads = processes * values["gpu.stream_count"]
     else:
         threads = _thread_count(values, hw)
+        if threads > max_threads(hw):
+            # validation refuses this, with file and line, before a plan is made; a direct
+            # caller gets the same refusal instead of a factor search and pinning that could
+            # run for hours
+            raise ConfigError([Problem(too_many_threads(threads, hw), "parallel.thread_pool_size")])
         processes = max(1, _process_count(values, threads))
     per_worker = max(1, threads // processes)
 

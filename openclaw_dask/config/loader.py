@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openclaw_dask.config.errors import ConfigError, Problem
+from openclaw_dask.config.errors import ConfigError, Problem, quote
 from openclaw_dask.config.schema import KEYS, KEYS_BY_PATH, defaults, groups
 from openclaw_dask.config.suggest import suggest_key
 from openclaw_dask.config.types import InvalidValueError, join_path
@@ -236,7 +236,7 @@ def parse_overrides(
     for item in items:
         path, sep, text = item.partition("=")
         if not sep or not path.strip():
-            problems.append(Problem(f"expected KEY=VALUE, got {item!r}", origin="--set"))
+            problems.append(Problem(f"expected KEY=VALUE, got {quote(item)}", origin="--set"))
             continue
         out.append((path.strip(), parse_scalar(text)))
     return out, problems

@@ -17,7 +17,7 @@ from typing import Any
 
 from dask.utils import parse_bytes, parse_timedelta
 
-from openclaw_dask.config.errors import did_you_mean
+from openclaw_dask.config.errors import did_you_mean, quote, shorten
 
 
 class InvalidValueError(Exception):
@@ -42,15 +42,15 @@ def yaml_text(value: Any) -> str:
 
 
 def _show(value: Any) -> str:
-    """Render a raw value the way the user wrote it in YAML."""
+    """Render a raw value the way the user wrote it in YAML, shortened when long."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         # yes/no/on/off are booleans in YAML, a frequent surprise
         return f"{'true' if value else 'false'} (a YAML boolean)"
     if isinstance(value, str):
-        return repr(value)
-    return str(value)
+        return quote(value)
+    return shorten(str(value))
 
 
 class ValueType:
@@ -363,6 +363,10 @@ class ListOf(ValueType):
 
 
 _RANGE_RE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+#: Largest core id accepted: far above any Linux machine (the kernel numbers at most 8192
+#: CPUs), and low enough that a typo such as ``0-99999999999`` is refused at once instead of
+#: being expanded into a list of every id in the range.
+MAX_CORE_ID = 2**16 - 1
 
 
 def parse_cpu_list(text: str) -> list[int]:
@@ -374,7 +378,9 @@ def parse_cpu_list(text: str) -> list[int]:
             raise _fail(f"expected core ids such as '0-3,8', got {_show(text)}")
         lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
         if hi < lo:
-            raise _fail(f"core range {part.strip()!r} runs backwards")
+            raise _fail(f"core range {quote(part.strip())} runs backwards")
+        if hi > MAX_CORE_ID:
+            raise _fail(f"core id {shorten(str(hi))} is beyond {MAX_CORE_ID}, the largest accepted")
         cores.update(range(lo, hi + 1))
     return sorted(cores)
 
@@ -387,9 +393,9 @@ class CoreSet(ValueType):
         if isinstance(value, str):
             return parse_cpu_list(value)
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return [value]
+            return [Int(min=0, max=MAX_CORE_ID).check(value)]
         if isinstance(value, list) and value:
-            return sorted({Int(min=0).check(v) for v in value})
+            return sorted({Int(min=0, max=MAX_CORE_ID).check(v) for v in value})
         raise _fail(f"expected {self.describe()}, got {_show(value)}")
 
     def describe(self) -> str:

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from collections.abc import Mapping
 from itertools import pairwise
 from typing import Any
 
-from openclaw_dask.config.errors import Problem, did_you_mean
-from openclaw_dask.config.hardware import ALLOCATOR_INSTALL, Hardware
-from openclaw_dask.config.layout import resolve_backend, resolve_layout
+from openclaw_dask.config.errors import Problem, did_you_mean, quote
+from openclaw_dask.config.hardware import ALLOCATOR_INSTALL, Hardware, format_cpu_list
+from openclaw_dask.config.layout import (
+    Layout,
+    max_threads,
+    resolve_backend,
+    resolve_layout,
+    too_many_threads,
+)
 from openclaw_dask.config.schema import BACKEND_ALIASES
 from openclaw_dask.config.tls import tls_problems
 
@@ -217,7 +224,7 @@ def check_hardware(
     if interface and hw.interfaces and interface not in hw.interfaces:
         bad(
             "cluster.interface",
-            f"no network interface {interface!r} here (have: {', '.join(hw.interfaces)})"
+            f"no network interface {quote(interface)} here (have: {', '.join(hw.interfaces)})"
             + did_you_mean(interface, hw.interfaces),
         )
     devices = values["gpu.devices"]
@@ -249,45 +256,124 @@ def check_hardware(
             f"{ALLOCATOR_INSTALL[allocator]}",
         )
 
-    layout = resolve_layout(values, hw, backend)
+    threads = check_threads(values, sources, hw, backend, lines)
+    out += threads
+    # the layout of a refused thread count would be meaningless (and slow to work out)
+    layout = None if threads else resolve_layout(values, hw, backend)
+    if layout is not None:
+        out += _layout_problems(values, sources, layout, backend, hw.memory, lines)
+    out += _affinity_problems(values, sources, hw, layout, backend, lines)
+    return out
+
+
+def check_threads(
+    values: Mapping[str, Any],
+    sources: Mapping[str, str],
+    hw: Hardware,
+    backend: str,
+    lines: Mapping[str, int] | None = None,
+) -> list[Problem]:
+    """A ``parallel.thread_pool_size`` beyond what ``hw`` can run, as processes are refused.
+
+    The bound is :func:`~openclaw_dask.config.layout.max_threads`: a few threads per usable
+    core (I/O-bound tasks may want more threads than cores), not thousands. SSH nodes are other
+    machines and the cuda backend runs one thread per stream, so neither is checked here.
+
+    Parameters
+    ----------
+    values, sources, lines
+        See :func:`check_hardware`.
+    hw
+        The machine the workers start on.
+    backend
+        The resolved backend.
+
+    Returns
+    -------
+    list of Problem
+        Empty, or the one problem.
+    """
+    threads = values["parallel.thread_pool_size"]
+    if backend in ("ssh", "cuda") or not isinstance(threads, int) or threads <= max_threads(hw):
+        return []
+    return [locate("parallel.thread_pool_size", sources, too_many_threads(threads, hw), lines)]
+
+
+def _layout_problems(
+    values: Mapping[str, Any],
+    sources: Mapping[str, str],
+    layout: Layout,
+    backend: str,
+    ram: int,
+    lines: Mapping[str, int] | None,
+) -> list[Problem]:
+    """Processes that do not fit the threads, and worker budgets too small or too large."""
+    out: list[Problem] = []
     if layout.processes > layout.threads:
-        bad(
-            "parallel.processes",
-            f"{layout.processes} processes but only {layout.threads} threads on this machine: "
-            "each process needs at least one thread",
+        out.append(
+            locate(
+                "parallel.processes",
+                sources,
+                f"{layout.processes} processes but only {layout.threads} threads on this "
+                "machine: each process needs at least one thread",
+                lines,
+            )
         )
     elif layout.threads % layout.processes:
-        bad(
-            "parallel.thread_pool_size",
-            f"{layout.threads} threads do not split evenly over {layout.processes} processes",
+        out.append(
+            locate(
+                "parallel.thread_pool_size",
+                sources,
+                f"{layout.threads} threads do not split evenly over {layout.processes} processes",
+                lines,
+            )
         )
     out += _memory_floor(values, sources, layout, lines)
     if backend in ("local", "cuda"):  # one machine: this one
-        out += _memory_ceiling(values, sources, layout, hw.memory, lines)
+        out += _memory_ceiling(values, sources, layout, ram, lines)
+    return out
+
+
+def _affinity_problems(
+    values: Mapping[str, Any],
+    sources: Mapping[str, str],
+    hw: Hardware,
+    layout: Layout | None,
+    backend: str,
+    lines: Mapping[str, int] | None,
+) -> list[Problem]:
+    """Core lists naming absent cores, sharing a core, or not one per worker of ``layout``."""
     affinity = values["parallel.thread_affinity"]
-    if isinstance(affinity, list):
-        usable = set(hw.usable_cores)
-        for i, cores in enumerate(affinity):
-            absent = [c for c in cores if c not in usable]
-            if absent:
-                bad(
-                    f"parallel.thread_affinity[{i}]",
-                    f"core {', '.join(map(str, absent))} does not exist or is not usable here "
-                    f"(usable: {hw.cpulist()})",
-                )
-        if backend != "cuda" and len(affinity) != layout.processes:
+    if not isinstance(affinity, list):
+        return []
+    out: list[Problem] = []
+
+    def bad(path: str, message: str) -> None:
+        out.append(locate(path, sources, message, lines))
+
+    usable = set(hw.usable_cores)
+    for i, cores in enumerate(affinity):
+        absent = [c for c in cores if c not in usable]
+        if absent:
             bad(
-                "parallel.thread_affinity",
-                f"{len(affinity)} core lists for {layout.processes} worker processes; "
-                "give one list per worker",
+                f"parallel.thread_affinity[{i}]",
+                f"core {format_cpu_list(absent).replace(',', ', ')} does not exist or is not "
+                f"usable here (usable: {hw.cpulist()})",
             )
-        flat = [c for cores in affinity for c in cores]
-        dup = sorted({c for c in flat if flat.count(c) > 1})
-        if dup:
-            bad(
-                "parallel.thread_affinity",
-                f"core {', '.join(map(str, dup))} given to more than one worker",
-            )
+    if layout is not None and backend != "cuda" and len(affinity) != layout.processes:
+        bad(
+            "parallel.thread_affinity",
+            f"{len(affinity)} core lists for {layout.processes} worker processes; "
+            "give one list per worker",
+        )
+    # counted in one pass: a core list may hold thousands of ids
+    counts = Counter(c for cores in affinity for c in cores)
+    dup = [c for c, n in counts.items() if n > 1]
+    if dup:
+        bad(
+            "parallel.thread_affinity",
+            f"core {format_cpu_list(dup).replace(',', ', ')} given to more than one worker",
+        )
     return out
 
 

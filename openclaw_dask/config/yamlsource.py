@@ -4,20 +4,73 @@ PyYAML's ``safe_load`` silently keeps the last of two duplicate keys and forgets
 came from. We compose the node tree ourselves so that every value keeps its line, duplicate keys
 and non-standard tags (``!!python/object``) are refused, and a syntax error becomes one
 ``file:line`` problem instead of a traceback.
+
+Anchors and aliases (``&a``, ``*a``) are refused as well: each alias is a copy of its anchor's
+value, so a few lines of nested aliases (a "billion laughs") expand into gigabytes. Numbers in
+scientific notation are floats as in YAML 1.2 (``2e0``, ``1.0e4``, ``6e-1``); PyYAML's YAML 1.1
+rules read them as strings unless they have a dot and a signed exponent.
 """
 
 from __future__ import annotations
 
+import re
+import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from openclaw_dask.config.errors import ConfigError, Problem
+from openclaw_dask.config.errors import ConfigError, Problem, quote
 
 _STD = "tag:yaml.org,2002:"
 _SAFE_SCALAR_TAGS = {_STD + t for t in ("str", "int", "float", "bool", "null")}
+
+#: PyYAML's YAML 1.1 float pattern with YAML 1.2's exponents: the sign of an exponent is
+#: optional and a dot is not needed when there is one (``2e0``). A float still needs a dot or an
+#: exponent, so ``3`` stays an int; ``.inf``, ``.nan`` and base 60 (``1:30.0``) are unchanged.
+_FLOAT_RE = re.compile(
+    r"""^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
+    |[-+]?\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""",
+    re.X,
+)
+_ANCHORS_REFUSED = "YAML anchors and aliases are not supported: write the value out"
+
+
+class _AnchorError(Exception):
+    """An anchor or alias event; carries where it is."""
+
+    def __init__(self, mark: yaml.Mark | None) -> None:
+        super().__init__(_ANCHORS_REFUSED)
+        self.line = mark.line + 1 if mark else None
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that stops at the first anchor or alias, with YAML 1.2 floats.
+
+    The check is made while composing, before any alias is expanded: the composed tree shares
+    one node per anchor and stays small, but building Python values from it copies each alias.
+    """
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()
+        # an anchor always comes before its first alias, so this names the anchor's line
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise _AnchorError(event.start_mark)
+        return super().compose_node(parent, index)  # type: ignore[no-any-return]
+
+
+# a copy per first character, the float pattern swapped in where it was (order matters: the
+# first pattern that matches wins)
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, _FLOAT_RE if tag == _STD + "float" else regexp) for tag, regexp in resolvers]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 
 
 @dataclass
@@ -98,6 +151,15 @@ class _Builder:
         except yaml.YAMLError as exc:  # e.g. an explicit !!int on text
             self.problems.append(Problem(f"bad YAML value: {exc}", path, self.file, line))
             return None
+        except ValueError:
+            # PyYAML's int() on what its patterns let through: a number of more digits than
+            # Python converts (its own guard against slow conversions), or none at all (0b_)
+            message = (
+                f"bad YAML value: cannot read {quote(node.value)} as a number (more than "
+                f"{sys.get_int_max_str_digits()} digits, or none)"
+            )
+            self.problems.append(Problem(message, path, self.file, line))
+            return None
 
     def _bad_tag(self, node: yaml.Node, path: str) -> None:
         self.problems.append(
@@ -128,10 +190,13 @@ def parse_yaml(text: str, file: str) -> YamlDocument:
     Raises
     ------
     ConfigError
-        On syntax errors, duplicate keys, disallowed tags or a top level that is not a mapping.
+        On syntax errors, duplicate keys, disallowed tags, anchors or aliases, or a top level
+        that is not a mapping.
     """
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_Loader)
+    except _AnchorError as exc:
+        raise ConfigError([Problem(_ANCHORS_REFUSED, "", file, exc.line)]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -148,7 +213,7 @@ def parse_yaml(text: str, file: str) -> YamlDocument:
     if builder.problems:
         raise ConfigError(builder.problems)
     if not isinstance(data, dict):
-        kind = "a list" if isinstance(data, list) else f"the value {data!r}"
+        kind = "a list" if isinstance(data, list) else f"the value {quote(data)}"
         raise ConfigError(
             [Problem(f"the top level must be a mapping of sections, found {kind}", "", file, 1)]
         )
@@ -156,17 +221,33 @@ def parse_yaml(text: str, file: str) -> YamlDocument:
 
 
 def read_yaml(path: str | Path) -> YamlDocument:
-    """Read and :func:`parse_yaml` a file; an unreadable file is a :class:`ConfigError`."""
+    """Read and :func:`parse_yaml` a file; an unreadable file is a :class:`ConfigError`.
+
+    Only a regular file is read: a device such as ``/dev/zero`` never ends, and a pipe may not.
+    """
     p = Path(path)
+    text = None
     try:
-        text = p.read_text(encoding="utf-8")
+        mode = p.stat().st_mode
+        if stat.S_ISREG(mode):
+            text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError([Problem("file not found", "", str(p))]) from None
+        raise _unreadable(p, "file not found") from None
     except IsADirectoryError:
-        raise ConfigError([Problem("is a directory, expected a YAML file", "", str(p))]) from None
+        raise _unreadable(p, "is a directory, expected a YAML file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([Problem(f"cannot read: {exc}", "", str(p))]) from None
+        raise _unreadable(p, f"cannot read: {exc}") from None
+    if stat.S_ISDIR(mode):
+        raise _unreadable(p, "is a directory, expected a YAML file")
+    if text is None:
+        raise _unreadable(
+            p, "is not a regular file (a device, pipe or socket), expected a YAML file"
+        )
     return parse_yaml(text, str(p))
+
+
+def _unreadable(path: Path, message: str) -> ConfigError:
+    return ConfigError([Problem(message, "", str(path))])
 
 
 def parse_scalar(text: str) -> Any:

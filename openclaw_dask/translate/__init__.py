@@ -7,12 +7,13 @@ options onto specs; here the translation is explicit, printable and testable.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from openclaw_dask.config.errors import ConfigError
 from openclaw_dask.config.hardware import Hardware, detect_hardware
 from openclaw_dask.config.layout import resolve_backend
 from openclaw_dask.config.loader import Config, load_config
-from openclaw_dask.config.validate import check_hardware, locate
+from openclaw_dask.config.validate import check_hardware, check_threads, locate
 from openclaw_dask.translate.cuda import plan_cuda
 from openclaw_dask.translate.local import plan_local
 from openclaw_dask.translate.mpi import plan_mpi
@@ -67,7 +68,18 @@ def plan_cluster(
     """
     hw = hardware or detect_hardware()
     values = config.values
-    if backend is None and values["cluster.scheduler_address"]:
+    attach = backend is None and values["cluster.scheduler_address"]
+    chosen = "local" if attach else backend or resolve_backend(values, hw)
+    too_many = check_threads(values, config.sources, hw, chosen, config.line_of)
+    if too_many and not attach:
+        # fatal even for a dry run: no layout can be worked out for such a count (Dask's
+        # factor search alone may take hours), so there is no plan to show
+        raise ConfigError(too_many)
+    if attach:
+        # the running cluster keeps its own workers (the note below says thread_pool_size is
+        # not applied), so a count this machine could not run must not stop the attach plan
+        if too_many:
+            config = replace(config, values={**values, "parallel.thread_pool_size": "auto"})
         plan = plan_local(config, hw)
         plan.backend, plan.cluster_class, plan.cluster_kwargs = "attach", None, {}
         plan.address = values["cluster.scheduler_address"]
@@ -86,7 +98,6 @@ def plan_cluster(
                 + (hint if origin.startswith("cluster up") else "")
             )
         return plan
-    chosen = backend or resolve_backend(values, hw)
     if chosen == "ssh" and not values["distributed.nodes"]:
         raise ConfigError(
             [

@@ -38,7 +38,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Any, Union
 
-from openclaw_dask.config.errors import ConfigError, Problem, did_you_mean
+from openclaw_dask.config.errors import ConfigError, Problem, did_you_mean, quote
 from openclaw_dask.config.yamlsource import YamlDocument, parse_scalar, read_yaml
 from openclaw_dask.workflows.registry import OpError, OpInfo, resolve_op
 
@@ -72,18 +72,25 @@ class ParamSpec:
 
     def check(self, value: Any) -> str | None:
         """``None`` if ``value`` fits, else what was expected."""
-        expected = PARAM_TYPES[self.type]
-        if isinstance(value, bool) and self.type != "bool":
-            return f"expected {self.type}, got {value!r} (a YAML boolean)"
-        if not isinstance(value, expected):
-            return f"expected {self.type}, got {value!r}"
+        problem = _type_of_param(self.type, value)
+        if problem:
+            return problem
         if self.min is not None and value < self.min:
-            return f"expected {self.type} >= {self.min}, got {value!r}"
+            return f"expected {self.type} >= {self.min}, got {quote(value)}"
         if self.max is not None and value > self.max:
-            return f"expected {self.type} <= {self.max}, got {value!r}"
+            return f"expected {self.type} <= {self.max}, got {quote(value)}"
         if self.choices and value not in self.choices:
-            return f"expected one of {', '.join(map(str, self.choices))}, got {value!r}"
+            return f"expected one of {', '.join(map(str, self.choices))}, got {quote(value)}"
         return None
+
+
+def _type_of_param(kind: str, value: Any) -> str | None:
+    """Why ``value`` is not a value of the parameter type ``kind``, if it is not."""
+    if isinstance(value, bool) and kind != "bool":
+        return f"expected {kind}, got {quote(value)} (a YAML boolean)"
+    if not isinstance(value, PARAM_TYPES[kind]):
+        return f"expected {kind}, got {quote(value)}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -161,13 +168,18 @@ class _Checker:
         self.bad(f"{path}.{key}" if path else key, "unknown field" + did_you_mean(key, allowed))
 
 
-def _params(chk: _Checker, raw: Any) -> dict[str, ParamSpec]:
+def _params(chk: _Checker, raw: Any) -> tuple[dict[str, ParamSpec], list[str]]:
+    """The parameters whose specs are sound, and the names of every declared one.
+
+    A parameter whose spec is refused still counts as declared, so a step that uses it gets no
+    second problem ("is not a parameter") for the same mistake.
+    """
     out: dict[str, ParamSpec] = {}
     if raw is None:
-        return out
+        return out, []
     if not isinstance(raw, dict):
         chk.bad("params", "expected a mapping of parameter names to {type, default, ...}")
-        return out
+        return out, []
     for name, spec in raw.items():
         path = f"params.{name}"
         if not NAME_RE.match(name) or "-" in name:
@@ -183,13 +195,15 @@ def _params(chk: _Checker, raw: Any) -> dict[str, ParamSpec]:
         if kind not in PARAM_TYPES:
             chk.bad(
                 f"{path}.type",
-                f"expected one of {', '.join(PARAM_TYPES)}, got {kind!r}"
+                f"expected one of {', '.join(PARAM_TYPES)}, got {quote(kind)}"
                 + (did_you_mean(str(kind), PARAM_TYPES) if kind else ""),
             )
             continue
         if "default" not in spec:
             chk.bad(path, "missing default")
             continue
+        if not _sound_spec(chk, path, kind, spec):
+            continue  # the default cannot be checked against a broken min, max or choices
         default = spec["default"]
         if kind == "float" and isinstance(default, int) and not isinstance(default, bool):
             default = float(default)
@@ -212,7 +226,41 @@ def _params(chk: _Checker, raw: Any) -> dict[str, ParamSpec]:
             chk.bad(f"{path}.default", problem)
             continue
         out[name] = param
-    return out
+    return out, [str(name) for name in raw]
+
+
+def _sound_spec(chk: _Checker, path: str, kind: str, spec: Mapping[str, Any]) -> bool:
+    """Check a parameter's ``min``, ``max`` and ``choices`` against its type; ``True`` if sound.
+
+    Bounds are values of an ``int`` or ``float`` parameter's own type with ``min <= max``;
+    ``choices`` is a list of values of the parameter's type. ``null`` (or no key) means none.
+    """
+    sound = True
+    for bound in ("min", "max"):
+        value = spec.get(bound)
+        if value is None:
+            continue
+        if kind not in ("int", "float"):
+            problem: str | None = f"{bound} applies to int and float parameters, not {kind}"
+        else:
+            problem = _type_of_param(kind, value)
+        if problem:
+            chk.bad(f"{path}.{bound}", problem)
+            sound = False
+    low, high = spec.get("min"), spec.get("max")
+    if sound and low is not None and high is not None and high < low:
+        chk.bad(f"{path}.max", f"{high} is below min ({low}): no value would fit")
+        sound = False
+    choices = spec.get("choices")
+    if choices is not None and not isinstance(choices, list):
+        chk.bad(f"{path}.choices", f"expected a list of {kind} values, got {quote(choices)}")
+        return False
+    for i, choice in enumerate(choices or ()):
+        problem = _type_of_param(kind, choice)
+        if problem:
+            chk.bad(f"{path}.choices[{i}]", problem)
+            sound = False
+    return sound
 
 
 def _outputs(chk: _Checker, path: str, raw: Any, info: OpInfo | None) -> tuple[str, ...]:
@@ -226,7 +274,7 @@ def _outputs(chk: _Checker, path: str, raw: Any, info: OpInfo | None) -> tuple[s
             chk.bad(
                 f"{path}[{i}]",
                 f"expected NAME.zarr or NAME/ (a plain name inside the run "
-                f"directory), got {item!r}",
+                f"directory), got {quote(item)}",
             )
             continue
         if info is not None and info.outputs is not None and m.group(1) not in info.outputs:
@@ -319,7 +367,7 @@ def _type_problem(hint: Any, value: Any) -> str | None:
             return None
     nullable = " or null" if type(None) in options else ""
     names = " or ".join(_SCALARS[t] for t in scalars) + nullable
-    return f"expected {names}, got {value!r}"
+    return f"expected {names}, got {quote(value)}"
 
 
 def apply_param_overrides(
@@ -388,7 +436,7 @@ def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> 
             chk.unknown("", key, TOP_FIELDS)
     name = data.get("name")
     if not isinstance(name, str) or not NAME_RE.match(name):
-        chk.bad("name", f"expected a name of letters, digits, - and _, got {name!r}")
+        chk.bad("name", f"expected a name of letters, digits, - and _, got {quote(name)}")
     description = data.get("description", "")
     config_path = data.get("config")
     if config_path is not None:
@@ -400,8 +448,10 @@ def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> 
             if not resolved.is_file():
                 chk.bad("config", f"file not found: {config_path} (looked at {resolved})")
             config_path = str(resolved)
-    param_specs = _params(chk, data.get("params"))
-    values, sources = apply_param_overrides(param_specs, params or {}, chk.problems)
+    param_specs, declared = _params(chk, data.get("params"))
+    # a --set of a parameter whose spec was refused waits until the spec is fixed
+    overrides = {k: v for k, v in (params or {}).items() if k in param_specs or k not in declared}
+    values, sources = apply_param_overrides(param_specs, overrides, chk.problems)
 
     steps_raw = data.get("steps")
     steps: dict[str, StepSpec] = {}
@@ -434,10 +484,10 @@ def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> 
             chk.bad(f"{path}.with", "expected a mapping of argument names to values")
             args = {}
         for ref in _references(args):
-            if ref not in param_specs:
+            if ref not in declared:
                 chk.bad(
                     f"{path}.with",
-                    f"${{params.{ref}}} is not a parameter" + did_you_mean(ref, param_specs),
+                    f"${{params.{ref}}} is not a parameter" + did_you_mean(ref, declared),
                 )
         needs = raw.get("needs") or []
         if isinstance(needs, str):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +53,59 @@ def test_unsafe_tags_are_refused(text: str, write_config: Any, capfd: Any) -> No
 
 
 def test_merge_keys_are_refused(write_config: Any) -> None:
-    msgs = problems_of("base: &b {processes: 2}\nparallel:\n  <<: *b\n", write_config)
-    assert any("merge keys" in m for m in msgs)
+    msgs = problems_of("parallel:\n  <<: {processes: 2}\n", write_config)
+    assert any(":2: parallel: YAML merge keys (<<) are not supported" in m for m in msgs)
+    # the usual spelling merges an alias, refused first as every alias is
+    (msg,) = problems_of("base: &b {processes: 2}\nparallel:\n  <<: *b\n", write_config)
+    assert msg.endswith(":1: YAML anchors and aliases are not supported: write the value out")
+
+
+def bomb(levels: int, use: str) -> str:
+    """A "billion laughs": each level lists the one above ten times, 10**levels values."""
+    lines = ["l0: &l0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    for i in range(1, levels):
+        lines.append(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]")
+    return "\n".join(lines) + "\n" + use.format(last=f"*l{levels - 1}") + "\n"
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(
+    "use",
+    ["parallel:\n  thread_affinity: {last}", "dask: {{x: {last}}}"],
+    ids=["typed-key", "free-form-dask"],
+)
+def test_anchors_and_aliases_are_refused_before_expanding(write_config: Any, use: str) -> None:
+    # 7 levels: ten million values (at 9, expanding took a minute and gigabytes, then a
+    # MemoryError); refused at the first anchor, before any alias is expanded
+    (msg,) = problems_of(bomb(7, use), write_config)
+    assert msg.endswith(
+        "openclaw.config:1: YAML anchors and aliases are not supported: write the value out"
+    )
+
+
+def test_a_lone_anchor_or_alias_names_its_line(write_config: Any) -> None:
+    for text in ("parallel:\n  processes: *n\n", "parallel:\n  processes: &n 2\n"):
+        (msg,) = problems_of(text, write_config)
+        assert msg.endswith(":2: YAML anchors and aliases are not supported: write the value out")
+
+
+def test_a_long_value_is_shortened_in_the_message(write_config: Any) -> None:
+    (msg,) = problems_of("parallel:\n  thread_pool_size: " + "x" * 100_000 + "\n", write_config)
+    assert len(msg) < 300
+    assert "got 'xxxxxxxx" in msg and "... (100,002 characters)" in msg
+    (msg,) = problems_of("cluster:\n  backend: [" + "1, " * 20_000 + "1]\n", write_config)
+    assert len(msg) < 300 and "characters)" in msg
+    # a key is user input too (a key over 1024 characters needs YAML's explicit "? key")
+    (msg,) = problems_of("parallel:\n  ? " + "t" * 100_000 + "\n  : 1\n", write_config)
+    assert len(msg) < 400 and msg.endswith("... (100,009 characters): unknown key")
+
+
+def test_an_integer_python_cannot_read_is_one_problem(write_config: Any) -> None:
+    (msg,) = problems_of("parallel:\n  processes: 1" + "0" * 5000 + "\n", write_config)
+    assert ":2: parallel.processes: bad YAML value: cannot read '1000" in msg
+    assert "... (5,003 characters) as a number (more than 4300 digits, or none)" in msg
+    (msg,) = problems_of("parallel:\n  processes: 0b_\n", write_config)
+    assert ":2: parallel.processes: bad YAML value: cannot read '0b_' as a number" in msg
 
 
 def test_empty_file_and_empty_section_are_defaults(write_config: Any) -> None:
@@ -80,6 +132,53 @@ def test_missing_and_unreadable_files(tmp_path: Path) -> None:
         load_config(tmp_path / "nope.config")
     with pytest.raises(ConfigError, match="is a directory"):
         load_config(tmp_path)
+
+
+@pytest.mark.timeout(20)
+def test_devices_and_pipes_are_not_read(tmp_path: Path) -> None:
+    # /dev/zero never ends: reading it ran out of memory
+    with pytest.raises(ConfigError) as info:
+        load_config("/dev/zero")
+    assert str(info.value) == (
+        "/dev/zero: is not a regular file (a device, pipe or socket), expected a YAML file"
+    )
+    fifo = tmp_path / "fifo.config"
+    os.mkfifo(fifo)  # no writer: opening it would wait for ever
+    with pytest.raises(ConfigError, match="is not a regular file"):
+        load_config(fifo)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("2e0", 2.0), ("6e-1", 0.6), ("-1.0e4", -1.0e4), ("1.5E+3", 1500.0), ("-.5", -0.5)],
+)
+def test_scientific_notation_is_a_float(text: str, value: float) -> None:
+    # YAML 1.2; PyYAML's YAML 1.1 rules read these as strings
+    parsed = parse_scalar(text)
+    assert isinstance(parsed, float) and parsed == value
+
+
+@pytest.mark.parametrize(("text", "value"), [("3", 3), ("-7", -7), ("1_000", 1000), ("0", 0)])
+def test_integers_stay_integers(text: str, value: int) -> None:
+    parsed = parse_scalar(text)
+    assert type(parsed) is int and parsed == value
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "1e", "e5", "1.2.3", "0x1p3", "2e0x"])
+def test_words_and_near_numbers_stay_strings(text: str) -> None:
+    assert parse_scalar(text) == text
+
+
+def test_a_fraction_in_scientific_notation_is_accepted(write_config: Any) -> None:
+    config = load_config(write_config("memory:\n  spill:\n    target: 6e-1\n"))
+    assert config["memory.spill.target"] == 0.6
+    config = load_config(write_config(""), overrides=["memory.spill.spill=7.5e-1"])
+    assert config["memory.spill.spill"] == 0.75
+    # a number of threads written as a float is still not an integer
+    msgs = problems_of("parallel:\n  processes: 2e0\n", write_config)
+    assert any(
+        "parallel.processes: expected one of auto | an integer >= 1, got 2.0" in m for m in msgs
+    )
 
 
 # ---- keys, types, did-you-mean ----------------------------------------------------------------

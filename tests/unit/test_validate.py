@@ -246,3 +246,66 @@ def test_non_strict_plan_turns_problems_into_warnings() -> None:
     assert any("GPU 0 not present" in w for w in plan.warnings)
     with pytest.raises(ConfigError):
         plan_cluster(config, make_hardware(gpus=0), backend="cuda")
+
+
+# ---- thread counts the machine cannot run -------------------------------------------------
+
+
+def test_threads_up_to_eight_per_core_are_allowed() -> None:
+    # oversubscription helps I/O-bound tasks, so a few threads per core stay allowed
+    hw = make_hardware(cores=2)
+    assert hardware(hw, None, parallel__thread_pool_size=16, parallel__processes=2) == []
+    [msg] = hardware(hw, None, parallel__thread_pool_size=18, parallel__processes=2)
+    assert msg == (
+        "parallel.thread_pool_size: 18 threads but only 2 usable core(s) on this machine: use "
+        "at most 16 (8 per core; more only queue for the same cores), or auto"
+    )
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("threads", [100_000, 10**15, 10**18, 99999999999999999999999999])
+def test_a_huge_thread_count_is_refused_at_once(write_config: Any, threads: int) -> None:
+    # 10**18 spent over a minute in Dask's factor search; 100000 was accepted as 400 x 250
+    file = write_config(f"parallel:\n  thread_pool_size: {threads}\n")
+    with pytest.raises(ConfigError) as info:
+        load_and_plan(str(file), hardware=make_hardware(cores=2))
+    [msg] = [str(p) for p in info.value.problems]
+    assert msg.startswith(f"{file}:2: parallel.thread_pool_size: {threads} threads but only 2")
+    # a dry run (config plan) has no plan to show either
+    config = load_config(file)
+    with pytest.raises(ConfigError, match="use at most 16"):
+        plan_cluster(config, make_hardware(cores=2), strict=False)
+
+
+@pytest.mark.timeout(20)
+def test_a_huge_thread_count_keeps_other_problems_and_stops_no_attach() -> None:
+    hw = make_hardware(cores=2)
+    msgs = hardware(
+        hw, None, parallel__thread_pool_size=10**18, parallel__thread_affinity=[[0], [7]]
+    )
+    assert any("10000000000" in m and "use at most 16" in m for m in msgs)
+    assert any("parallel.thread_affinity[1]: core 7 does not exist" in m for m in msgs)
+    # SSH nodes are other machines, and an attached cluster keeps its own workers
+    assert hardware(hw, "ssh", parallel__thread_pool_size=10**18) == []
+    config = load_config(
+        use_search_path=False,
+        overrides=["parallel.thread_pool_size=64", "cluster.scheduler_address=tcp://1.2.3.4:1"],
+    )
+    plan = plan_cluster(config, hw)
+    assert plan.backend == "attach"
+    assert any("not applied" in n and "parallel.thread_pool_size" in n for n in plan.notes)
+
+
+@pytest.mark.timeout(20)
+def test_a_huge_core_range_is_refused_not_expanded() -> None:
+    with pytest.raises(ConfigError, match=r"parallel\.thread_affinity: expected"):
+        load_config(use_search_path=False, overrides=["parallel.thread_affinity=['0-99999999999']"])
+    # a long list of absent or shared cores is said as ranges, and counted in one pass
+    msgs = hardware(
+        make_hardware(cores=4),
+        None,
+        parallel__processes=2,
+        parallel__thread_affinity=[list(range(60000)), list(range(60000))],
+    )
+    assert any("core 4-59999 does not exist" in m for m in msgs)
+    assert any("core 0-59999 given to more than one worker" in m for m in msgs)

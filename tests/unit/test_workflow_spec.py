@@ -163,6 +163,51 @@ BAD: dict[str, tuple[str, int | None, str]] = {
         8,
         "is not allowed",
     ),
+    "alias": (
+        GOOD.replace("min: 16}", "min: &m 16}").replace("chunk: 32", "chunk: *m"),
+        3,
+        "YAML anchors and aliases are not supported: write the value out",
+    ),
+    "param-min-of-another-type": (
+        GOOD.replace("min: 16", "min: sixteen"),
+        3,
+        "params.size.min: expected int, got 'sixteen'",
+    ),
+    "param-max-a-boolean": (
+        GOOD.replace("min: 16", "max: yes"),
+        3,
+        "params.size.max: expected int, got True (a YAML boolean)",
+    ),
+    "param-max-below-min": (
+        GOOD.replace("min: 16", "min: 16, max: 8"),
+        3,
+        "params.size.max: 8 is below min (16): no value would fit",
+    ),
+    "param-min-of-a-str": (
+        GOOD.replace("default: run", "default: run, min: 3"),
+        4,
+        "params.label.min: min applies to int and float parameters, not str",
+    ),
+    "param-choices-not-a-list": (
+        GOOD.replace("min: 16", "choices: 5"),
+        3,
+        "params.size.choices: expected a list of int values, got 5",
+    ),
+    "param-choice-of-another-type": (
+        GOOD.replace("min: 16", "choices: [64, sixty]"),
+        3,
+        "params.size.choices[1]: expected int, got 'sixty'",
+    ),
+    "param-default-not-a-choice": (
+        GOOD.replace("min: 16", "choices: [32, 128]"),
+        3,
+        "params.size.default: expected one of 32, 128, got 64",
+    ),
+    "long-value": (
+        GOOD.replace("chunk: 32", "chunk: " + "x" * 5000),
+        8,
+        "expected int, got 'xxxxxxxx",
+    ),
 }
 
 
@@ -192,6 +237,57 @@ def test_bad_param_overrides(params: dict[str, Any], fragment: str, tmp_path: Pa
     with pytest.raises(ConfigError) as info:
         load_workflow(write(tmp_path, GOOD), params)
     assert any(fragment in str(p) for p in info.value.problems), info.value
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "{type: int, default: 64, min: sixteen}",
+        "{type: int, default: 64, choices: 5}",
+        "{type: int, default: many}",
+        "{type: integer, default: 64}",
+        "{type: int}",
+        "64",
+    ],
+)
+def test_a_bad_param_spec_is_one_problem(spec: str, tmp_path: Path) -> None:
+    """The parameter still counts as declared: its uses and its --set add no problems."""
+    text = GOOD.replace("{type: int, default: 64, min: 16}", spec)
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, text), {"size": "128"})
+    [problem] = info.value.problems
+    assert problem.key.startswith("params.size") and problem.line == 3, problem
+
+
+def test_a_long_value_is_shortened_in_the_message(tmp_path: Path) -> None:
+    text = GOOD.replace("chunk: 32", "chunk: " + "x" * 100_000)
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, text))
+    [msg] = [str(p) for p in info.value.problems]
+    assert len(msg) < 300 and msg.endswith("... (100,002 characters)"), msg
+
+
+@pytest.mark.parametrize(
+    ("written", "value"), [("2e0", 2.0), ("-1.0e4", -1.0e4), ("6e-1", 0.6), ("2.5", 2.5)]
+)
+def test_floats_in_scientific_notation(written: str, value: float, tmp_path: Path) -> None:
+    text = GOOD.replace(
+        "  label:", f"  spacing: {{type: float, default: {written}, min: -1e5, max: 1E5}}\n  label:"
+    ).replace("chunk: 32", 'chunk: 32, spacing: "${params.spacing}"')
+    wf = load_workflow(write(tmp_path, text))
+    assert wf.values["spacing"] == value and wf.steps["field"].args["spacing"] == value
+    # in a step's arguments, and from --set
+    text = GOOD.replace("chunk: 32", f"chunk: 32, spacing: {written}")
+    assert load_workflow(write(tmp_path, text)).steps["field"].args["spacing"] == value
+    text = GOOD.replace("  label:", "  spacing: {type: float, default: 1.0}\n  label:")
+    wf = load_workflow(write(tmp_path, text), {"spacing": written})
+    assert wf.values["spacing"] == value and wf.param_sources["spacing"] == "--set"
+
+
+@pytest.mark.timeout(20)
+def test_a_device_is_not_read_as_a_workflow() -> None:
+    with pytest.raises(ConfigError, match="is not a regular file"):
+        load_workflow("/dev/zero")
 
 
 def test_all_problems_of_a_file_at_once(tmp_path: Path) -> None:

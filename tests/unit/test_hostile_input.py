@@ -1,0 +1,141 @@
+"""Input built to hurt (or typed badly) is one line and exit 2, at once, through the CLI.
+
+Each case once hung, ran out of memory or ended in an internal error: a thread count of 10**18,
+a "billion laughs" of YAML aliases, ``/dev/zero`` as the config, a param spec whose ``min`` is a
+word. They run through the real command (click's runner) on real files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from openclaw_dask.cli.main import cli
+from tests.conftest import ROOT
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from a scratch folder, so nothing a command writes lands in the repository."""
+    monkeypatch.chdir(tmp_path)
+
+
+def run(*args: str) -> Any:
+    return CliRunner().invoke(cli, list(args))
+
+
+def refused(result: Any) -> list[str]:
+    """The ``error:`` lines of a run that must have exited 2 without a traceback."""
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert "Traceback" not in result.output
+    return [line for line in result.output.splitlines() if line.startswith("error:")]
+
+
+def bomb(levels: int) -> str:
+    lines = ["a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    for i in range(1, levels):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("threads", ["100000", "99999999999999999999999999"])
+def test_config_validate_refuses_a_thread_count_the_machine_cannot_run(
+    tmp_path: Path, threads: str
+) -> None:
+    file = tmp_path / "threads.config"
+    file.write_text(f"parallel:\n  thread_pool_size: {threads}\n")
+    [line] = refused(run("config", "validate", str(file)))
+    assert f"threads.config:2: parallel.thread_pool_size: {threads} threads but only" in line
+    assert "use at most" in line
+    [line] = refused(run("config", "plan", str(file)))
+    assert "use at most" in line
+
+
+@pytest.mark.timeout(30)
+def test_config_validate_refuses_aliases(tmp_path: Path) -> None:
+    file = tmp_path / "bomb.config"
+    file.write_text(bomb(7) + "parallel:\n  thread_affinity: *a6\n")
+    [line] = refused(run("config", "validate", str(file)))
+    assert line.endswith(
+        "bomb.config:1: YAML anchors and aliases are not supported: write the value out"
+    )
+
+
+@pytest.mark.timeout(30)
+def test_config_validate_refuses_a_device() -> None:
+    [line] = refused(run("config", "validate", "/dev/zero"))
+    assert line == (
+        "error: /dev/zero: is not a regular file (a device, pipe or socket), expected a YAML file"
+    )
+
+
+def test_set_takes_floats_in_scientific_notation() -> None:
+    result = run("config", "show", "--json", "--set", "memory.spill.target=6e-1")
+    assert result.exit_code == 0, result.output
+    assert '"target": 0.6' in result.output
+
+
+def _workflow(tmp_path: Path, old: str, new: str) -> Path:
+    text = (ROOT / "workflows/example.yaml").read_text()
+    assert old in text
+    path = tmp_path / "wf.yaml"
+    path.write_text(text.replace(old, new))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (
+            "default: 1024, min: 16",
+            "default: 1024, min: sixteen",
+            "wf.yaml:7: params.size.min: expected int, got 'sixteen'",
+        ),
+        (
+            "seed:  {type: int, default: 42,",
+            "seed:  {type: int, default: 42, choices: 5,",
+            "wf.yaml:9: params.seed.choices: expected a list of int values, got 5",
+        ),
+        (
+            "seed:  {type: int, default: 42,",
+            "seed:  {type: int, default: x,",
+            "wf.yaml:9: params.seed.default: expected int, got 'x'",
+        ),
+    ],
+    ids=["min-a-word", "choices-a-number", "default-a-word"],
+)
+def test_submit_reports_a_bad_param_spec_once(
+    tmp_path: Path, old: str, new: str, expected: str
+) -> None:
+    wf = _workflow(tmp_path, old, new)
+    [line] = refused(run("submit", "--dry-run", str(wf)))  # no "is not a parameter" after it
+    assert line.endswith(expected), line
+
+
+@pytest.mark.timeout(30)
+def test_submit_refuses_aliases_in_a_workflow(tmp_path: Path) -> None:
+    wf = _workflow(tmp_path, "name: example-smoothing\n", bomb(7) + "name: example-smoothing\n")
+    wf.write_text(wf.read_text().replace('{size: "${params.size}"', "{size: *a6"))
+    [line] = refused(run("submit", "--dry-run", str(wf)))
+    # the first anchor, below the file's three comment lines
+    assert line.endswith(
+        "wf.yaml:4: YAML anchors and aliases are not supported: write the value out"
+    )
+
+
+def test_submit_takes_a_float_param_in_scientific_notation() -> None:
+    result = run(
+        "submit",
+        "--dry-run",
+        str(ROOT / "workflows/climate.yaml"),
+        "--set",
+        "params.resolution=2e0",
+        "--set",
+        "params.years=1",
+    )
+    assert result.exit_code == 0, result.output
+    assert "dry run: nothing started" in result.output
