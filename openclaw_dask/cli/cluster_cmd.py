@@ -1,15 +1,20 @@
-"""``openclaw-dask cluster {up,down,status}`` and ``openclaw-dask memory compact``."""
+"""``openclaw-dask cluster {up,down,status}`` and ``openclaw-dask memory compact``.
+
+``status`` and ``compact`` talk to the scheduler of ``--address``, else to the cluster of the
+state file (:mod:`openclaw_dask.runtime.state`); ``down`` signals only the daemon that the state
+file names and that still runs (never a pid that now names another process). A malformed
+``--address`` or a damaged state file is bad input (exit 2); no cluster to talk to is exit 1.
+"""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import NoReturn
 
 import click
+import psutil
 from dask.utils import format_bytes
 from rich.table import Table
 
@@ -17,10 +22,21 @@ from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
 from openclaw_dask.cli.output import err, out
 from openclaw_dask.config import ConfigError
 from openclaw_dask.config.errors import Problem
-from openclaw_dask.runtime.state import pid_alive, read_state, state_dir
+from openclaw_dask.runtime.state import (
+    address_problem,
+    clear_state,
+    daemon_process,
+    load_state,
+    read_state,
+    state_dir,
+)
 from openclaw_dask.translate import load_and_plan
 
 UP_TIMEOUT = 120.0
+#: Seconds `cluster down` gives the daemon to shut its cluster down before it is killed.
+DOWN_TIMEOUT = 60.0
+#: What `status` and `compact` say when they have no scheduler to talk to.
+NO_CLUSTER_HINT = "start one with `openclaw-dask cluster up`, or pass --address"
 
 
 @click.group("cluster")
@@ -100,26 +116,70 @@ def up_cmd(config_path: str | None, overrides: tuple[str, ...]) -> None:
     )
 
 
-def _state_origin(state: dict[str, Any] | None) -> Problem | None:
-    """Where an address read from the state file came from, for connection errors."""
-    return Problem("", origin=f"cluster up (pid {state['pid']})") if state else None
+def _no_cluster(stale: str | None, hint: str | None = None) -> NoReturn:
+    """Say in one line that no cluster runs (and why a state file was removed); exit 1."""
+    line = "no cluster is running"
+    if stale:
+        line += f" ({stale})"
+    if hint:
+        line += f"; {hint}"
+    err.print(line, markup=False)
+    sys.exit(1)
+
+
+def _checked_address(address: str) -> str:
+    """``--address``, refused at once when it is no scheduler address (Dask would hang on it)."""
+    problem = address_problem(address)
+    if problem:
+        raise ConfigError([Problem(problem, origin="--address")])
+    return address
+
+
+def _target(address: str | None) -> tuple[str, Problem | None]:
+    """The scheduler address to talk to, and where it came from (for connection errors).
+
+    ``--address`` when given (the state file is then not read), else the `cluster up` cluster's;
+    without either, say so and exit 1.
+    """
+    if address:
+        return _checked_address(address), None
+    state, stale = load_state()
+    if not state:
+        _no_cluster(stale, NO_CLUSTER_HINT)
+    return state["address"], Problem("", origin=f"cluster up (pid {state['pid']})")
+
+
+def _wait_gone(proc: psutil.Process, timeout: float) -> bool:
+    """Wait until ``proc`` has exited (a zombie has); ``False`` if it still runs at ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            # is_running is False once the pid names another process; a zombie has exited
+            if not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.2)
+    return False
 
 
 @cluster_group.command("down")
 def down_cmd() -> None:
     """Stop the cluster started by `cluster up`."""
-    state = read_state()
-    if not state:
-        err.print("no cluster is running")
-        sys.exit(1)
-    pid = int(state["pid"])
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 60
-    while pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if pid_alive(pid):
-        os.kill(pid, signal.SIGKILL)
-    out.print(f"cluster down: {state['address']} stopped")
+    state, stale = load_state()
+    # looked up again right before the signal: the daemon may have exited since the file was read
+    proc = daemon_process(state) if state else None
+    if not state or not proc:
+        _no_cluster(stale)
+    try:
+        proc.terminate()  # psutil refuses to signal a pid that now names another process
+        if not _wait_gone(proc, DOWN_TIMEOUT):
+            proc.kill()
+            # a killed daemon cannot remove its own state file
+            clear_state(proc.pid)
+    except psutil.NoSuchProcess:
+        pass  # it exited on its own meanwhile
+    out.print(f"cluster down: {state['address']} stopped", markup=False)
 
 
 @cluster_group.command("status")
@@ -129,12 +189,7 @@ def status_cmd(address: str | None) -> None:
     from openclaw_dask.runtime.cluster import connect
     from openclaw_dask.runtime.inspect import inspect_workers, refused_workers
 
-    state = read_state()
-    where = _state_origin(state) if not address else None
-    address = address or (state or {}).get("address")
-    if not address:
-        err.print("no cluster is running (start one with `openclaw-dask cluster up`)")
-        sys.exit(1)
+    address, where = _target(address)
     with connect(address, where) as client:
         facts = inspect_workers(client)
         refused = refused_workers(client)
@@ -184,12 +239,7 @@ def compact_cmd(address: str | None) -> None:
     from openclaw_dask.runtime.cluster import connect
     from openclaw_dask.runtime.memory import memory_compact
 
-    state = read_state()
-    where = _state_origin(state) if not address else None
-    address = address or (state or {}).get("address")
-    if not address:
-        err.print("no cluster is running; pass --address")
-        sys.exit(1)
+    address, where = _target(address)
     with connect(address, where) as client:
         result = memory_compact(client)
     for worker, r in sorted(result.items()):

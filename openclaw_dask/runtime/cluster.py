@@ -24,6 +24,7 @@ from distributed.utils import import_term
 from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
 from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.layout import resolve_backend
+from openclaw_dask.config.render import yaml_value
 from openclaw_dask.config.validate import locate
 from openclaw_dask.runtime.build import cluster_class, materialise_kwargs
 from openclaw_dask.runtime.inspect import inspect_workers, refused_workers
@@ -234,19 +235,41 @@ def _check_attached(client: Client, plan: ClusterPlan, config: Config) -> None:
     fingerprint = next(p for p in plan.worker_plugins if p["class"].endswith("Fingerprint"))
     want = fingerprint["kwargs"]["fingerprint"]
     facts = inspect_workers(client)
-    other = {a: f["config_hash"] for a, f in facts.items() if f["config_hash"] not in (None, want)}
+    other = {f["config_hash"] for f in facts.values() if f["config_hash"] not in (None, want)}
     if other:
-        raise ConfigError(
-            [
-                Problem(
-                    f"the running cluster's workers were started from another openclaw.config "
-                    f"(fingerprint {sorted(set(other.values()))}, this config {want}); "
-                    "use the same config, or `openclaw-dask cluster down` and start again",
-                    "cluster.scheduler_address",
-                    origin="attach",
-                )
-            ]
-        )
+        raise ConfigError([attach_refusal(config, ", ".join(sorted(other)))])
+
+
+def attach_refusal(config: Config, theirs: str, values: Mapping[str, Any] | None = None) -> Problem:
+    """The problem of attaching ``config`` to workers started from another config.
+
+    Parameters
+    ----------
+    config
+        The config attaching (``cluster.scheduler_address`` set, by the user or by
+        :func:`on_running_cluster`).
+    theirs
+        The workers' config fingerprint(s).
+    values
+        The values behind their fingerprint (``cluster up`` records them), to name the keys
+        that differ; ``None`` when unknown.
+    """
+    mine, mine_values = config.fingerprint()
+    differ = ""
+    if values is not None:
+        keys = sorted(k for k in {*values, *mine_values} if values.get(k) != mine_values.get(k))
+        if keys:
+            shown = ", ".join(
+                f"{k} {yaml_value(values.get(k))} there, {yaml_value(mine_values.get(k))} here"
+                for k in keys[:3]
+            )
+            differ = f": {shown}" + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+    message = (
+        f"the running cluster's workers were started from another openclaw.config (fingerprint "
+        f"{theirs}, this config's {mine}{differ}); use the same config, or `openclaw-dask "
+        "cluster down` and start again"
+    )
+    return locate("cluster.scheduler_address", config.sources, message)
 
 
 @contextmanager

@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
                     "pid": os.getpid(),
                     "config": args.config,
                     "overrides": args.overrides,
+                    # so that a submit (and its dry run) can refuse another config before it
+                    # attaches, naming the keys that differ
+                    "fingerprint": dict(zip(("hash", "values"), config.fingerprint(), strict=True)),
                     "started": time.time(),
                 }
             )

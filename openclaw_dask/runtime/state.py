@@ -2,17 +2,41 @@
 
 One JSON file, ``$OPENCLAW_STATE_DIR/cluster.json`` (default
 ``~/.local/state/openclaw-dask/cluster.json``), holds the scheduler address, the kind of
-cluster (``backend``: local, cuda or ssh), the dashboard link and the pid of the process that
-owns the cluster. A file whose process is gone is stale and is
-removed when read.
+cluster (``backend``: local, cuda or ssh), the dashboard link, the pid of the process that
+owns the cluster (the daemon, ``python -m openclaw_dask.runtime.daemon``) and when it wrote
+the file (``started``).
+
+A file is trusted only while its pid is that daemon: a process of this user that runs the
+daemon module and was started before the file was written. A file whose process is gone, or
+whose pid now names another process (a reused pid), is stale and is removed when read; nothing
+is ever signalled through it. A file that cannot be understood (not a JSON object, no integer
+pid, no scheduler address) is damaged: reading it is a :class:`ConfigError` that says to
+remove it, because whether a cluster still runs cannot be told.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import psutil
+
+from openclaw_dask.config import KEYS_BY_PATH, ConfigError, Problem
+from openclaw_dask.config.errors import quote, shorten
+from openclaw_dask.config.types import InvalidValueError
+
+#: The module ``cluster up`` runs as ``python -m``; a process running anything else is not ours.
+DAEMON_MODULE = "openclaw_dask.runtime.daemon"
+
+#: Seconds a daemon's start time may seem to lie after its ``started`` stamp: psutil derives
+#: start times from the boot time, which the kernel reports in whole seconds.
+START_SLACK = 2.0
+
+#: Interpreter options that take their value as the next argument (``-X dev``, ``-W error``).
+_OPTIONS_WITH_VALUE = frozenset({"-W", "-X", "--check-hash-based-pycs"})
 
 
 def state_dir() -> Path:
@@ -27,27 +51,166 @@ def state_file() -> Path:
 
 
 def pid_alive(pid: int) -> bool:
-    """True if a process with this pid exists."""
+    """True if a process with this pid exists.
+
+    Pids below 1 are never asked about: ``kill(0, ...)`` and ``kill(-1, ...)`` address process
+    groups (``-1``: every process this user may signal), not one process.
+    """
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid < 1:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    except OverflowError:  # beyond a C pid_t: no such process
+        return False
     return True
 
 
-def read_state() -> dict[str, Any] | None:
-    """The running cluster's state, or ``None`` (stale files are removed)."""
+def address_problem(address: Any) -> str | None:
+    """Why ``address`` is not a scheduler address, or ``None`` when it is one.
+
+    The check is the config schema's for ``cluster.scheduler_address``, so ``--address``, the
+    state file and ``submit`` accept the same addresses.
+    """
+    kind = KEYS_BY_PATH["cluster.scheduler_address"].type
+    kind = getattr(kind, "inner", kind)  # the key is nullable; an address given must be one
+    try:
+        kind.check(address)
+    except InvalidValueError as exc:
+        detail = str(exc)
+        whole = f"expected {kind.describe()}"
+        if detail.startswith(whole):
+            return detail
+        # a failed part (the host of host:port) alone would not name the address given
+        return f"{whole}, got {quote(address)} ({detail})"
+    return None
+
+
+def runs_daemon(cmdline: list[str]) -> bool:
+    """True if ``cmdline`` is a Python interpreter running :data:`DAEMON_MODULE` with ``-m``.
+
+    Parameters
+    ----------
+    cmdline : list of str
+        A process's arguments, the interpreter first (as ``/proc/<pid>/cmdline`` lists them).
+
+    Returns
+    -------
+    bool
+        Whether the module the interpreter runs is the daemon's. Only interpreter options may
+        come before ``-m``: the module name elsewhere (an argument of ``-c`` code or of a
+        script) does not count.
+    """
+    args = iter(cmdline[1:])
+    for arg in args:
+        if arg == "-m":
+            return next(args, None) == DAEMON_MODULE
+        if arg.startswith("-m"):  # -mmodule, as getopt allows
+            return arg[2:] == DAEMON_MODULE
+        if arg in _OPTIONS_WITH_VALUE:
+            next(args, None)
+        elif not arg.startswith("-") or arg == "-" or arg.startswith("-c"):
+            return False  # a script, stdin or -c code runs, not a module
+    return False
+
+
+def daemon_process(state: Mapping[str, Any]) -> psutil.Process | None:
+    """The live cluster daemon that a checked ``state`` names, or ``None``.
+
+    Parameters
+    ----------
+    state : Mapping
+        The content of a state file that :func:`read_state` accepted (an integer pid > 1).
+
+    Returns
+    -------
+    psutil.Process or None
+        The daemon, or ``None`` when the pid is gone or names another process. Signal it through
+        this object: psutil checks that the pid still names the same process before it sends.
+    """
+    try:
+        proc = psutil.Process(state["pid"])
+        ours = runs_daemon(proc.cmdline()) and proc.uids().real == os.getuid()
+        started = state.get("started")
+        # a process started after the file was written got the pid of a daemon that ended
+        if ours and isinstance(started, int | float) and not isinstance(started, bool):
+            ours = proc.create_time() <= started + START_SLACK
+    except (psutil.NoSuchProcess, psutil.AccessDenied):  # gone, a zombie, or not this user's
+        return None
+    return proc if ours else None
+
+
+def _damage(state: Any) -> str | None:
+    """What makes a state file's content unusable, or ``None`` when it is usable."""
+    if not isinstance(state, dict):
+        return f"expected a JSON object, found {type(state).__name__}"
+    if "pid" not in state:
+        return "it names no pid"
+    pid = state["pid"]
+    if isinstance(pid, bool) or not isinstance(pid, int):
+        return f"pid {shorten(json.dumps(pid))} is not an integer"
+    if pid <= 1:  # 0 and -1 address process groups, 1 is init: never a daemon of ours
+        return f"pid {pid} cannot be a cluster daemon"
+    problem = address_problem(state.get("address"))
+    return f"address: {problem}" if problem else None
+
+
+def damaged(path: Path, reason: str) -> ConfigError:
+    """The error for a state file that cannot be understood."""
+    return ConfigError([Problem(f"the cluster state file {path} is damaged: {reason}; remove it")])
+
+
+def load_state() -> tuple[dict[str, Any] | None, str | None]:
+    """The running cluster's state and, when a stale file was removed, why.
+
+    Returns
+    -------
+    state : dict or None
+        The state of the running cluster, or ``None`` when none runs.
+    stale : str or None
+        One sentence on the stale file that was removed (its daemon exited, or its pid now
+        names another process), or ``None``.
+
+    Raises
+    ------
+    ConfigError
+        The file exists but is damaged (see the module docstring).
+    """
     path = state_file()
     try:
-        state = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(state, dict) or not pid_alive(int(state.get("pid", -1))):
-        path.unlink(missing_ok=True)
-        return None
-    return state
+        text = path.read_text()
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        raise damaged(path, f"it cannot be read ({exc.strerror or exc})") from None
+    try:
+        state = json.loads(text)
+    except ValueError as exc:  # also bytes that are not UTF-8
+        raise damaged(path, f"it is not JSON ({exc})") from None
+    reason = _damage(state)
+    if reason:
+        raise damaged(path, reason)
+    if daemon_process(state):
+        return state, None
+    pid = state["pid"]
+    clear_state(pid)  # only this file: a `cluster up` may have written a new one meanwhile
+    if pid_alive(pid):
+        return None, f"removed the stale state file {path}: pid {pid} is not its cluster daemon"
+    return None, f"removed the stale state file {path}: its cluster daemon (pid {pid}) exited"
+
+
+def read_state() -> dict[str, Any] | None:
+    """The running cluster's state, or ``None`` (stale files are removed).
+
+    Raises
+    ------
+    ConfigError
+        The state file is damaged.
+    """
+    return load_state()[0]
 
 
 def write_state(state: dict[str, Any]) -> Path:
@@ -65,8 +228,9 @@ def clear_state(pid: int | None = None) -> None:
     path = state_file()
     if pid is not None:
         try:
-            if json.loads(path.read_text()).get("pid") != pid:
-                return
+            state = json.loads(path.read_text())
         except (OSError, ValueError):
+            return
+        if not isinstance(state, dict) or state.get("pid") != pid:
             return
     path.unlink(missing_ok=True)

@@ -37,6 +37,7 @@ from openclaw_dask.config.yamlsource import parse_scalar
 from openclaw_dask.runtime import counter
 from openclaw_dask.runtime.cluster import (
     ClusterLostError,
+    attach_refusal,
     cluster_gone,
     dashboard_note,
     on_running_cluster,
@@ -668,6 +669,11 @@ def run_workflow(
     running = running_cluster(cfg, backend=backend)
     if running:  # decided here, so that the dry run, run.json and the run itself agree
         cfg = on_running_cluster(cfg, running)
+        theirs = running.get("fingerprint") or {}
+        if theirs.get("hash") not in (None, cfg.fingerprint()[0]):
+            # what attaching would refuse (its workers' config), refused before a run
+            # directory is made and in the dry run too
+            raise ConfigError([attach_refusal(cfg, theirs["hash"], theirs.get("values"))])
     plan = plan_cluster(cfg, backend=backend)
     summary = {
         "workflow": workflow.name,

@@ -6,10 +6,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from openclaw_dask.runtime.state import clear_state, read_state, write_state
+import pytest
+
+from openclaw_dask.runtime.state import clear_state, read_state, state_file, write_state
 from tests.conftest import ROOT
+from tests.unit.test_state import fake_daemon
 
 EXE = Path(sys.executable).with_name("openclaw-dask")
 
@@ -56,7 +60,7 @@ def test_up_status_compact_down() -> None:
     assert os.environ.get("LD_PRELOAD") is None
 
 
-def test_bad_input_exits_2_and_starts_nothing() -> None:
+def test_bad_input_exits_2_and_starts_nothing(tmp_path: Path) -> None:
     nonexistent_cores = sh("cluster", "up", "--set", "parallel.thread_affinity=[[0],[64]]")
     assert nonexistent_cores.returncode == 2
     assert "parallel.thread_affinity[1]: core 64 does not exist" in nonexistent_cores.stderr
@@ -69,14 +73,84 @@ def test_bad_input_exits_2_and_starts_nothing() -> None:
     assert "Traceback" not in unreachable.stderr
 
     # the address of a `cluster up` whose scheduler stopped answering: said as such
-    write_state({"address": "tcp://127.0.0.1:1", "pid": os.getpid(), "backend": "local"})
-    try:
-        hung = sh("cluster", "status")
-    finally:
-        clear_state()
+    with fake_daemon(tmp_path) as daemon:
+        state = {"address": "tcp://127.0.0.1:1", "pid": daemon.pid, "started": time.time()}
+        write_state({**state, "backend": "local"})
+        try:
+            hung = sh("cluster", "status")
+        finally:
+            clear_state()
     assert hung.returncode == 2
-    assert f"cluster up (pid {os.getpid()}): no scheduler answers" in hung.stderr, hung.stderr
+    assert f"cluster up (pid {daemon.pid}): no scheduler answers" in hung.stderr, hung.stderr
     assert "--address" not in hung.stderr
+
+
+def test_down_never_signals_a_process_that_is_not_the_daemon() -> None:
+    # a stale state file whose pid was reused by an unrelated process of this user
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        write_state({"address": "tcp://127.0.0.1:1", "pid": sleeper.pid, "backend": "local"})
+        down = sh("cluster", "down")
+        time.sleep(0.2)  # a signal, had one been sent, has landed
+        assert sleeper.poll() is None, "cluster down signalled a process that is not its daemon"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert down.returncode == 1 and down.stdout == ""
+    assert down.stderr.splitlines() == [
+        f"no cluster is running (removed the stale state file {state_file()}: "
+        f"pid {sleeper.pid} is not its cluster daemon)"
+    ]
+    assert read_state() is None and not state_file().exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ('{"address": "tcp://127.0.0.1:1"}', "it names no pid"),
+        ('{"address": "tcp://127.0.0.1:1", "pid": "x"}', 'pid "x" is not an integer'),
+        ('{"address": "tcp://127.0.0.1:1", "pid": -1}', "pid -1 cannot be a cluster daemon"),
+        ('["tcp://127.0.0.1:1"]', "expected a JSON object, found list"),
+        ("{", "it is not JSON"),
+    ],
+)
+def test_a_damaged_state_file_is_one_line(content: str, reason: str) -> None:
+    path = state_file()
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+    for command in (["cluster", "status"], ["cluster", "down"], ["memory", "compact"]):
+        done = sh(*command, timeout=30)
+        assert done.returncode == 2, done.stderr
+        assert "Traceback" not in done.stderr
+        line, count = done.stderr.splitlines()
+        assert line.startswith(f"error: the cluster state file {path} is damaged: {reason}")
+        assert line.endswith("; remove it") and count == "1 problem found"
+    assert path.read_text() == content  # left for the user to remove
+
+
+@pytest.mark.parametrize("address", ["foo", "xyz://127.0.0.1:8786", "tcp://[::1"])
+def test_a_malformed_address_is_refused_at_once(address: str) -> None:
+    for command in (["cluster", "status"], ["memory", "compact"]):
+        start = time.monotonic()
+        done = sh(*command, "--address", address, timeout=30)
+        assert time.monotonic() - start < 5  # Dask waited 20 s on it, then printed a traceback
+        assert done.returncode == 2
+        assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+        assert done.stderr.startswith(
+            "error: --address: expected a scheduler address such as tcp://10.0.0.1:8786, "
+            f"got {address!r}"
+        ), done.stderr
+
+
+def test_no_cluster_says_how_to_get_one() -> None:
+    for command in (["cluster", "status"], ["memory", "compact"]):
+        done = sh(*command, timeout=30)
+        assert done.returncode == 1
+        assert done.stderr.splitlines() == [
+            "no cluster is running; start one with `openclaw-dask cluster up`, or pass --address"
+        ]
+    down = sh("cluster", "down", timeout=30)
+    assert down.returncode == 1 and down.stderr.splitlines() == ["no cluster is running"]
 
 
 def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Path) -> None:
@@ -106,6 +180,19 @@ def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Pa
         assert len(record["cluster"]["workers"]) == 2
         dry = sh(*args[:2], "--dry-run")
         assert f"cluster: attach to {state['address']}" in dry.stdout, dry.stdout
+
+        # another node-relevant value: its workers would refuse it, and the dry run says so as
+        # the run does, naming the key, before a run directory is made
+        other = ["--set", "distributed.sync_interval=7"]
+        refused_dry = sh(*args[:2], "--dry-run", *other)
+        refused = sh(*args[:2], "--run-dir", str(tmp_path / "refused"), *other)
+        for result in (refused_dry, refused):
+            assert result.returncode == 2, result.stdout + result.stderr
+            assert f"error: {origin}: cluster.scheduler_address: the running cluster's " in (
+                result.stderr
+            )
+            assert "distributed.sync_interval 1000 there, 7 here" in result.stderr
+        assert not (tmp_path / "refused").exists()
 
         # a config that plans another kind of cluster (ssh nodes) does not run on it
         (tmp_path / "ssh.config").write_text("distributed:\n  nodes:\n    - {host: 127.0.0.1}\n")

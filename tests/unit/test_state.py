@@ -1,0 +1,201 @@
+"""The `cluster up` state file: only the daemon it names is trusted, with real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psutil
+import pytest
+
+from openclaw_dask.config import ConfigError
+from openclaw_dask.runtime.state import (
+    DAEMON_MODULE,
+    START_SLACK,
+    address_problem,
+    clear_state,
+    daemon_process,
+    load_state,
+    pid_alive,
+    read_state,
+    runs_daemon,
+    state_file,
+    write_state,
+)
+
+ADDRESS = "tcp://127.0.0.1:1"
+
+
+@contextmanager
+def fake_daemon(folder: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A process whose command line is the daemon's (``python -m openclaw_dask.runtime.daemon``)
+    but which only sleeps: a cluster daemon whose scheduler does not answer.
+
+    A package of the same name earlier on ``sys.path`` stands in for the real module, which
+    would start a cluster; the stand-in writes a marker so that the real one is never mistaken
+    for it.
+    """
+    root = folder / "fake-daemon"
+    package = root / "openclaw_dask" / "runtime"
+    package.mkdir(parents=True)
+    (root / "openclaw_dask" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    marker = root / "started"
+    (package / "daemon.py").write_text(
+        f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(120)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    env.pop("PYTHONSAFEPATH", None)
+    proc = subprocess.Popen([sys.executable, "-m", DAEMON_MODULE], cwd=root, env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the stand-in did not run"
+            time.sleep(0.05)
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(autouse=True)
+def _state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A private state dir: another cluster may run under the default one on this machine."""
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(tmp_path / "state"))
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    """An unrelated live process of this user."""
+    proc = subprocess.Popen(["sleep", "300"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_pids_that_name_process_groups_are_never_alive() -> None:
+    # kill(0, sig) and kill(-1, sig) signal process groups: the old check said "alive" to both
+    assert not pid_alive(0)
+    assert not pid_alive(-1)
+    assert not pid_alive(True)
+    assert not pid_alive(2**70)
+    assert pid_alive(os.getpid())
+
+
+@pytest.mark.parametrize(
+    ("cmdline", "ours"),
+    [
+        ([sys.executable, "-m", DAEMON_MODULE], True),
+        ([sys.executable, "-m", DAEMON_MODULE, "--config", "x", "--set", "a=b"], True),
+        (["python3", "-u", "-X", "dev", "-W", "error", "-m", DAEMON_MODULE], True),
+        (["python3", f"-m{DAEMON_MODULE}"], True),
+        (["python3", "-m", "openclaw_dask.runtime.daemonx"], False),
+        (["python3", "-c", "pass", "-m", DAEMON_MODULE], False),
+        (["python3", "script.py", "-m", DAEMON_MODULE], False),
+        (["sleep", "300"], False),
+        ([], False),
+    ],
+)
+def test_the_daemon_is_recognised_by_its_command_line(cmdline: list[str], ours: bool) -> None:
+    assert runs_daemon(cmdline) is ours
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ({"address": ADDRESS}, "it names no pid"),
+        ({"address": ADDRESS, "pid": "123"}, 'pid "123" is not an integer'),
+        ({"address": ADDRESS, "pid": 12.0}, "pid 12.0 is not an integer"),
+        ({"address": ADDRESS, "pid": True}, "pid true is not an integer"),
+        ({"address": ADDRESS, "pid": -1}, "pid -1 cannot be a cluster daemon"),
+        ({"address": ADDRESS, "pid": 0}, "pid 0 cannot be a cluster daemon"),
+        ({"address": ADDRESS, "pid": 1}, "pid 1 cannot be a cluster daemon"),
+        ({"pid": 4242}, "address: expected a scheduler address"),
+        ({"address": "foo", "pid": 4242}, "address: expected a scheduler address"),
+        ([ADDRESS, 4242], "expected a JSON object, found list"),
+        ("{not json", "it is not JSON"),
+    ],
+)
+def test_a_damaged_file_is_an_error_and_is_kept(content: object, reason: str) -> None:
+    path = state_file()
+    path.parent.mkdir(parents=True)
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    with pytest.raises(ConfigError) as info:
+        read_state()
+    (problem,) = info.value.problems
+    assert str(problem).startswith(f"the cluster state file {path} is damaged: {reason}")
+    assert str(problem).endswith("; remove it")
+    assert path.exists()  # whether its cluster still runs cannot be told: the user decides
+
+
+def test_no_file_is_no_cluster() -> None:
+    assert load_state() == (None, None)
+
+
+def test_a_live_process_that_is_not_the_daemon_is_stale_and_left_alone(
+    sleeper: subprocess.Popen[bytes],
+) -> None:
+    write_state({"address": ADDRESS, "pid": sleeper.pid, "backend": "local"})
+    state, stale = load_state()
+    assert state is None
+    assert stale == (
+        f"removed the stale state file {state_file()}: pid {sleeper.pid} is not its cluster daemon"
+    )
+    assert not state_file().exists()
+    assert sleeper.poll() is None
+
+
+def test_an_exited_daemon_is_stale() -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    write_state({"address": ADDRESS, "pid": gone.pid})
+    state, stale = load_state()
+    assert state is None and stale and f"its cluster daemon (pid {gone.pid}) exited" in stale
+    assert not state_file().exists()
+
+
+def test_the_daemon_is_trusted(tmp_path: Path) -> None:
+    with fake_daemon(tmp_path) as daemon:
+        content = {"address": ADDRESS, "pid": daemon.pid, "started": time.time()}
+        write_state(content)
+        assert load_state() == (content, None)
+        proc = daemon_process(content)
+        assert proc is not None and proc.pid == daemon.pid
+        # a state file written before the process started names an earlier process (reused pid)
+        created = psutil.Process(daemon.pid).create_time()
+        write_state({**content, "started": created - START_SLACK - 60})
+        state, stale = load_state()
+        assert state is None and stale and "is not its cluster daemon" in stale
+        assert daemon.poll() is None
+
+
+def test_clear_state_for_a_pid_leaves_other_and_odd_files() -> None:
+    write_state({"address": ADDRESS, "pid": 4242})
+    clear_state(4243)
+    assert state_file().exists()
+    state_file().write_text("[1, 2]")
+    clear_state(4242)  # not an object: not this pid's file (and no AttributeError)
+    assert state_file().exists()
+    clear_state()
+    assert not state_file().exists()
+
+
+@pytest.mark.parametrize(
+    "address", ["foo", "xyz://127.0.0.1:8786", "tcp://[::1", "tcp://h:99999", "127.0.0.1:8786"]
+)
+def test_malformed_addresses_are_named(address: str) -> None:
+    problem = address_problem(address)
+    assert problem and problem.startswith(
+        f"expected a scheduler address such as tcp://10.0.0.1:8786, got {address!r}"
+    )
+
+
+@pytest.mark.parametrize("address", [ADDRESS, "tls://[::1]:8786", "ucx://10.0.0.1:13337"])
+def test_scheduler_addresses_pass(address: str) -> None:
+    assert address_problem(address) is None
