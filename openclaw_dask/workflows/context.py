@@ -55,12 +55,27 @@ class StepContext:
     metrics: dict[str, Any] = field(default_factory=dict)
 
     def input(self, step: str, output: str | None = None) -> xr.Dataset:
-        """One input dataset; ``output`` may be left out when the step wrote only one."""
+        """One input dataset; ``output`` may be left out when the step wrote only one.
+
+        Raises
+        ------
+        KeyError
+            ``step`` is not among the step's ``needs:`` (or wrote no dataset), or ``output``
+            is not one of its outputs; the message says which there are.
+        """
+        if step not in self.inputs:
+            # a bare KeyError('diffuse') told the user nothing about the workflow file
+            raise KeyError(
+                f"no input from step {step!r}: this step needs "
+                f"{sorted(self.inputs) or 'no steps'} (add it to needs:, or name one of them)"
+            )
         outputs = self.inputs[step]
         if output is None:
             if len(outputs) != 1:
                 raise KeyError(f"step {step!r} wrote {sorted(outputs)}; name the output")
             return next(iter(outputs.values()))
+        if output not in outputs:
+            raise KeyError(f"step {step!r} wrote {sorted(outputs)}, not {output!r}")
         return outputs[output]
 
     def output_dir(self, name: str) -> Path:

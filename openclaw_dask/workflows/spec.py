@@ -285,6 +285,17 @@ def _outputs(chk: _Checker, path: str, raw: Any, info: OpInfo | None) -> tuple[s
                 + did_you_mean(m.group(1), info.outputs),
             )
         names.append(item)
+    declared = {OUTPUT_RE.match(n).group(1) for n in names}  # type: ignore[union-attr]
+    missing = [o for o in (info.outputs if info else None) or () if o not in declared]
+    if missing and len(names) == len(raw):
+        # the runner refuses an op's result with an undeclared output only after the cluster
+        # started and the op ran ("op emitted records for ['history']")
+        assert info is not None and info.outputs is not None
+        chk.bad(
+            path,
+            f"op {info.name} writes {', '.join(info.outputs)}: list each as NAME.zarr or "
+            f"NAME/ (missing: {', '.join(missing)})",
+        )
     return tuple(names)
 
 

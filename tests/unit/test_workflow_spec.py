@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import xarray as xr
 
 from openclaw_dask.config import ConfigError
 from openclaw_dask.workflows.registry import OpInfo, available_ops, resolve_op
@@ -203,6 +204,32 @@ BAD: dict[str, tuple[str, int | None, str]] = {
         3,
         "params.size.default: expected one of 32, 128, got 64",
     ),
+    "example-chunk": (
+        GOOD.replace("chunk: 32", "chunk: 0"),
+        8,
+        "steps.field.with.chunk: expected an integer >= 1, got 0",
+    ),
+    "example-spacing": (
+        GOOD.replace("chunk: 32", "chunk: 32, spacing: 0"),
+        8,
+        "steps.field.with.spacing: expected a finite number > 0, got 0",
+    ),
+    "example-record-every": (
+        GOOD.replace("with: {steps: 10}", "with: {steps: 10, record_every: -5}"),
+        13,
+        "steps.diffuse.with.record_every: expected an integer >= 1, got -5",
+    ),
+    "example-diffusivity": (
+        GOOD.replace("with: {steps: 10}", "with: {steps: 10, diffusivity: 0}"),
+        13,
+        "steps.diffuse.with.diffusivity: expected a finite number > 0, got 0",
+    ),
+    "an-output-left-out": (
+        GOOD.replace("[history.zarr, smoothed.zarr]", "[smoothed.zarr]"),
+        14,
+        "steps.diffuse.outputs: op example.diffuse writes history, smoothed: list each as "
+        "NAME.zarr or NAME/ (missing: history)",
+    ),
     "long-value": (
         GOOD.replace("chunk: 32", "chunk: " + "x" * 5000),
         8,
@@ -268,7 +295,7 @@ def test_a_long_value_is_shortened_in_the_message(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("written", "value"), [("2e0", 2.0), ("-1.0e4", -1.0e4), ("6e-1", 0.6), ("2.5", 2.5)]
+    ("written", "value"), [("2e0", 2.0), ("1.0e4", 1.0e4), ("6e-1", 0.6), ("2.5", 2.5)]
 )
 def test_floats_in_scientific_notation(written: str, value: float, tmp_path: Path) -> None:
     text = GOOD.replace(
@@ -391,3 +418,18 @@ def test_climate_bands_that_the_grid_and_batch_size_refuse_are_said_in_workflow_
 )
 def test_op_argument_types_from_annotations(hint: Any, value: Any, problem: str | None) -> None:
     assert _type_problem(hint, value) == problem
+
+
+def test_an_input_the_step_does_not_need_names_what_it_has(tmp_path: Path) -> None:
+    from openclaw_dask.config import load_config
+    from openclaw_dask.workflows.context import StepContext
+
+    data = xr.Dataset({"t": ("x", [1.0])})
+    ctx = StepContext("profile", load_config(None), None, tmp_path, {}, {"field": {"f": data}})
+    assert ctx.input("field") is data
+    with pytest.raises(
+        KeyError, match=r"no input from step 'diffuse': this step needs \['field'\]"
+    ):
+        ctx.input("diffuse")  # example.profile's default source, without needs: [diffuse]
+    with pytest.raises(KeyError, match=r"step 'field' wrote \['f'\], not 'g'"):
+        ctx.input("field", "g")

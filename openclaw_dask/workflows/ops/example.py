@@ -7,6 +7,8 @@ halo exchange and emits records along ``time``, and a map op that reads an earli
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from typing import Any
 
 import dask.array as da
@@ -32,6 +34,32 @@ def _seeded_block(block: np.ndarray, seed: int, block_info: Any = None) -> np.nd
     return 280.0 + waves + rng.standard_normal((ny, nx))
 
 
+def _at_least(args: Mapping[str, Any], limits: Mapping[str, int]) -> dict[str, str]:
+    """Integer arguments below their least value (an argument left out: its default is fine)."""
+    problems = {}
+    for name, least in limits.items():
+        value = args.get(name, least)
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            problems[name] = f"expected an integer >= {least}, got {value!r}"
+    return problems
+
+
+def _positive(args: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, str]:
+    """Number arguments that are not finite and > 0 (a zero spacing or diffusivity divides)."""
+    problems = {}
+    for name in names:
+        value = args.get(name, 1.0)
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if not ok or not math.isfinite(value) or value <= 0:
+            problems[name] = f"expected a finite number > 0, got {value!r}"
+    return problems
+
+
+def _check_field(args: Mapping[str, Any]) -> dict[str, str]:
+    """What ``example.field`` would refuse, found before the run starts."""
+    return _at_least(args, {"size": 1, "chunk": 1}) | _positive(args, ("spacing",))
+
+
 def _grid(size: int, chunk: int, spacing: float) -> tuple[da.Array, dict[str, Any]]:
     # row bands: a halo of K rows costs 2K/chunk extra work, a square tile twice that
     template = da.zeros((size, size), chunks=(chunk, -1), dtype=np.float64)
@@ -42,13 +70,14 @@ def _grid(size: int, chunk: int, spacing: float) -> tuple[da.Array, dict[str, An
     return template, coords
 
 
-@register("example.field", outputs=("field",))
+@register("example.field", outputs=("field",), check=_check_field)
 def field(
     ctx: StepContext, *, size: int = 512, chunk: int = 128, seed: int = 0, spacing: float = 1000.0
 ) -> dict[str, xr.Dataset]:
     """A temperature-like field: large-scale waves plus seeded noise (K), in row bands."""
-    if size < 1 or chunk < 1:
-        raise ValueError(f"size and chunk must be >= 1, got {size}, {chunk}")
+    refused = _check_field({"size": size, "chunk": chunk, "spacing": spacing})
+    if refused:  # called from Python, not through a checked workflow
+        raise ValueError("; ".join(f"{k}: {v}" for k, v in refused.items()))
     template, coords = _grid(size, chunk, spacing)
     data = template.map_blocks(_seeded_block, seed, dtype=np.float64)
     ds = xr.Dataset(
@@ -85,6 +114,11 @@ class Diffuse(IterativeOp):
     outputs = ("history", "smoothed")
     append_dim = "time"
 
+    @staticmethod
+    def check_args(args: Mapping[str, Any]) -> dict[str, str]:
+        """Run length, record interval and diffusivity, before the run starts."""
+        return _at_least(args, {"steps": 0, "record_every": 1}) | _positive(args, ("diffusivity",))
+
     def __init__(
         self,
         ctx: StepContext,
@@ -95,8 +129,10 @@ class Diffuse(IterativeOp):
         source: str = "field",
     ) -> None:
         super().__init__(ctx)
-        if steps < 0 or record_every < 1:
-            raise ValueError("steps must be >= 0 and record_every >= 1")
+        args = {"steps": steps, "record_every": record_every, "diffusivity": diffusivity}
+        refused = self.check_args(args)
+        if refused:  # called from Python, not through a checked workflow
+            raise ValueError("; ".join(f"{k}: {v}" for k, v in refused.items()))
         self.steps, self.record_every = steps, record_every
         self.field = ctx.input(source)["temperature"]
         spacing = float(self.field["x"][1] - self.field["x"][0])
