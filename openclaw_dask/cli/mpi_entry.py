@@ -25,6 +25,7 @@ import logging
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if not os.environ.get("OPENCLAW_DEBUG"):
         logging.getLogger("distributed").setLevel(logging.WARNING)
+    # a taken dashboard port: the scheduler rank serves on another and warns with a source
+    # line; the submit on rank 1 prints the link it really uses, as a local cluster does
+    warnings.filterwarnings("ignore", r"Port \d+ is already in use", UserWarning)
     from mpi4py import MPI
 
     dask.config.set(plan["dask_config"])

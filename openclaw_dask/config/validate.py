@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from itertools import pairwise
 from typing import Any
 
+from openclaw_dask.config.dask_section import dask_value_problems
 from openclaw_dask.config.errors import Problem, did_you_mean, quote
 from openclaw_dask.config.hardware import ALLOCATOR_INSTALL, Hardware, format_cpu_list
 from openclaw_dask.config.layout import (
@@ -172,6 +173,8 @@ def check_static(
         path = v[f"distributed.ssh.{part}"]
         if path and not os.path.isfile(os.path.expanduser(path)):
             bad(f"distributed.ssh.{part}", f"file not found: {path}")
+    for key, message in dask_value_problems(v["dask"]):
+        bad(f"dask.{key}", message)
     return out
 
 

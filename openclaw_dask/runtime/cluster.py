@@ -29,7 +29,7 @@ from openclaw_dask.config.validate import locate
 from openclaw_dask.runtime.build import cluster_class, materialise_kwargs
 from openclaw_dask.runtime.inspect import inspect_workers, refused_workers
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
-from openclaw_dask.runtime.state import read_state
+from openclaw_dask.runtime.state import address_problem, read_state
 from openclaw_dask.runtime.terminal import quiet_interrupted_sync
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 
@@ -72,9 +72,23 @@ def _resolve(
         config = load_config(config, overrides)
     elif overrides:
         raise TypeError("pass overrides only with a config path, not with a loaded Config")
-    if address:
-        config = config.with_values(cluster__scheduler_address=address)
-    return config
+    return with_address(config, address) if address else config
+
+
+def with_address(config: Config, address: str) -> Config:
+    """``config`` attached to the scheduler at ``address`` (``--address``), said as given there.
+
+    Raises
+    ------
+    ConfigError
+        ``address`` is not a scheduler address (the schema's check, placed on ``--address``
+        rather than on the Python API that carries it).
+    """
+    problem = address_problem(address)
+    if problem:
+        raise ConfigError([Problem(problem, "cluster.scheduler_address", origin="--address")])
+    attached = config.with_values(cluster__scheduler_address=address)
+    return replace(attached, sources={**attached.sources, "cluster.scheduler_address": "--address"})
 
 
 def running_cluster(

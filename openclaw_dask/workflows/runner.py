@@ -43,6 +43,7 @@ from openclaw_dask.runtime.cluster import (
     on_running_cluster,
     running_cluster,
     start_cluster,
+    with_address,
 )
 from openclaw_dask.runtime.inspect import inspect_workers
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
@@ -665,7 +666,7 @@ def run_workflow(
         if problems:
             raise ConfigError(problems)
     if address:
-        cfg = cfg.with_values(cluster__scheduler_address=address)
+        cfg = with_address(cfg, address)
     running = running_cluster(cfg, backend=backend)
     if running:  # decided here, so that the dry run, run.json and the run itself agree
         cfg = on_running_cluster(cfg, running)

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -80,8 +81,15 @@ def test_example_under_mpirun_equals_local_run_bit_for_bit(tmp_path: Path) -> No
         "parallel.thread_affinity=compact",
         "memory.allocator=jemalloc",
     ]
-    result = submit(str(EXAMPLE), "--run-dir", str(run_dir), *sets([*COMMON, *mpi]))
+    with socket.socket() as taken:  # the dashboard's port is taken: said in one line
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        dashboard = f"cluster.dashboard_address=127.0.0.1:{port}"
+        result = submit(str(EXAMPLE), "--run-dir", str(run_dir), *sets([*COMMON, *mpi, dashboard]))
     assert result.returncode == 0, result.stderr
+    assert f"/status (port {port} was taken: another cluster running?)" in result.stderr
+    assert "UserWarning" not in result.stderr and "warnings.warn" not in result.stderr
     line = next(x for x in result.stderr.splitlines() if x.startswith("mpirun: "))
     assert "mpirun -np 4 --bind-to none" in line
     assert "-m openclaw_dask.cli.mpi_entry" in line and "-- submit" in line

@@ -309,3 +309,31 @@ def test_a_huge_core_range_is_refused_not_expanded() -> None:
     )
     assert any("core 4-59999 does not exist" in m for m in msgs)
     assert any("core 0-59999 given to more than one worker" in m for m in msgs)
+
+
+def test_raw_dask_durations_and_sizes_are_checked_with_dasks_own_parsers(tmp_path: Path) -> None:
+    path = tmp_path / "c.config"
+    path.write_text(
+        "dask:\n"
+        "  distributed.comm.timeouts.connect: banana\n"
+        "  distributed:\n"
+        "    comm:\n"
+        "      shard: lots\n"
+        "    worker:\n"
+        "      memory:\n"
+        "        monitor-interval: 2 seconds\n"  # Dask reads that: fine
+        "  distributed.scheduler.idle-timeout: null\n"  # Dask's "none": fine
+        "  distributed.worker.memory.target: false\n"  # not a size or duration key: left alone
+        "  array.chunk-size: 256MiB\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    said = [str(p) for p in info.value.problems]
+    assert said == [
+        f"{path}:2: dask.distributed.comm.timeouts.connect: expected a duration such as 10s, "
+        "500ms or 2 minutes (Dask's default 30s), got 'banana'",
+        f"{path}:5: dask.distributed.comm.shard: expected a size such as 64MiB or 1GB (Dask's "
+        "default 64MiB), got 'lots'",
+    ]
+    path.write_text(path.read_text().replace("banana", "45s").replace("lots", "32MiB"))
+    assert load_config(path)["dask"]["distributed.comm.timeouts.connect"] == "45s"
