@@ -7,7 +7,25 @@ import click
 from openclaw_dask.cli.output import out
 from openclaw_dask.config import ConfigError
 from openclaw_dask.config.errors import Problem
-from openclaw_dask.config.tls import NODE_DAYS, create_certificates
+from openclaw_dask.config.tls import NODE_DAYS, check_cert_host, check_days, create_certificates
+
+
+def _hosts_option(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> tuple[str, ...]:
+    """Refuse a --host that is neither an IP address nor a DNS name (it would land in the SAN)."""
+    try:
+        return tuple(check_cert_host(h) for h in value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--host: "), ctx, param) from None
+
+
+def _days_option(ctx: click.Context, param: click.Parameter, value: int) -> int:
+    """Refuse a validity past year 9999 before anything is written (it overflowed mid-way)."""
+    try:
+        return check_days(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc).removeprefix(f"--days {value}: "), ctx, param) from None
 
 
 @click.group("certs")
@@ -29,10 +47,18 @@ def certs_group() -> None:
     "hosts",
     multiple=True,
     metavar="HOST",
+    callback=_hosts_option,
     help="Another host name or IP address the certificates are valid for (repeatable); "
     "localhost, 127.0.0.1, ::1 and this host's name are always in.",
 )
-@click.option("--days", type=click.IntRange(1), default=NODE_DAYS, show_default=True)
+@click.option(
+    "--days",
+    type=click.IntRange(1),
+    default=NODE_DAYS,
+    show_default=True,
+    callback=_days_option,
+    help="Validity of the node certificates (at most until the end of year 9999).",
+)
 @click.option("--force", is_flag=True, help="Replace existing node files (never the CA).")
 def create_cmd(
     directory: str, names: tuple[str, ...], hosts: tuple[str, ...], days: int, force: bool

@@ -14,6 +14,7 @@ from openclaw_dask.config import ConfigError, Hardware, detect_hardware, load_co
 from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.render import starter_config, yaml_value
 from openclaw_dask.config.schema import KEYS
+from openclaw_dask.config.types import InvalidValueError
 from openclaw_dask.translate import load_and_plan, plan_cluster
 
 SET_OPTION = click.option(
@@ -118,7 +119,12 @@ def _load_hardware(path: str | None) -> Hardware:
         return detect_hardware()
     try:
         return Hardware.from_dict(json.loads(Path(path).read_text()))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except InvalidValueError as exc:
+        # one line per field: FILE: field: what was expected, got ...
+        raise ConfigError([Problem(message, key, path) for key, message in exc.issues]) from None
+    except OSError as exc:
+        raise ConfigError([Problem(f"cannot be read: {exc.strerror or exc}", "", path)]) from None
+    except ValueError as exc:  # json.JSONDecodeError; UnicodeDecodeError
         raise ConfigError(
             [
                 Problem(

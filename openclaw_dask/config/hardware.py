@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import glob
 import importlib.metadata
+import json
 import os
 import platform
 import socket
 import subprocess
 import sys
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from openclaw_dask.config.types import parse_cpu_list
+from openclaw_dask.config.errors import did_you_mean, shorten
+from openclaw_dask.config.types import InvalidValueError, parse_cpu_list
 
 #: Optional distributions whose presence changes what we can do.
 OPTIONAL_PACKAGES = (
@@ -127,21 +129,163 @@ class Hardware:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Hardware:
-        """Inverse of :meth:`to_dict` (also accepts hand-written descriptions)."""
+        """Inverse of :meth:`to_dict` (also accepts hand-written descriptions).
+
+        Parameters
+        ----------
+        d
+            A description as :meth:`to_dict` writes it; ``logical_cores`` and ``memory`` are
+            required, the other fields default to what a plain machine has.
+
+        Returns
+        -------
+        Hardware
+
+        Raises
+        ------
+        InvalidValueError
+            ``d`` is not such a description; ``issues`` holds ``(field, message)`` for every
+            problem found (see :func:`hardware_issues`).
+        """
+        issues = hardware_issues(d)
+        if issues:
+            raise InvalidValueError(issues)
         usable = tuple(d.get("usable_cores") or range(d["logical_cores"]))
         numa = {int(k): list(v) for k, v in (d.get("numa_nodes") or {0: list(usable)}).items()}
         return cls(
             logical_cores=int(d["logical_cores"]),
             usable_cores=usable,
-            physical_cores=int(d.get("physical_cores", len(usable))),
+            physical_cores=int(d.get("physical_cores") or len(usable)),
             numa_nodes=numa,
             memory=int(d["memory"]),
-            gpus=tuple(Gpu(**g) for g in d.get("gpus", ())),
-            packages=dict(d.get("packages", {})),
-            allocators=dict(d.get("allocators", {})),
-            siblings={int(k): list(v) for k, v in d.get("siblings", {}).items()},
-            interfaces=tuple(d.get("interfaces", ())),
+            gpus=tuple(Gpu(**g) for g in d.get("gpus") or ()),
+            packages=dict(d.get("packages") or {}),
+            allocators=dict(d.get("allocators") or {}),
+            siblings={int(k): list(v) for k, v in (d.get("siblings") or {}).items()},
+            interfaces=tuple(d.get("interfaces") or ()),
         )
+
+
+def _got(value: Any) -> str:
+    """A value as the JSON file spells it (``true``, ``null``, ``"x"``), shortened when long."""
+    return shorten(json.dumps(value, default=repr))
+
+
+def _is_int(value: Any, least: int) -> bool:
+    # bool is an int subclass, but `true` for a core count is a mistake, not 1
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+# lists or tuples: a JSON file has lists, to_dict() keeps gpus a tuple
+
+
+def _core_list_issue(value: Any) -> str | None:
+    if isinstance(value, list | tuple) and all(_is_int(c, 0) for c in value):
+        return None
+    return f"expected a list of core ids (integers >= 0), got {_got(value)}"
+
+
+def _core_map_issues(field: str, value: Any) -> list[tuple[str, str]]:
+    """``{id: [core ids]}`` (numa_nodes, siblings); ids are strings in JSON."""
+    if not isinstance(value, dict):
+        return [(field, f"expected an object {{id: [core ids]}}, got {_got(value)}")]
+    issues = []
+    for key, cores in value.items():
+        if not (_is_int(key, 0) or (isinstance(key, str) and key.isdecimal())):
+            issues.append((field, f"expected ids that are integers >= 0, got {_got(key)}"))
+        elif problem := _core_list_issue(cores):
+            issues.append((f"{field}.{key}", problem))
+    return issues
+
+
+def _strings_issue(value: Any, mapping: bool) -> str | None:
+    if mapping:
+        if isinstance(value, dict) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            return None
+        return f"expected an object of strings {{name: text}}, got {_got(value)}"
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return None
+    return f"expected a list of strings, got {_got(value)}"
+
+
+def _gpu_issues(value: Any) -> list[tuple[str, str]]:
+    if not isinstance(value, list | tuple):
+        return [("gpus", f"expected a list of {{index, name, memory}} objects, got {_got(value)}")]
+    issues: list[tuple[str, str]] = []
+    for i, gpu in enumerate(value):
+        where = f"gpus.{i}"
+        if not isinstance(gpu, dict):
+            issues.append((where, f"expected an object {{index, name, memory}}, got {_got(gpu)}"))
+            continue
+        for key in gpu.keys() - {"index", "name", "memory"}:
+            issues.append((f"{where}.{key}", "unknown field; a GPU has index, name and memory"))
+        checks = {
+            "index": (_is_int(gpu.get("index"), 0), "an integer >= 0"),
+            "name": (isinstance(gpu.get("name"), str), "a string"),
+            "memory": (_is_int(gpu.get("memory"), 0), "bytes as an integer >= 0"),
+        }
+        for key, (ok, expected) in checks.items():
+            if key not in gpu:
+                issues.append((f"{where}.{key}", f"missing; expected {expected}"))
+            elif not ok:
+                issues.append((f"{where}.{key}", f"expected {expected}, got {_got(gpu[key])}"))
+    return issues
+
+
+def hardware_issues(d: Any) -> list[tuple[str, str]]:
+    """Every problem of a machine description, as ``(field, message)`` pairs.
+
+    A description comes from a file (``config plan --hardware FILE``), often hand-written: a
+    wrong type used to surface as an ``AttributeError``, and a negative count produced a plan.
+
+    Parameters
+    ----------
+    d
+        What the JSON file holds.
+
+    Returns
+    -------
+    list of (str, str)
+        Empty when :meth:`Hardware.from_dict` can build the description. ``field`` is ``""``
+        for the whole description, else a dotted path such as ``gpus.0.memory``.
+    """
+    what = "not a hardware description (JSON from `config plan --show-hardware`)"
+    if not isinstance(d, dict):
+        return [("", f"{what}: expected a JSON object, got {_got(d)}")]
+    known = {f.name for f in fields(Hardware)}
+    issues: list[tuple[str, str]] = [
+        (str(key), f"unknown field{did_you_mean(str(key), known)}") for key in d if key not in known
+    ]
+    missing = [key for key in ("logical_cores", "memory") if key not in d]
+    if missing:
+        issues.append(("", f"{what}: missing {' and '.join(missing)}"))
+    present = {k: v for k, v in d.items() if k in known and v is not None}
+    numbers = {
+        "logical_cores": (1, "a number of logical CPUs (an integer >= 1)"),
+        "physical_cores": (1, "a number of physical cores (an integer >= 1)"),
+        "memory": (0, "RAM in bytes (an integer >= 0)"),
+    }
+    for key, (least, expected) in numbers.items():
+        if key in present and not _is_int(present[key], least):
+            issues.append((key, f"expected {expected}, got {_got(present[key])}"))
+    if "usable_cores" in present:
+        if problem := _core_list_issue(present["usable_cores"]):
+            issues.append(("usable_cores", problem))
+        elif _is_int(logical := present.get("logical_cores"), 1) and (
+            len(set(present["usable_cores"])) > logical
+        ):
+            issues.append(("usable_cores", f"more cores than logical_cores ({logical})"))
+    for key in ("numa_nodes", "siblings"):
+        if key in present:
+            issues += _core_map_issues(key, present[key])
+    if "gpus" in present:
+        issues += _gpu_issues(present["gpus"])
+    for key, mapping in (("packages", True), ("allocators", True), ("interfaces", False)):
+        if key in present and (problem := _strings_issue(present[key], mapping)):
+            issues.append((key, problem))
+    return issues
 
 
 def format_cpu_list(cores: Any) -> str:

@@ -25,9 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from openclaw_dask.config.types import InvalidValueError, check_host
+
 CA_CERT, CA_KEY = "ca.pem", "ca-key.pem"
 CA_DAYS, NODE_DAYS = 3650, 825
 TLS_KEYS = ("ca_file", "cert", "key")
+#: The last moment a certificate can be valid to: X.509 GeneralizedTime has four year digits and
+#: Python's datetime (which ``cryptography`` takes) ends in year 9999 too.
+LATEST_END = dt.datetime(9999, 12, 31, 23, 59, 59, tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)
@@ -74,12 +79,93 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+def max_days(now: dt.datetime | None = None) -> int:
+    """The longest validity, in days from ``now``, that a certificate can encode.
+
+    Parameters
+    ----------
+    now
+        The start (default: the current time).
+
+    Returns
+    -------
+    int
+        Whole days such that ``now + days`` is not after :data:`LATEST_END`.
+    """
+    return (LATEST_END - (now or _now())).days
+
+
+def check_days(days: int) -> int:
+    """Return ``days`` if a certificate can be valid that long from now, else raise ValueError.
+
+    Checked before anything is written: a too-long validity used to fail with an
+    ``OverflowError`` after the CA files were already on disk.
+    """
+    limit = max_days()
+    if not 1 <= days <= limit:
+        raise ValueError(
+            f"--days {days}: expected 1 to {limit:,} (certificates end by {LATEST_END:%Y-%m-%d})"
+        )
+    return days
+
+
+def check_cert_host(host: str) -> str:
+    """Return ``host`` as it goes into a certificate (an IP without brackets), else raise.
+
+    Uses the same rule as hosts in the config (:func:`openclaw_dask.config.types.check_host`),
+    so a typo such as ``exa mple.com`` is refused instead of becoming a useless DNS name.
+
+    Raises
+    ------
+    ValueError
+        ``host`` is neither an IP address nor a valid DNS host name.
+    """
+    try:
+        check_host(host)
+    except InvalidValueError as exc:
+        raise ValueError(f"--host: {exc}") from None
+    try:
+        # check_host accepts "[::1]" (URL form); the certificate needs the bare address
+        return str(ipaddress.ip_address(host.strip("[]")))
+    except ValueError:
+        return host
+
+
 def _write_private(path: Path, data: bytes) -> None:
     """Write a key readable by its owner only (created 0600, never world-readable)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     os.chmod(path, 0o600)
+
+
+def _write_all(files: Mapping[Path, tuple[bytes, bool]]) -> None:
+    """Write ``{path: (data, private)}`` all or nothing, as far as the file system allows.
+
+    Everything goes to temporary files next to their targets first and is renamed into place
+    only once all were written, so a full disk or a permission error leaves no half set
+    (a CA without its key, a certificate without its key) behind. Should a rename fail, the
+    files this call created are removed again; a file it replaced (``--force``) stays replaced.
+    """
+    temps: dict[Path, Path] = {}
+    created: list[Path] = []
+    try:
+        for path, (data, private) in files.items():
+            temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            temps[path] = temp
+            if private:
+                _write_private(temp, data)
+            else:
+                temp.write_bytes(data)
+        for path, temp in temps.items():
+            existed = os.path.lexists(path)
+            os.replace(temp, path)
+            if not existed:
+                created.append(path)
+    except BaseException:
+        for path in [*temps.values(), *created]:
+            path.unlink(missing_ok=True)
+        raise
 
 
 def _new_key() -> Any:
@@ -110,9 +196,9 @@ def _name(common_name: str) -> Any:
     )
 
 
-def _make_ca(directory: Path, days: int) -> tuple[Any, Any]:
+def _make_ca(days: int) -> tuple[Any, Any]:
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives import hashes
 
     key = _new_key()
     subject = _name(f"openclaw-dask CA {socket.gethostname()}")
@@ -143,8 +229,6 @@ def _make_ca(directory: Path, days: int) -> tuple[Any, Any]:
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
-    _write_private(directory / CA_KEY, _key_pem(key))
-    (directory / CA_CERT).write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     return cert, key
 
 
@@ -171,7 +255,8 @@ def _san(hosts: Iterable[str]) -> Any:
 
 def _make_node(
     directory: Path, name: str, hosts: list[str], ca_cert: Any, ca_key: Any, days: int
-) -> NodeFiles:
+) -> tuple[NodeFiles, dict[Path, tuple[bytes, bool]]]:
+    """A node's files and their contents ``{path: (data, private)}``, not written yet."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.x509.oid import ExtendedKeyUsageOID
@@ -204,9 +289,10 @@ def _make_node(
     files = NodeFiles(
         name, (directory / f"{name}.pem").resolve(), (directory / f"{name}-key.pem").resolve()
     )
-    _write_private(files.key, _key_pem(key))
-    files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    return files
+    return files, {
+        files.key: (_key_pem(key), True),
+        files.cert: (cert.public_bytes(serialization.Encoding.PEM), False),
+    }
 
 
 def create_certificates(
@@ -243,13 +329,19 @@ def create_certificates(
     FileExistsError
         A node file exists and ``overwrite`` is false.
     ValueError
-        A name that is not a plain file name, or ``ca.pem`` without ``ca-key.pem``.
+        A name that is not a plain file name, a host that is neither an IP address nor a DNS
+        host name, ``days`` beyond what a certificate can encode, or ``ca.pem`` without
+        ``ca-key.pem``. Nothing is written then.
     """
+    from cryptography.hazmat.primitives import serialization
+
     folder = Path(directory).expanduser()
     names = list(dict.fromkeys(names)) or ["node"]
     for name in names:
         if not name or "/" in name or name.startswith(".") or name in ("ca", "ca-key"):
             raise ValueError(f"node name {name!r}: use a plain name such as 'node' or 'worker1'")
+    extra_hosts = [check_cert_host(h) for h in hosts]
+    check_days(days)
     folder.mkdir(parents=True, exist_ok=True)
     has_cert, has_key = (folder / CA_CERT).exists(), (folder / CA_KEY).exists()
     if has_cert != has_key:
@@ -260,11 +352,23 @@ def create_certificates(
             for path in (folder / f"{name}.pem", folder / f"{name}-key.pem"):
                 if path.exists():
                     raise FileExistsError(f"{path} exists (pass --force to replace it)")
-    ca_cert, ca_key = _load_ca(folder) if has_cert else _make_ca(folder, CA_DAYS)
-    all_hosts = [*default_hosts(), *hosts]
-    nodes = tuple(_make_node(folder, n, all_hosts, ca_cert, ca_key, days) for n in names)
+    files: dict[Path, tuple[bytes, bool]] = {}
+    if has_cert:
+        ca_cert, ca_key = _load_ca(folder)
+    else:
+        ca_cert, ca_key = _make_ca(CA_DAYS)
+        files[folder / CA_KEY] = (_key_pem(ca_key), True)
+        files[folder / CA_CERT] = (ca_cert.public_bytes(serialization.Encoding.PEM), False)
+    all_hosts = [*default_hosts(), *extra_hosts]
+    nodes: list[NodeFiles] = []
+    for name in names:
+        node, contents = _make_node(folder, name, all_hosts, ca_cert, ca_key, days)
+        nodes.append(node)
+        files.update(contents)
+    # every certificate is made in memory first: a failure while signing writes nothing
+    _write_all(files)
     return CertificateSet(
-        (folder / CA_CERT).resolve(), (folder / CA_KEY).resolve(), nodes, ca_reused=has_cert
+        (folder / CA_CERT).resolve(), (folder / CA_KEY).resolve(), tuple(nodes), ca_reused=has_cert
     )
 
 

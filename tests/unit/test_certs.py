@@ -16,7 +16,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from openclaw_dask.cli.main import cli
 from openclaw_dask.config import ConfigError, load_config
-from openclaw_dask.config.tls import create_certificates
+from openclaw_dask.config.tls import create_certificates, max_days
 
 
 def tls_sets(ca: Path | str, cert: Path | str, key: Path | str) -> list[str]:
@@ -105,3 +105,49 @@ def test_bad_tls_files_are_named_by_key(tmp_path: Path) -> None:
     assert f"was not issued by the CA {other.ca_file}" in wrong_ca[0]
     unset = problems_of(["distributed.communication_backend=grpc"])
     assert len(unset) == 3 and all("certs create DIR" in p for p in unset)
+
+
+def test_days_past_year_9999_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    target = tmp_path / "d"
+    result = CliRunner().invoke(cli, ["certs", "create", str(target), "--days", "3000000"])
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--days': expected 1 to " in result.output
+    assert "Traceback" not in result.output and not target.exists()
+    with pytest.raises(ValueError, match="certificates end by 9999-12-31"):
+        create_certificates(target, days=3_000_000)
+    assert not target.exists()
+    # the longest validity that fits is accepted
+    made = create_certificates(target, days=max_days())
+    cert = x509.load_pem_x509_certificate(made.nodes[0].cert.read_bytes())
+    assert cert.not_valid_after_utc.year == 9999
+
+
+@pytest.mark.parametrize("host", ["not a host!!", "exa mple.com", "-bad", "::::1", ""])
+def test_bad_hosts_are_refused(tmp_path: Path, host: str) -> None:
+    target = tmp_path / "d"
+    result = CliRunner().invoke(cli, ["certs", "create", str(target), f"--host={host}"])
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '--host': expected a host name or IP address, got {host!r}" in (
+        result.output
+    )
+    assert not target.exists()
+    with pytest.raises(ValueError, match="expected a host name or IP address"):
+        create_certificates(target, hosts=[host])
+    assert not target.exists()
+
+
+def test_bracketed_ipv6_host_becomes_an_ip_address(tmp_path: Path) -> None:
+    made = create_certificates(tmp_path, hosts=["[fd00::5]"])
+    cert = x509.load_pem_x509_certificate(made.nodes[0].cert.read_bytes())
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert ipaddress.ip_address("fd00::5") in san.get_values_for_type(x509.IPAddress)
+    assert "[fd00::5]" not in san.get_values_for_type(x509.DNSName)
+
+
+def test_a_failed_write_leaves_no_files(tmp_path: Path) -> None:
+    # a directory where a node key goes: writing the set fails after the CA was made in memory
+    target = tmp_path / "d"
+    (target / "node-key.pem").mkdir(parents=True)
+    with pytest.raises(OSError):
+        create_certificates(target, overwrite=True)
+    assert sorted(p.name for p in target.iterdir()) == ["node-key.pem"]

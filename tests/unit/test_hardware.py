@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from openclaw_dask.cli.main import cli
 from openclaw_dask.config.hardware import Hardware, detect_hardware, format_cpu_list
 from openclaw_dask.config.types import InvalidValueError, parse_cpu_list
 from tests.conftest import make_hardware
@@ -69,3 +72,98 @@ def test_description_round_trips_through_json() -> None:
     hw = make_hardware(cores=8, numa=2, gpus=2, smt=2)
     assert Hardware.from_dict(hw.to_dict()) == hw
     assert Hardware.from_dict({"logical_cores": 4, "memory": 2**33}).usable_cores == (0, 1, 2, 3)
+
+
+def _plan_with(tmp_path: Path, text: str) -> tuple[int, str]:
+    path = tmp_path / "hw.json"
+    path.write_text(text)
+    result = CliRunner().invoke(cli, ["config", "plan", "--hardware", str(path)])
+    return result.exit_code, result.output.replace(str(path), "hw.json")
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        (
+            "[]",
+            "hw.json: not a hardware description (JSON from `config plan --show-hardware`): "
+            "expected a JSON object, got []",
+        ),
+        (
+            '{"cpus": "x"}',
+            "hw.json: not a hardware description (JSON from `config plan "
+            "--show-hardware`): missing logical_cores and memory",
+        ),
+        (
+            '{"logical_cores": 4, "memory": 1, "usable_cores": "x"}',
+            'hw.json: usable_cores: expected a list of core ids (integers >= 0), got "x"',
+        ),
+        (
+            '{"logical_cores": 4, "memory": -1}',
+            "hw.json: memory: expected RAM in bytes (an integer >= 0), got -1",
+        ),
+        (
+            '{"logical_cores": -4, "memory": 1}',
+            "hw.json: logical_cores: expected a number of logical CPUs (an integer >= 1), got -4",
+        ),
+        (
+            '{"logical_cores": 4, "memory": 1, "numa_nodes": []}',
+            "hw.json: numa_nodes: expected an object {id: [core ids]}, got []",
+        ),
+        (
+            '{"logical_cores": true, "memory": 1}',
+            "hw.json: logical_cores: expected a number of logical CPUs (an integer >= 1), got true",
+        ),
+        (
+            '{"logical_cores": 2, "memory": 1, "usable_cores": [0, 1, 2]}',
+            "hw.json: usable_cores: more cores than logical_cores (2)",
+        ),
+        (
+            '{"logical_cores": 2, "memory": 1, "siblings": {"0": [0, -1]}}',
+            "hw.json: siblings.0: expected a list of core ids (integers >= 0), got [0, -1]",
+        ),
+        (
+            '{"logical_cores": 2, "memory": 1, "gpus": [{"index": 0, "name": "x"}]}',
+            "hw.json: gpus.0.memory: missing; expected bytes as an integer >= 0",
+        ),
+        (
+            '{"logical_cores": 2, "memory": 1, "interfaces": "eth0"}',
+            'hw.json: interfaces: expected a list of strings, got "eth0"',
+        ),
+        (
+            "{not json",
+            "hw.json: not a hardware description (JSON from `config plan "
+            "--show-hardware`): Expecting property name",
+        ),
+    ],
+)
+def test_bad_hardware_file_is_one_line_per_problem(tmp_path: Path, text: str, line: str) -> None:
+    code, output = _plan_with(tmp_path, text)
+    assert code == 2, output
+    assert f"error: {line}" in output and "Traceback" not in output
+
+
+def test_every_problem_of_a_hardware_file_is_reported(tmp_path: Path) -> None:
+    code, output = _plan_with(
+        tmp_path, '{"logical_cores": 0, "memory": 1.5, "packages": {"a": 1}, "memroy": 2}'
+    )
+    assert code == 2
+    errors = [line for line in output.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        "error: hw.json: memroy: unknown field; did you mean 'memory'?",
+        "error: hw.json: logical_cores: expected a number of logical CPUs (an integer >= 1), got 0",
+        "error: hw.json: memory: expected RAM in bytes (an integer >= 0), got 1.5",
+        'error: hw.json: packages: expected an object of strings {name: text}, got {"a": 1}',
+    ]
+
+
+def test_hand_written_description_with_nulls_plans(tmp_path: Path) -> None:
+    text = '{"logical_cores": 4, "memory": 0, "usable_cores": null, "gpus": null}'
+    code, output = _plan_with(tmp_path, text)
+    assert code == 0, output
+    assert Hardware.from_dict(json.loads(text)).usable_cores == (0, 1, 2, 3)
+    with pytest.raises(InvalidValueError) as info:
+        Hardware.from_dict({"logical_cores": 4})
+    assert info.value.issues == [
+        ("", "not a hardware description (JSON from `config plan --show-hardware`): missing memory")
+    ]
