@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 import psutil
@@ -61,6 +61,25 @@ def up_cmd(config_path: str | None, overrides: tuple[str, ...]) -> None:
             ]
         )
     config, plan = load_and_plan(config_path, overrides)  # bad input: exit 2, nothing started
+    if plan.backend == "attach":
+        # the plan attaches because a scheduler address is set: that key is the one to change
+        key = "cluster.scheduler_address"
+        source = config.sources.get(key, "")
+        where: dict[str, Any] = (
+            {"file": config.file, "line": config.line_of.get(key)}
+            if config.file and source.startswith(f"{config.file}:")
+            else {"origin": source or "cluster up"}
+        )
+        raise ConfigError(
+            [
+                Problem(
+                    f"cluster up starts a new cluster; it cannot attach to {config[key]} "
+                    "(unset this key for cluster up)",
+                    key,
+                    **where,
+                )
+            ]
+        )
     if plan.backend not in ("local", "cuda", "ssh"):
         raise ConfigError(
             [

@@ -17,14 +17,14 @@ import copy
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from openclaw_dask.config.errors import ConfigError, Problem, quote
 from openclaw_dask.config.schema import KEYS, KEYS_BY_PATH, defaults, groups
-from openclaw_dask.config.suggest import suggest_key
+from openclaw_dask.config.suggest import suggest_env, suggest_key
 from openclaw_dask.config.types import InvalidValueError, join_path
 from openclaw_dask.config.validate import check_static
 from openclaw_dask.config.yamlsource import YamlDocument, parse_scalar, read_yaml
@@ -156,8 +156,12 @@ def _assign(
     source: str,
     problems: list[Problem],
     doc: YamlDocument | None,
+    params: Collection[str] = (),
 ) -> None:
-    """Type-check ``raw`` for ``path`` and store it, or record problems."""
+    """Type-check ``raw`` for ``path`` and store it, or record problems.
+
+    ``params``: the submitted workflow's parameter names, for the hint of an unknown key.
+    """
 
     def problem(message: str, sub_path: str) -> Problem:
         if doc is not None:
@@ -182,7 +186,7 @@ def _assign(
         if path in groups():
             problems.append(problem("expected a mapping of keys, not a single value", path))
         else:
-            problems.append(problem("unknown key" + suggest_key(path), path))
+            problems.append(problem("unknown key" + suggest_key(path, params), path))
         return
     try:
         values[path] = key.type.check(raw)
@@ -247,6 +251,7 @@ def load_config(
     overrides: Iterable[str] | Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     use_search_path: bool = True,
+    params: Collection[str] = (),
 ) -> Config:
     """Load, override and check ``openclaw.config``.
 
@@ -261,6 +266,9 @@ def load_config(
         Environment to read ``OPENCLAW_*`` overrides from (default ``os.environ``).
     use_search_path
         When false and ``path`` is ``None``, read no file (built-in defaults only).
+    params
+        Parameter names of the workflow the config is loaded for: an unknown ``--set`` key
+        that is one of them (``--set size=128``) is pointed at ``params.size``.
 
     Returns
     -------
@@ -284,11 +292,20 @@ def load_config(
         if not name.startswith(ENV_PREFIX) or name in ENV_RESERVED:
             continue
         dotted = name[len(ENV_PREFIX) :].lower().replace("__", ".")
+        if dotted not in KEYS_BY_PATH and dotted not in groups() and not dotted.startswith("dask."):
+            # the hint of a variable knows it is one: OPENCLAW_DEBUGG is near OPENCLAW_DEBUG,
+            # and parameters cannot be set from the environment at all
+            problems.append(
+                Problem(
+                    "unknown key" + suggest_env(name, ENV_RESERVED), dotted, origin=f"env {name}"
+                )
+            )
+            continue
         _assign(dotted, parse_scalar(env[name]), values, sources, f"env {name}", problems, None)
     pairs, set_problems = parse_overrides(overrides)
     problems += set_problems
     for dotted, raw in pairs:
-        _assign(dotted, raw, values, sources, "--set", problems, None)
+        _assign(dotted, raw, values, sources, "--set", problems, None, params)
     # cross-field rules run even when some values failed their type check (those stay at their
     # defaults), so the user sees every problem in one go
     problems += check_static(values, sources, line_of)

@@ -204,8 +204,13 @@ def parse_yaml(text: str, file: str) -> YamlDocument:
         if exc.context and exc.context_mark:
             what = f"{what} ({exc.context} started on line {exc.context_mark.line + 1})"
         raise ConfigError([Problem(f"YAML syntax error: {what}", "", file, line)]) from None
+    except yaml.reader.ReaderError as exc:
+        # a character YAML refuses (NUL, other control characters): PyYAML names only its
+        # offset, over two lines, with "<unicode string>" for the file
+        raise ConfigError([_bad_character(text, exc, file)]) from None
     except yaml.YAMLError as exc:
-        raise ConfigError([Problem(f"YAML error: {exc}", "", file)]) from None
+        message = " ".join(str(exc).split())  # one line, whatever PyYAML wrote
+        raise ConfigError([Problem(f"YAML error: {message}", "", file)]) from None
     if node is None:
         return YamlDocument({}, file)
     builder = _Builder(file)
@@ -220,6 +225,29 @@ def parse_yaml(text: str, file: str) -> YamlDocument:
     return YamlDocument(data, file, builder.lines)
 
 
+def _bad_character(text: str, exc: yaml.reader.ReaderError, file: str) -> Problem:
+    """The problem of a character YAML does not allow, at its line and column."""
+    position = min(max(exc.position, 0), len(text))
+    line = text.count("\n", 0, position) + 1
+    column = position - (text.rfind("\n", 0, position) + 1) + 1
+    code = int(exc.character)  # PyYAML gives the code point of a str input
+    what = "a NUL character (U+0000)" if code == 0 else f"the control character U+{code:04X}"
+    return Problem(f"YAML error: {what} at column {column} is not allowed", "", file, line)
+
+
+def _not_utf8(path: Path) -> ConfigError:
+    """A file that is not UTF-8, at the line of its first undecodable byte."""
+    data = path.read_bytes()
+    try:  # decoded here again: a text-mode read's error offset need not be the file's
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        byte = data[exc.start : exc.start + 1].hex()
+        message = f"cannot read: not UTF-8 text (byte 0x{byte}: {exc.reason})"
+        return ConfigError([Problem(message, "", str(path), line)])
+    return _unreadable(path, "cannot read: not UTF-8 text")
+
+
 def read_yaml(path: str | Path) -> YamlDocument:
     """Read and :func:`parse_yaml` a file; an unreadable file is a :class:`ConfigError`.
 
@@ -230,7 +258,11 @@ def read_yaml(path: str | Path) -> YamlDocument:
     try:
         mode = p.stat().st_mode
         if stat.S_ISREG(mode):
-            text = p.read_text(encoding="utf-8")
+            try:
+                text = p.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                # the codec names a byte offset only; the line is what an editor shows
+                raise _not_utf8(p) from None
     except FileNotFoundError:
         raise _unreadable(p, "file not found") from None
     except IsADirectoryError:

@@ -104,12 +104,19 @@ def _sha256_file(path: str) -> str:
 
 
 def _load_config(
-    workflow_config: str | None, config_arg: Config | str | None, overrides: Sequence[str] | None
+    workflow_config: str | None,
+    config_arg: Config | str | None,
+    overrides: Sequence[str] | None,
+    params: Sequence[str] = (),
 ) -> Config:
-    """The run's config: the argument, else the workflow's ``config:``, else the search order."""
+    """The run's config: the argument, else the workflow's ``config:``, else the search order.
+
+    ``params``: the workflow's parameter names, so that ``--set size=128`` suggests
+    ``params.size``.
+    """
     config_overrides, _ = split_overrides(overrides)
     if not isinstance(config_arg, Config):
-        return load_config(config_arg or workflow_config, config_overrides)
+        return load_config(config_arg or workflow_config, config_overrides, params=params)
     updates = {}
     for item in config_overrides:
         key, _, value = item.partition("=")
@@ -656,7 +663,8 @@ def run_workflow(
     except ConfigError as exc:
         problems += exc.problems
     try:  # the config is checked even when the workflow is bad: every problem at once
-        cfg = _load_config(workflow.config_path if workflow else None, config, overrides)
+        names = list(workflow.params) if workflow else []
+        cfg = _load_config(workflow.config_path if workflow else None, config, overrides, names)
     except ConfigError as exc:
         problems += exc.problems
     if problems or workflow is None or cfg is None:

@@ -28,6 +28,7 @@ fills, e.g. plots); ``NAME`` must be one of the outputs the op declares. Every m
 
 from __future__ import annotations
 
+import difflib
 import graphlib
 import inspect
 import re
@@ -55,6 +56,8 @@ PARAM_TYPES: dict[str, type | tuple[type, ...]] = {
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 REF_RE = re.compile(r"\$\{params\.([A-Za-z_][A-Za-z0-9_]*)\}")
 OUTPUT_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*)(\.zarr|/)$")
+#: any ``${...}``: one that is not a ``REF_RE`` reference would reach the op as literal text
+ANY_REF_RE = re.compile(r"\$\{([^{}]*)\}")
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,42 @@ def _references(value: Any) -> Iterable[str]:
     elif isinstance(value, dict):
         for v in value.values():
             yield from _references(v)
+
+
+def _malformed_references(value: Any) -> Iterable[str]:
+    """The ``${...}`` in ``value`` that are not ``${params.NAME}`` (``${param.size}``)."""
+    if isinstance(value, str):
+        for m in ANY_REF_RE.finditer(value):
+            if not REF_RE.fullmatch(m.group(0)):
+                yield m.group(0)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _malformed_references(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _malformed_references(v)
+
+
+def malformed_reference_problem(ref: str, declared: Iterable[str]) -> str:
+    """What is wrong with a ``${...}`` that is not ``${params.NAME}``, with the closest one.
+
+    Parameters
+    ----------
+    ref
+        The reference as written, ``${param.size}``.
+    declared
+        The workflow's parameter names.
+
+    Returns
+    -------
+    str
+        ``"'${param.size}': references are written ${params.NAME}; did you mean ..."``.
+    """
+    # the name is what follows the last dot: a misspelt "params." is the usual mistake
+    name = ref[2:-1].strip().rsplit(".", 1)[-1].strip()
+    close = difflib.get_close_matches(name, list(declared), n=1, cutoff=0.6)
+    hint = f"; did you mean '${{params.{close[0]}}}'?" if close else ""
+    return f"{quote(ref)}: references are written ${{params.NAME}}{hint}"
 
 
 class _Checker:
@@ -306,12 +345,14 @@ def _check_args(
     info: OpInfo,
     raw: dict[str, Any],
     sources: Mapping[str, str],
+    unresolved: bool = False,
 ) -> None:
     """Argument names against the op's signature, scalar types against its annotations, then
     the values by the op's own check.
 
     ``raw`` holds the arguments before substitution and ``sources`` where each parameter's
-    value came from, so a refused value set by ``--set params.x=...`` says so.
+    value came from, so a refused value set by ``--set params.x=...`` says so. ``unresolved``:
+    the arguments hold a reference that could not be resolved, so their values are not checked.
     """
 
     def origin(param: str) -> str:
@@ -335,7 +376,7 @@ def _check_args(
         )
         if required and name not in args:
             chk.bad(f"{path}.with", f"op {info.name} needs argument {name!r}")
-    if len(chk.problems) > found or any(_references(args)):
+    if len(chk.problems) > found or unresolved or any(_references(args)):
         return  # the value checks expect the arguments complete, with values
     hints = info.hints
     refused = {
@@ -494,6 +535,11 @@ def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> 
         if not isinstance(args, dict):
             chk.bad(f"{path}.with", "expected a mapping of argument names to values")
             args = {}
+        malformed = False
+        for arg, value in args.items():
+            for ref in _malformed_references(value):
+                chk.bad(f"{path}.with.{arg}", malformed_reference_problem(ref, declared))
+                malformed = True
         for ref in _references(args):
             if ref not in declared:
                 chk.bad(
@@ -527,7 +573,8 @@ def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> 
             else args
         )
         if info is not None:
-            _check_args(chk, path, resolved_args, info, args, sources)
+            # a malformed reference was said above; its text is not a value to type-check
+            _check_args(chk, path, resolved_args, info, args, sources, malformed)
         steps[step] = StepSpec(
             step,
             str(op_name),
