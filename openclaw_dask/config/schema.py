@@ -124,7 +124,8 @@ KEYS: tuple[Key, ...] = (
         "parallel.thread_pool_size",
         OneOf((Choice(("auto", "physical")), Int(1))),
         "auto",
-        "worker threads per node; auto: usable logical cores, physical: physical cores",
+        "worker threads per node (at most 8 per usable core); auto: usable logical cores, "
+        "physical: physical cores",
         "threads",
     ),
     Key(
