@@ -148,29 +148,30 @@ def _substitute(value: Any, values: Mapping[str, Any]) -> Any:
     return value
 
 
-def _references(value: Any) -> Iterable[str]:
+def _strings(value: Any) -> Iterable[str]:
+    """Every string inside ``value`` (nested lists and mappings of ``with:`` arguments)."""
     if isinstance(value, str):
-        yield from REF_RE.findall(value)
+        yield value
     elif isinstance(value, list):
         for v in value:
-            yield from _references(v)
+            yield from _strings(v)
     elif isinstance(value, dict):
         for v in value.values():
-            yield from _references(v)
+            yield from _strings(v)
+
+
+def _references(value: Any) -> Iterable[str]:
+    """The parameter names of the ``${params.NAME}`` references inside ``value``."""
+    for text in _strings(value):
+        yield from REF_RE.findall(text)
 
 
 def _malformed_references(value: Any) -> Iterable[str]:
     """The ``${...}`` in ``value`` that are not ``${params.NAME}`` (``${param.size}``)."""
-    if isinstance(value, str):
-        for m in ANY_REF_RE.finditer(value):
+    for text in _strings(value):
+        for m in ANY_REF_RE.finditer(text):
             if not REF_RE.fullmatch(m.group(0)):
                 yield m.group(0)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _malformed_references(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _malformed_references(v)
 
 
 def malformed_reference_problem(ref: str, declared: Iterable[str]) -> str:
