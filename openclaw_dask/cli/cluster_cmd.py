@@ -11,9 +11,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from typing import Any, NoReturn
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
+import dask
 import psutil
 from dask.utils import format_bytes
 from rich.table import Table
@@ -31,6 +34,9 @@ from openclaw_dask.runtime.state import (
     state_dir,
 )
 from openclaw_dask.translate import load_and_plan
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 UP_TIMEOUT = 120.0
 #: Seconds `cluster down` gives the daemon to shut its cluster down before it is killed.
@@ -135,6 +141,18 @@ def up_cmd(config_path: str | None, overrides: tuple[str, ...]) -> None:
     )
 
 
+ADDRESS_OPTION = click.option(
+    "--address", help="Scheduler address (default: the cluster of `cluster up`)."
+)
+CLIENT_CONFIG_OPTION = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="An openclaw.config whose transport settings (TLS files) the client uses "
+    "(default: those of `cluster up`).",
+)
+
+
 def _no_cluster(stale: str | None, hint: str | None = None) -> NoReturn:
     """Say in one line that no cluster runs (and why a state file was removed); exit 1."""
     line = "no cluster is running"
@@ -154,18 +172,29 @@ def _checked_address(address: str) -> str:
     return address
 
 
-def _target(address: str | None) -> tuple[str, Problem | None]:
-    """The scheduler address to talk to, and where it came from (for connection errors).
+@contextmanager
+def _connected(address: str | None, config_path: str | None) -> Iterator[tuple[str, Client, bool]]:
+    """A client of the scheduler to talk to, its address, and whether it serves a dashboard.
 
     ``--address`` when given (the state file is then not read), else the `cluster up` cluster's;
-    without either, say so and exit 1.
+    without either, say so and exit 1. The transport's settings (TLS files) come from
+    ``--config`` when given, else from what `cluster up` recorded.
     """
+    from openclaw_dask.runtime.cluster import client_settings, connect
+
     if address:
-        return _checked_address(address), None
-    state, stale = load_state()
-    if not state:
-        _no_cluster(stale, NO_CLUSTER_HINT)
-    return state["address"], Problem("", origin=f"cluster up (pid {state['pid']})")
+        address, where, settings, dashboard = _checked_address(address), None, {}, True
+    else:
+        state, stale = load_state()
+        if not state:
+            _no_cluster(stale, NO_CLUSTER_HINT)
+        address, settings = state["address"], state.get("client") or {}
+        dashboard = bool(state.get("dashboard"))
+        where = Problem("", origin=f"cluster up (pid {state['pid']})")
+    if config_path:
+        settings = client_settings(load_and_plan(config_path, ())[1].dask_config)
+    with dask.config.set(settings), connect(address, where) as client:
+        yield address, client, dashboard
 
 
 def _wait_gone(proc: psutil.Process, timeout: float) -> bool:
@@ -202,17 +231,18 @@ def down_cmd() -> None:
 
 
 @cluster_group.command("status")
-@click.option("--address", help="Scheduler address (default: the cluster of `cluster up`).")
-def status_cmd(address: str | None) -> None:
+@ADDRESS_OPTION
+@CLIENT_CONFIG_OPTION
+def status_cmd(address: str | None, config_path: str | None) -> None:
     """List the workers: threads, pinned cores, allocator, memory limit, config hash."""
-    from openclaw_dask.runtime.cluster import connect
     from openclaw_dask.runtime.inspect import inspect_workers, refused_workers
 
-    address, where = _target(address)
-    with connect(address, where) as client:
+    with _connected(address, config_path) as (address, client, dashboard):
         facts = inspect_workers(client)
         refused = refused_workers(client)
-        link = client.dashboard_link
+        # Dask formats a link even for a scheduler that serves no dashboard: `cluster up`
+        # recorded whether its own does
+        link = client.dashboard_link if dashboard else None
     table = Table(title=f"cluster at {address}")
     for column in (
         "worker",
@@ -252,14 +282,13 @@ def memory_group() -> None:
 
 
 @memory_group.command("compact")
-@click.option("--address", help="Scheduler address (default: the cluster of `cluster up`).")
-def compact_cmd(address: str | None) -> None:
+@ADDRESS_OPTION
+@CLIENT_CONFIG_OPTION
+def compact_cmd(address: str | None, config_path: str | None) -> None:
     """Return freed memory to the OS in every worker; print RSS before and after."""
-    from openclaw_dask.runtime.cluster import connect
     from openclaw_dask.runtime.memory import memory_compact
 
-    address, where = _target(address)
-    with connect(address, where) as client:
+    with _connected(address, config_path) as (_, client, _):
         result = memory_compact(client)
     for worker, r in sorted(result.items()):
         out.print(

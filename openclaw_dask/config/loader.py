@@ -115,18 +115,19 @@ class Config:
         blob = json.dumps(self.values, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
-    def with_values(self, **updates: Any) -> Config:
+    def with_values(self, *, source: str = "api", **updates: Any) -> Config:
         """Return a copy with ``{dotted key (with __ for .): value}`` replaced, re-checked.
 
         Used by the tuner and tests to derive variants programmatically; the source of each
-        changed key becomes ``api``.
+        changed key becomes ``source`` (``api``; ``--address`` for that option), which the
+        problems found name.
         """
         values = dict(self.values)
         sources = dict(self.sources)
         problems: list[Problem] = []
         for name, raw in updates.items():
             path = name.replace("__", ".")
-            _assign(path, raw, values, sources, "api", problems, None)
+            _assign(path, raw, values, sources, source, problems, None)
         problems += check_static(values, sources, self.line_of)
         if problems:
             raise ConfigError(problems)

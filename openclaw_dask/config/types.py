@@ -246,7 +246,7 @@ class HostPort(ValueType):
         return "host:port such as 127.0.0.1:8787"
 
 
-_ADDRESS_RE = re.compile(r"^(tcp|tls|ucx|ucxx|inproc)://(.+)$")
+_ADDRESS_RE = re.compile(r"^(tcp|tls|ucx|ucxx)://(.+)$")
 
 
 @dataclass(frozen=True)
@@ -256,6 +256,13 @@ class SchedulerAddress(ValueType):
     def check(self, value: Any) -> str:
         if not isinstance(value, str):
             raise _fail(f"expected {self.describe()}, got {_show(value)}")
+        if value.startswith("inproc://"):
+            # Dask's in-process transport: such a scheduler lives inside another program and
+            # no other process reaches it (the client hung in connect, then a traceback)
+            raise _fail(
+                f"expected {self.describe()}, got {_show(value)} (an inproc:// scheduler lives "
+                "inside one Python process; a separate process reaches it only over tcp://)"
+            )
         m = _ADDRESS_RE.match(value)
         if not m:
             raise _fail(f"expected {self.describe()}, got {_show(value)}")

@@ -57,6 +57,10 @@ WORKER_FOOTPRINT = 128 * 2**20
 MIN_TASK_ROOM = 64 * 2**20
 
 
+#: The transport that each scheduler address scheme is spoken over.
+ADDRESS_TRANSPORTS = {"tcp": "tcp", "tls": "tls", "ucx": "ucx", "ucxx": "ucx"}
+
+
 def transport(values: Mapping[str, Any]) -> str:
     """The canonical transport after resolving seed aliases (``grpc`` -> ``tls``)."""
     name = values["distributed.communication_backend"]
@@ -167,6 +171,18 @@ def check_static(
             "remove one of them",
         )
 
+    address = v["cluster.scheduler_address"]
+    scheme = address.partition("://")[0] if isinstance(address, str) else ""
+    speaks = ADDRESS_TRANSPORTS.get(scheme)
+    if speaks and transport(v) != speaks:
+        # the client speaks the config's transport: a tls scheduler without this client's
+        # certificate was a TypeError from Dask after a 20 s wait
+        bad(
+            "cluster.scheduler_address",
+            f"a {scheme}:// scheduler is reached over {speaks}, but "
+            f"distributed.communication_backend is {transport(v)}: set it to {speaks}"
+            + (" (with the distributed.tls files)" if speaks == "tls" else ""),
+        )
     if transport(v) == "tls":  # set, present, PEM, key matches, issued by the CA, valid now
         tls_problems(v, bad)
     for part in ("known_hosts", "identity_file"):

@@ -9,6 +9,7 @@ and the cluster is shut down again. Nothing is left running after an error.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import warnings
@@ -87,8 +88,7 @@ def with_address(config: Config, address: str) -> Config:
     problem = address_problem(address)
     if problem:
         raise ConfigError([Problem(problem, "cluster.scheduler_address", origin="--address")])
-    attached = config.with_values(cluster__scheduler_address=address)
-    return replace(attached, sources={**attached.sources, "cluster.scheduler_address": "--address"})
+    return config.with_values(source="--address", cluster__scheduler_address=address)
 
 
 def running_cluster(
@@ -114,9 +114,8 @@ def running_cluster(
 def on_running_cluster(config: Config, state: Mapping[str, Any]) -> Config:
     """``config`` attached to the ``cluster up`` cluster of ``state`` (see
     :func:`running_cluster`); the address's source names that cluster."""
-    attached = config.with_values(cluster__scheduler_address=state["address"])
     origin = f"cluster up (pid {state.get('pid')})"
-    return replace(attached, sources={**attached.sources, "cluster.scheduler_address": origin})
+    return config.with_values(source=origin, cluster__scheduler_address=state["address"])
 
 
 class ClusterLostError(RuntimeError):
@@ -140,16 +139,62 @@ def cluster_gone(client: Client) -> str | None:
     return None if workers else f"the cluster at {address} has no workers left"
 
 
+#: The dask settings a client needs to reach a scheduler: its transport's security (TLS) and
+#: switches (UCX); see :func:`client_settings`.
+CLIENT_SETTINGS = (
+    "distributed.comm.require-encryption",
+    "distributed.comm.tls.",
+    "distributed-ucxx.",
+)
+
+
+def client_settings(dask_config: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a plan's dask config that a client needs to reach the plan's scheduler.
+
+    ``cluster up`` records it, so that ``cluster status`` and ``memory compact`` reach a TLS
+    cluster from any directory: certificate paths are made absolute.
+    """
+    out = {}
+    for key, value in dask_config.items():
+        if key.startswith(CLIENT_SETTINGS):
+            if key.startswith("distributed.comm.tls.") and isinstance(value, str):
+                value = os.path.abspath(value)
+            out[key] = value
+    return out
+
+
+def _unreachable_scheme(address: str) -> str | None:
+    """Why this process cannot speak ``address``'s transport at all, or ``None``."""
+    scheme = address.partition("://")[0]
+    if scheme in ("ucx", "ucxx") and importlib.util.find_spec("distributed_ucxx") is None:
+        # distributed's own ucx backend is an abstract stub since distributed-ucxx took it over
+        return (
+            f"{address} is a ucx scheduler, and ucx needs distributed-ucxx: "
+            "scripts/setup-ucx-env.sh makes .venv-ucx with it"
+        )
+    if scheme == "tls" and not dask.config.get("distributed.comm.tls.ca-file", None):
+        return (
+            f"{address} is a tls scheduler: it asks for this client's certificate, and none is "
+            "set (the config's distributed.tls files; cluster status and memory compact: "
+            "--config FILE)"
+        )
+    return None
+
+
 def connect(address: str, where: Problem | None = None) -> Client:
     """A client for a running scheduler; an unreachable address is bad input (exit 2).
 
-    ``where`` says where the address came from (a config key's location, ``--address``).
+    ``where`` says where the address came from (a config key's location, ``--address``). The
+    transport's settings (:func:`client_settings`) are read from the dask config in effect.
     """
+    where = where or Problem("", origin="--address")
+    problem = _unreachable_scheme(address)
+    if problem:
+        raise ConfigError([replace(where, message=problem)])
     try:
         return Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
     except (OSError, TimeoutError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        where = where or Problem("", origin="--address")
         raise ConfigError(
             [replace(where, message=f"no scheduler answers at {address}: {reason}")]
         ) from None

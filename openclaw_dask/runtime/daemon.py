@@ -15,7 +15,7 @@ import threading
 import time
 
 from openclaw_dask.config import ConfigError
-from openclaw_dask.runtime.cluster import start_cluster
+from openclaw_dask.runtime.cluster import client_settings, start_cluster
 from openclaw_dask.runtime.state import clear_state, write_state
 from openclaw_dask.translate import load_and_plan
 
@@ -33,19 +33,21 @@ def main(argv: list[str] | None = None) -> int:
         config, plan = load_and_plan(args.config, args.overrides)
         # cluster up starts a cluster of its own, never attaches to one
         with start_cluster(config, attach_running=False) as client:
-            info = client.scheduler_info()
+            served = config["cluster.dashboard_address"]  # Dask formats a link either way
             write_state(
                 {
                     "address": client.scheduler.address,
                     # later commands run on it only when they plan this kind of cluster
                     "backend": plan.backend,
-                    "dashboard": client.dashboard_link if info.get("services") else None,
+                    "dashboard": client.dashboard_link if served else None,
                     "pid": os.getpid(),
                     "config": args.config,
                     "overrides": args.overrides,
                     # so that a submit (and its dry run) can refuse another config before it
                     # attaches, naming the keys that differ
                     "fingerprint": dict(zip(("hash", "values"), config.fingerprint(), strict=True)),
+                    # what `cluster status` and `memory compact` need to reach it (TLS files)
+                    "client": client_settings(plan.dask_config),
                     "started": time.time(),
                 }
             )

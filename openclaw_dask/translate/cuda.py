@@ -14,6 +14,7 @@ from openclaw_dask.translate.plan import (
     ClusterPlan,
     alias_notes,
     common_dask_config,
+    dashboard_kwargs,
     layout_dict,
     protocol,
     security_kwargs,
@@ -60,6 +61,8 @@ def plan_cuda(config: Config, hw: Hardware) -> ClusterPlan:
         "host": "127.0.0.1",
         "dashboard_address": config["cluster.dashboard_address"],
     }
+    if not config["cluster.dashboard_address"]:
+        kwargs["scheduler_kwargs"] = dashboard_kwargs(config)  # off: see NO_DASHBOARD
     if ids is not None:
         kwargs["n_workers"] = len(ids)
     if config["cluster.interface"]:

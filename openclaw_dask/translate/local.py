@@ -9,6 +9,7 @@ from openclaw_dask.translate.plan import (
     ClusterPlan,
     alias_notes,
     common_dask_config,
+    dashboard_kwargs,
     layout_dict,
     protocol,
     security_kwargs,
@@ -37,6 +38,8 @@ def plan_local(config: Config, hw: Hardware) -> ClusterPlan:
         "dashboard_address": config["cluster.dashboard_address"],
         "protocol": f"{protocol(config)}://",
     }
+    if not config["cluster.dashboard_address"]:
+        kwargs["scheduler_kwargs"] = dashboard_kwargs(config)  # off: see NO_DASHBOARD
     if config["cluster.interface"]:
         del kwargs["host"]  # LocalCluster takes host or interface, not both
         kwargs["interface"] = config["cluster.interface"]

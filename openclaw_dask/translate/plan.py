@@ -221,6 +221,22 @@ def common_dask_config(config: Config, env: Mapping[str, Any]) -> tuple[dict[str
     return out, notes
 
 
+#: Where the scheduler's HTTP server listens with ``cluster.dashboard_address: null``. Dask
+#: starts one whatever the dashboard setting (it serves /health and the Prometheus /metrics),
+#: and without an address it took port 8787 on the scheduler's host (on all interfaces under
+#: mpi, the network address of an ssh scheduler node): "off" now keeps it on loopback, on a
+#: free port, and the dashboard's own pages are not served.
+NO_DASHBOARD = "127.0.0.1:0"
+
+
+def dashboard_kwargs(config: Config) -> dict[str, Any]:
+    """``distributed.Scheduler`` keywords for ``cluster.dashboard_address`` (null: off)."""
+    address = config["cluster.dashboard_address"]
+    if address:
+        return {"dashboard": True, "dashboard_address": address}
+    return {"dashboard": False, "dashboard_address": NO_DASHBOARD}
+
+
 def with_child_worker_preload(dask_config: dict[str, Any]) -> dict[str, Any]:
     """Add :data:`TERMINAL_PRELOAD` for workers that are children of the client (local, cuda).
 

@@ -17,6 +17,7 @@ from openclaw_dask.translate.plan import (
     ClusterPlan,
     alias_notes,
     common_dask_config,
+    dashboard_kwargs,
     protocol,
     security_kwargs,
     worker_env,
@@ -76,7 +77,7 @@ def plan_ssh(config: Config, hw: Hardware) -> ClusterPlan:
     scheduler_kwargs: dict[str, Any] = {
         "host": sched_node["host"],
         "port": 0,
-        "dashboard_address": config["cluster.dashboard_address"],
+        **dashboard_kwargs(config),
         "protocol": proto,
     }
     scheduler = {

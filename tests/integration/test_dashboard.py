@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +88,20 @@ def test_dashboard_renders_task_stream_and_workers(tmp_path: Path, artifacts: Pa
     assert shot.stat().st_size > 10_000
     assert canvases >= 6
     assert "Task Stream" in source and "Workers" in source
+
+
+def test_dashboard_off_serves_no_pages_and_keeps_dask_http_on_loopback() -> None:
+    import psutil
+
+    with start_cluster(overrides=["cluster.dashboard_address=null"]) as client:
+        port = client.scheduler_info()["services"]["dashboard"]  # Dask's name for its HTTP port
+        assert port != 8787
+        listening = {
+            c.laddr
+            for c in psutil.Process().net_connections("inet")
+            if c.status == psutil.CONN_LISTEN and c.laddr.port == port
+        }
+        assert listening and {a.ip for a in listening} == {"127.0.0.1"}
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=10)
+        assert urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10).status == 200

@@ -126,3 +126,56 @@ def test_bad_certificate_path_is_bad_input(tmp_path: Path) -> None:
     assert f"distributed.tls.cert: file not found: {tmp_path}/missing.pem" in result.stderr
     assert "Traceback" not in result.stderr
     assert not Path("runs").exists()
+
+
+def test_status_and_compact_reach_a_tls_cluster_up_from_any_directory(tmp_path: Path) -> None:
+    config, _ = make_config(tmp_path)
+    # certificate paths relative to the config's directory, as a user may write them
+    relative = config.read_text().replace(f"{(tmp_path / 'certs').resolve()}/", "certs/")
+    config.write_text(relative + "cluster:\n  dashboard_address: null\n")
+    up = cli("cluster", "up", "--config", config.name)
+    assert up.returncode == 0, up.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    def there(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "COLUMNS": "200"}  # the status table unwrapped
+        return subprocess.run(
+            [str(EXE), *args], capture_output=True, text=True, timeout=120, cwd=elsewhere, env=env
+        )
+
+    try:
+        address = up.stdout.split()[2]
+        assert address.startswith("tls://")
+        status = there("cluster", "status")
+        assert status.returncode == 0, status.stderr
+        assert status.stdout.count("│ tls://127.0.0.1:") == 2
+        assert "dashboard:" not in status.stdout  # none was asked for
+        compact = there("memory", "compact")
+        assert compact.returncode == 0, compact.stderr
+        assert compact.stdout.count("RSS") == 2
+        # --address alone has no certificate to show: said so at once, with what to pass
+        bare = there("cluster", "status", "--address", address)
+        assert bare.returncode == 2
+        assert f"{address} is a tls scheduler: it asks for this client's certificate" in bare.stderr
+        assert "--config FILE" in bare.stderr and "Traceback" not in bare.stderr
+        given = cli("cluster", "status", "--address", address, "--config", config.name)
+        assert given.returncode == 0, given.stderr
+    finally:
+        down = cli("cluster", "down")
+    assert down.returncode == 0, down.stderr
+
+
+def test_addresses_this_client_cannot_speak_are_bad_input(tmp_path: Path) -> None:
+    inproc = cli("cluster", "status", "--address", "inproc://127.0.0.1/1/2")
+    assert inproc.returncode == 2
+    assert "an inproc:// scheduler lives inside one Python process" in inproc.stderr
+    mismatch = cli("submit", str(EXAMPLE), "--address", "tls://127.0.0.1:1")
+    assert mismatch.returncode == 2
+    assert (
+        "--address: cluster.scheduler_address: a tls:// scheduler is reached over tls"
+        in mismatch.stderr
+    )
+    for result in (inproc, mismatch):
+        assert "Traceback" not in result.stderr
+    assert not Path("runs").exists()

@@ -187,7 +187,15 @@ def test_clear_state_for_a_pid_leaves_other_and_odd_files() -> None:
 
 
 @pytest.mark.parametrize(
-    "address", ["foo", "xyz://127.0.0.1:8786", "tcp://[::1", "tcp://h:99999", "127.0.0.1:8786"]
+    "address",
+    [
+        "foo",
+        "xyz://127.0.0.1:8786",
+        "tcp://[::1",
+        "tcp://h:99999",
+        "127.0.0.1:8786",
+        "inproc://127.0.0.1/1/2",
+    ],
 )
 def test_malformed_addresses_are_named(address: str) -> None:
     problem = address_problem(address)

@@ -83,6 +83,22 @@ def test_interface_and_dashboard_off() -> None:
     kw = plan("cluster.interface=eth0", "cluster.dashboard_address=null").cluster_kwargs
     assert kw["interface"] == "eth0" and "host" not in kw
     assert kw["dashboard_address"] is None
+    # Dask's HTTP server (health, metrics) runs anyway: on loopback and a free port, not 8787
+    assert kw["scheduler_kwargs"] == {"dashboard": False, "dashboard_address": "127.0.0.1:0"}
+    assert set(kw["scheduler_kwargs"]) <= SCHEDULER_PARAMS
+    assert "scheduler_kwargs" not in plan().cluster_kwargs
+
+
+@pytest.mark.parametrize("backend", ["ssh", "mpi"])
+def test_dashboard_off_keeps_the_http_server_on_loopback(backend: str) -> None:
+    sets = [NODES] if backend == "ssh" else ["cluster.backend=mpi", "parallel.processes=2"]
+    p = plan(*sets, "cluster.dashboard_address=null", hw=make_hardware(cores=4))
+    kw = p.cluster_kwargs
+    kw = kw["scheduler"]["options"]["kwargs"] if backend == "ssh" else kw
+    assert kw["dashboard"] is False and kw["dashboard_address"] == "127.0.0.1:0"
+    on = plan(*sets, hw=make_hardware(cores=4)).cluster_kwargs
+    on = on["scheduler"]["options"]["kwargs"] if backend == "ssh" else on
+    assert on["dashboard"] is True and on["dashboard_address"] == "127.0.0.1:8787"
 
 
 def test_allocator_goes_to_pre_spawn_environ() -> None:

@@ -99,6 +99,18 @@ def test_defaults_are_clean() -> None:
             "file not found: /nope.pem",
         ),
         ({"distributed__ssh__known_hosts": "/no/known_hosts"}, "file not found"),
+        (
+            {"cluster__scheduler_address": "tls://1.2.3.4:8786"},
+            "a tls:// scheduler is reached over tls, but distributed.communication_backend is "
+            "tcp: set it to tls (with the distributed.tls files)",
+        ),
+        (
+            {
+                "cluster__scheduler_address": "ucx://1.2.3.4:8786",
+                "distributed__communication_backend": "grpc",
+            },
+            "a ucx:// scheduler is reached over ucx, but distributed.communication_backend is tls",
+        ),
     ],
 )
 def test_static_rule(overrides: dict[str, Any], fragment: str) -> None:
