@@ -32,6 +32,7 @@ from openclaw_dask.runtime.state import (
     load_state,
     read_state,
     state_dir,
+    state_file,
 )
 from openclaw_dask.translate import load_and_plan
 
@@ -55,17 +56,15 @@ def cluster_group() -> None:
 @SET_OPTION
 def up_cmd(config_path: str | None, overrides: tuple[str, ...]) -> None:
     """Start the cluster in the background and print its address and dashboard."""
-    state = read_state()
-    if state:
-        raise ConfigError(
-            [
-                Problem(
-                    f"a cluster is already running at {state['address']} (pid {state['pid']}); "
-                    "stop it with `openclaw-dask cluster down` first",
-                    origin="cluster up",
-                )
-            ]
+    state, elsewhere = load_state()
+    if state or state_file().exists():  # stale files are gone: what is left runs, here or not
+        message = (
+            f"a cluster is already running at {state['address']} (pid {state['pid']}); "
+            "stop it with `openclaw-dask cluster down` first"
+            if state
+            else f"{elsewhere}; or set OPENCLAW_STATE_DIR to a directory of this host's own"
         )
+        raise ConfigError([Problem(message, origin="cluster up")])
     config, plan = load_and_plan(config_path, overrides)  # bad input: exit 2, nothing started
     if plan.backend == "attach":
         # the plan attaches because a scheduler address is set: that key is the one to change

@@ -16,7 +16,7 @@ import time
 
 from openclaw_dask.config import ConfigError
 from openclaw_dask.runtime.cluster import client_settings, start_cluster
-from openclaw_dask.runtime.state import clear_state, write_state
+from openclaw_dask.runtime.state import clear_state, this_host, write_state
 from openclaw_dask.translate import load_and_plan
 
 
@@ -41,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
                     "backend": plan.backend,
                     "dashboard": client.dashboard_link if served else None,
                     "pid": os.getpid(),
+                    # a home shared by several hosts shares this file: pids are per host
+                    "host": this_host(),
                     "config": args.config,
                     "overrides": args.overrides,
                     # so that a submit (and its dry run) can refuse another config before it

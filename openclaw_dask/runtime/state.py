@@ -3,8 +3,8 @@
 One JSON file, ``$OPENCLAW_STATE_DIR/cluster.json`` (default
 ``~/.local/state/openclaw-dask/cluster.json``), holds the scheduler address, the kind of
 cluster (``backend``: local, cuda or ssh), the dashboard link, the pid of the process that
-owns the cluster (the daemon, ``python -m openclaw_dask.runtime.daemon``) and when it wrote
-the file (``started``).
+owns the cluster (the daemon, ``python -m openclaw_dask.runtime.daemon``), the host it runs on
+and when it wrote the file (``started``).
 
 A file is trusted only while its pid is that daemon: a process of this user that runs the
 daemon module and was started before the file was written. A file whose process is gone, or
@@ -12,12 +12,18 @@ whose pid now names another process (a reused pid), is stale and is removed when
 is ever signalled through it. A file that cannot be understood (not a JSON object, no integer
 pid, no scheduler address) is damaged: reading it is a :class:`ConfigError` that says to
 remove it, because whether a cluster still runs cannot be told.
+
+A home directory shared by several hosts (a login node and the compute nodes of an HPC
+system) shares the file too. A pid means nothing on another host, so a file that names another
+host is left alone: no command here attaches to its cluster, removes the file or signals
+anything; `cluster up` refuses to replace it and `cluster down` says where to run.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -154,8 +160,25 @@ def _damage(state: Any) -> str | None:
         return f"pid {shorten(json.dumps(pid))} is not an integer"
     if pid <= 1:  # 0 and -1 address process groups, 1 is init: never a daemon of ours
         return f"pid {pid} cannot be a cluster daemon"
+    host = state.get("host", "")
+    if not isinstance(host, str):
+        return f"host {shorten(json.dumps(host))} is not a host name"
     problem = address_problem(state.get("address"))
     return f"address: {problem}" if problem else None
+
+
+def this_host() -> str:
+    """The name `cluster up` records, and its files are compared with."""
+    return socket.gethostname()
+
+
+def other_host(state: Mapping[str, Any]) -> str | None:
+    """The host a state file's daemon runs on when that is not this one, else ``None``.
+
+    A file written before hosts were recorded is taken to be of this host.
+    """
+    host = state.get("host")
+    return host if host and host != this_host() else None
 
 
 def damaged(path: Path, reason: str) -> ConfigError:
@@ -172,7 +195,7 @@ def load_state() -> tuple[dict[str, Any] | None, str | None]:
         The state of the running cluster, or ``None`` when none runs.
     stale : str or None
         One sentence on the stale file that was removed (its daemon exited, or its pid now
-        names another process), or ``None``.
+        names another process) or on a file of another host (kept), or ``None``.
 
     Raises
     ------
@@ -193,6 +216,12 @@ def load_state() -> tuple[dict[str, Any] | None, str | None]:
     reason = _damage(state)
     if reason:
         raise damaged(path, reason)
+    host = other_host(state)
+    if host:  # its pid is another machine's: neither trusted nor stale from here
+        return None, (
+            f"the state file {path} is of a cluster started on host {host}, and this is "
+            f"{this_host()}: `openclaw-dask cluster down` on {host} stops it"
+        )
     if daemon_process(state):
         return state, None
     pid = state["pid"]

@@ -104,6 +104,20 @@ def test_down_never_signals_a_process_that_is_not_the_daemon() -> None:
     assert read_state() is None and not state_file().exists()
 
 
+def test_a_cluster_of_another_host_is_left_to_that_host() -> None:
+    # a login node's `cluster up`, seen from a compute node that shares the home directory
+    content = {"address": "tcp://10.0.0.9:8786", "pid": os.getpid(), "host": "login-1"}
+    write_state(content)
+    up = sh("cluster", "up")
+    assert up.returncode == 2 and "Traceback" not in up.stderr
+    assert "is of a cluster started on host login-1" in up.stderr
+    assert "set OPENCLAW_STATE_DIR to a directory of this host's own" in up.stderr
+    down = sh("cluster", "down")
+    assert down.returncode == 1 and down.stdout == ""
+    assert "`openclaw-dask cluster down` on login-1 stops it" in down.stderr
+    assert json.loads(state_file().read_text()) == content
+
+
 @pytest.mark.parametrize(
     ("content", "reason"),
     [

@@ -26,6 +26,7 @@ from openclaw_dask.runtime.state import (
     read_state,
     runs_daemon,
     state_file,
+    this_host,
     write_state,
 )
 
@@ -118,6 +119,7 @@ def test_the_daemon_is_recognised_by_its_command_line(cmdline: list[str], ours: 
         ({"address": ADDRESS, "pid": 1}, "pid 1 cannot be a cluster daemon"),
         ({"pid": 4242}, "address: expected a scheduler address"),
         ({"address": "foo", "pid": 4242}, "address: expected a scheduler address"),
+        ({"address": ADDRESS, "pid": 4242, "host": 7}, "host 7 is not a host name"),
         ([ADDRESS, 4242], "expected a JSON object, found list"),
         ("{not json", "it is not JSON"),
     ],
@@ -172,6 +174,25 @@ def test_the_daemon_is_trusted(tmp_path: Path) -> None:
         write_state({**content, "started": created - START_SLACK - 60})
         state, stale = load_state()
         assert state is None and stale and "is not its cluster daemon" in stale
+        assert daemon.poll() is None
+
+
+def test_a_file_of_another_host_is_neither_trusted_nor_removed(tmp_path: Path) -> None:
+    # a home shared with a login node: its daemon's pid may name anything here, even a daemon
+    with fake_daemon(tmp_path) as daemon:
+        content = {"address": ADDRESS, "pid": daemon.pid, "host": "login-1", "started": 0}
+        write_state(content)
+        state, note = load_state()
+        assert state is None and read_state() is None
+        assert note == (
+            f"the state file {state_file()} is of a cluster started on host login-1, and this "
+            f"is {this_host()}: `openclaw-dask cluster down` on login-1 stops it"
+        )
+        assert json.loads(state_file().read_text()) == content
+        # this host's name, or none recorded (an older file): checked by pid as before
+        for host in ({"host": this_host()}, {}):
+            write_state({"address": ADDRESS, "pid": daemon.pid, "started": time.time(), **host})
+            assert load_state()[0] is not None
         assert daemon.poll() is None
 
 
