@@ -16,6 +16,7 @@ import click
 from rich.markup import escape
 
 from openclaw_dask import __version__
+from openclaw_dask.cli import EXIT_INTERRUPTED
 from openclaw_dask.cli.bench_cmd import benchmark_cmd, tune_cmd
 from openclaw_dask.cli.certs_cmd import certs_group
 from openclaw_dask.cli.cluster_cmd import cluster_group, memory_group
@@ -40,7 +41,7 @@ class GuardedGroup(click.Group):
             raise
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]")
-            sys.exit(130)
+            sys.exit(EXIT_INTERRUPTED)
         except Exception as exc:
             if os.environ.get("OPENCLAW_DEBUG"):
                 traceback.print_exc()

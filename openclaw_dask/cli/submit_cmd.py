@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
+from openclaw_dask.cli import EXIT_INTERRUPTED
 from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
 from openclaw_dask.cli.output import err, no_space, out
 from openclaw_dask.config.render import yaml_value
@@ -136,7 +137,7 @@ def submit_cmd(
                     "[yellow]interrupted:[/] run.json says so; continue with "
                     + escape(resume_command(where))
                 )
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     if dry_run:
         plan = record["plan"]
         out.print(

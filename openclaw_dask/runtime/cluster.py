@@ -14,7 +14,7 @@ import logging
 import os
 import warnings
 from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -31,7 +31,7 @@ from openclaw_dask.runtime.build import cluster_class, materialise_kwargs
 from openclaw_dask.runtime.inspect import inspect_workers, refused_workers
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
 from openclaw_dask.runtime.state import address_problem, read_state
-from openclaw_dask.runtime.terminal import quiet_interrupted_sync
+from openclaw_dask.runtime.terminal import interrupts_held, quiet_interrupted_sync
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 
 logger = logging.getLogger("openclaw_dask.runtime")
@@ -417,7 +417,10 @@ def start_cluster(
             if verify:
                 verify_cluster(client, plan, config)
         else:
-            with preserved_environ(plan.worker_env), warnings.catch_warnings():
+            # local workers are children in the client's terminal: a Ctrl-C while they start
+            # waits for them (runtime/terminal.py); ssh workers are not, and may take long
+            held = interrupts_held() if plan.backend in ("local", "cuda") else nullcontext()
+            with preserved_environ(plan.worker_env), warnings.catch_warnings(), held:
                 # a taken dashboard port: Dask serves on another and warns with a source line;
                 # the link we print shows the port really used (dashboard_note says why)
                 warnings.filterwarnings("ignore", r"Port \d+ is already in use", UserWarning)

@@ -8,7 +8,10 @@ and badly from there:
   ``KeyboardInterrupt`` and printed its traceback, and the scheduler logged lost tasks, while the
   client was still marking the run interrupted and closing the cluster in order. The workers now
   ignore SIGINT and the client closes them through their nannies (SIGTERM and SIGKILL still stop
-  a worker).
+  a worker). They start with SIGINT blocked (:func:`interrupts_held` around the cluster's
+  start; a child inherits its parent thread's signal mask), so a Ctrl-C pressed while they
+  import, before this preload runs, is discarded there too: it had printed each worker's
+  ``KeyboardInterrupt`` traceback from its imports and Dask's ``AssertionError: Status.init``.
 * **A failed task.** Dask's worker logs ``Compute Failed`` with the task, the exception and its
   traceback as one ``repr`` string. The client that waits for the task receives the same
   exception with its traceback; ``submit`` prints one line and keeps the traceback in
@@ -46,6 +49,7 @@ import threading
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
+from multiprocessing import resource_tracker
 from typing import Any
 
 #: Dask's worker log message for a task that raised (``distributed/worker.py``).
@@ -132,11 +136,38 @@ def dask_setup(worker: Any) -> None:
     # signal handlers can only be set from the main thread; a worker run inside a thread of
     # another process (not how our plans start them) keeps that process's handling
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # also drops one pending since the start
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _add_filter("distributed.worker", _not_a_task_failure)
     _add_filter("distributed.worker", _not_a_cut_transfer)
     _add_filter("distributed.worker", _not_a_lost_heartbeat)
     _add_filter("distributed.worker.state_machine", _not_closed_mid_task)
+
+
+@contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Hold Ctrl-C back while local worker processes are started; raise it when they are.
+
+    SIGINT is blocked in the calling (main) thread for the block. The threads it starts
+    meanwhile (Dask's IO loop, which starts the nannies' process watchers) inherit the mask,
+    and so do the worker processes those spawn: a Ctrl-C that reaches them while they still
+    import stays pending until the preload ignores it (:func:`dask_setup`). In this process a
+    Ctrl-C pressed meanwhile is delivered when the block ends, after the cluster exists and can
+    be closed in order. The block is short (the local workers' start, about 2 s); SIGTERM is
+    not held. Outside the main thread nothing is changed.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    # multiprocessing starts its resource tracker with the first worker, and that start
+    # unblocks SIGINT in the thread that asks for it (Dask's IO loop) whatever its mask was:
+    # started here first, the tracker is only checked on later calls
+    resource_tracker.ensure_running()
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 #: Said once when Ctrl-C comes again while the first one is still being handled.

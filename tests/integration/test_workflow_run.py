@@ -378,6 +378,37 @@ def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Pat
     assert rec["config"]["values"]["distributed"]["sync_interval"] == 100
 
 
+@pytest.mark.parametrize("delay", [0.15, 0.4])
+def test_ctrl_c_while_python_imports_is_one_line(tmp_path: Path, delay: float) -> None:
+    # the command's imports take about half a second here: the press lands inside them
+    proc = start_in_own_group(tmp_path / "run", QUIET, stderr=subprocess.PIPE)
+    time.sleep(delay)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert stderr.splitlines()[-1].startswith("interrupted"), stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+
+
+@pytest.mark.parametrize("delay", [0.3, 0.8, 1.3])
+def test_ctrl_c_while_local_workers_start_is_one_line(tmp_path: Path, delay: float) -> None:
+    """The workers are children in the terminal's group: the press reaches them mid-import."""
+    run_dir = tmp_path / "run"
+    proc = start_in_own_group(run_dir, [*QUIET, *SMALL], stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    said = proc.stderr.readline()  # announced before the cluster starts
+    assert said.startswith("run directory:"), said
+    time.sleep(delay)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, rest = proc.communicate(timeout=90)
+    assert proc.returncode == 130, rest
+    assert rest.splitlines()[-1].startswith("interrupted"), rest
+    for noise in ("Traceback", "KeyboardInterrupt", "AssertionError", "Status.init"):
+        assert noise not in rest, rest
+    if (run_dir / "run.json").exists():  # written once the cluster was up
+        assert record_of(run_dir)["status"] == "interrupted"
+
+
 def test_resume_continues_the_same_run_or_refuses(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     # a config file given by a relative path, with a result-relevant value of its own: the

@@ -7,6 +7,7 @@ import logging
 import signal
 import subprocess
 import sys
+import threading
 import time
 import types
 from pathlib import Path
@@ -177,3 +178,23 @@ def test_a_run_started_ignoring_sigint_keeps_ignoring_it(tmp_path: Path) -> None
     proc.send_signal(signal.SIGTERM)  # SIGTERM still stops it, cleanly
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 7 and out == "closing\nclosed\n", (out, err)
+
+
+def _sigint_blocked() -> bool:
+    return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, ())
+
+
+def test_a_ctrl_c_while_workers_start_is_held_for_them_and_raised_after() -> None:
+    seen: list[bool] = []
+    with pytest.raises(KeyboardInterrupt), terminal.interrupts_held():
+        assert _sigint_blocked()
+        # a thread started meanwhile (Dask's IO loop) and so the processes it spawns hold it
+        # too, also after the resource tracker started (its start unblocks its caller's mask)
+        thread = threading.Thread(target=lambda: seen.append(_sigint_blocked()))
+        thread.start()
+        thread.join()
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+        time.sleep(0.05)  # would have been raised here, in the middle of the start
+        seen.append(True)
+    assert seen == [True, True]
+    assert not _sigint_blocked()
