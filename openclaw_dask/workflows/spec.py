@@ -39,7 +39,14 @@ from pathlib import Path
 from types import UnionType
 from typing import Any, Union
 
-from openclaw_dask.config.errors import ConfigError, Problem, did_you_mean, quote
+from openclaw_dask.config.errors import (
+    QUOTE_LIMIT,
+    ConfigError,
+    Problem,
+    did_you_mean,
+    quote,
+    shorten,
+)
 from openclaw_dask.config.yamlsource import YamlDocument, parse_scalar, read_yaml
 from openclaw_dask.workflows.registry import OpError, OpInfo, resolve_op
 
@@ -83,7 +90,8 @@ class ParamSpec:
         if self.max is not None and value > self.max:
             return f"expected {self.type} <= {self.max}, got {quote(value)}"
         if self.choices and value not in self.choices:
-            return f"expected one of {', '.join(map(str, self.choices))}, got {quote(value)}"
+            listed = shorten(", ".join(map(str, self.choices)), QUOTE_LIMIT * 4)
+            return f"expected one of {listed}, got {quote(value)}"
         return None
 
 

@@ -67,6 +67,13 @@ def test_climate_workflow_outputs_and_record(tmp_path: Path) -> None:
     assert np.array_equal(forcing["insolation"].values, params.Q * np.mean(year, axis=0))
     edges = xr.open_zarr(run / "ice_edge.zarr")
     assert edges["north"].attrs["units"] == "degrees_north"
+    # every variable and coordinate of every store says its units
+    stores = ["forcing", "monthly", "final", "zonal_mean", "global_mean", "ice_edge"]
+    for store in [*stores, "seasonal_amplitude"]:
+        ds = xr.open_zarr(run / f"{store}.zarr", decode_timedelta=False)
+        for name, var in ds.variables.items():
+            assert "units" in var.attrs, f"{store}.zarr {name}"
+    assert edges["year"].attrs["units"] == "years" and edges["year"].dtype.kind == "i"
     metrics = rec["steps"]["analyse"]["metrics"]
     assert 60 < metrics["ice_edge_north"] < 80 and -80 < metrics["ice_edge_south"] < -60
     maps = ("annual_mean_map.png", "seasonal_amplitude_map.png")

@@ -204,6 +204,11 @@ BAD: dict[str, tuple[str, int | None, str]] = {
         3,
         "params.size.default: expected one of 32, 128, got 64",
     ),
+    "param-default-not-one-of-many-choices": (
+        GOOD.replace("min: 16", f"choices: {list(range(1000, 2000))}"),
+        3,
+        "params.size.default: expected one of 1000, 1001, 1002,",
+    ),
     "example-chunk": (
         GOOD.replace("chunk: 32", "chunk: 0"),
         8,
@@ -248,6 +253,7 @@ def test_bad_workflow_is_refused(kind: str, tmp_path: Path) -> None:
     hit = [m for m in messages if fragment in m]
     assert hit, messages
     assert hit[0].startswith(str(path))
+    assert len(hit[0]) < len(str(path)) + 500, "one readable line, however long the input"
     if line is not None:
         assert hit[0].startswith(f"{path}:{line}:"), hit[0]
 

@@ -46,6 +46,9 @@ from openclaw_dask.workflows.context import IterativeOp, StepContext
 from openclaw_dask.workflows.registry import register
 
 DAYS_PER_YEAR = 365.25
+#: The analysis' ``year`` coordinate. "years" is no unit xarray decodes as a time span (it
+#: would turn "days" into timedelta64), so readers see the plain model years.
+YEAR_ATTRS = {"units": "years", "long_name": "model year after the spin-up (0: the first)"}
 MIN_ROWS_PER_HALO = 8
 
 
@@ -142,7 +145,13 @@ def forcing(
             "land_mask": (
                 ("lat", "lon"),
                 _placed(ctx.client, mask.astype(np.int8), rows),
-                {"long_name": "land (1) or ocean (0)", "source": "idealised"},
+                {
+                    "long_name": "land (1) or ocean (0)",
+                    "units": "1",
+                    "flag_values": [0, 1],
+                    "flag_meanings": "ocean land",
+                    "source": "idealised",
+                },
             ),
             "heat_capacity": (
                 ("lat", "lon"),
@@ -474,7 +483,7 @@ def analyse(ctx: StepContext, *, source: str = "simulate") -> dict[str, xr.Datas
     if years < 1:
         raise ValueError("the simulation holds less than one model year of monthly means")
     annual = T.isel(time=slice(0, 12 * years)).coarsen(time=12).mean()
-    annual = annual.rename(time="year").assign_coords(year=np.arange(years))
+    annual = annual.rename(time="year").assign_coords(year=("year", np.arange(years), YEAR_ATTRS))
     zonal = annual.mean("lon")  # cells of a row have equal areas
     global_series = xr.DataArray(global_mean(T.data, grid), dims="time", coords={"time": T.time})
     last_year = T.isel(time=slice(12 * (years - 1), 12 * years))
@@ -509,7 +518,7 @@ def analyse(ctx: StepContext, *, source: str = "simulate") -> dict[str, xr.Datas
                 "south": ("year", edges[:, 0], {"units": "degrees_north"}),
                 "north": ("year", edges[:, 1], {"units": "degrees_north"}),
             },
-            coords={"year": np.arange(years)},
+            coords={"year": ("year", np.arange(years), YEAR_ATTRS)},
             attrs={
                 **attrs,
                 "definition": f"zonal-mean annual T crosses {threshold} °C, from the pole; "
