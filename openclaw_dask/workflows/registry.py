@@ -96,7 +96,24 @@ def _info(
         check = check or target.check_args
     elif not callable(target):
         raise OpError(f"{name} is not a function or an IterativeOp subclass")
+    elif not _takes_a_context(target):
+        raise OpError(
+            f"{name} takes no step context: an op is a function `def op(ctx, *, argument=...)` "
+            "that receives the step's context first"
+        )
     return OpInfo(name, target, iterative, outputs, check)
+
+
+def _takes_a_context(func: Any) -> bool:
+    """Whether ``func`` can be called with the step context as its first positional argument."""
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):  # no signature to read (a builtin): let the call tell
+        return True
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return bool(params) and (
+        params[0].kind in positional or params[0].kind is inspect.Parameter.VAR_POSITIONAL
+    )
 
 
 def register(
@@ -157,6 +174,10 @@ def resolve_op(name: str) -> OpInfo:
             module = importlib.import_module(module_name)
         except ImportError as exc:
             raise OpError(f"cannot import {module_name!r} for op {name!r}: {exc}") from None
+        except Exception as exc:  # the module's own code failed: a syntax error, say
+            raise OpError(
+                f"cannot import {module_name!r} for op {name!r}: {type(exc).__name__}: {exc}"
+            ) from None
         target = getattr(module, attr, None)
         if target is None:
             names = [n for n in dir(module) if not n.startswith("_")]

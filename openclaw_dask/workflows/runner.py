@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import dask
+import xarray as xr
 from distributed import KilledWorker
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -300,12 +301,23 @@ class Run:
     def run_map_step(
         self, step: StepSpec, ctx: StepContext, progress: Any, bar: Any, rec: dict[str, Any]
     ) -> None:
-        result = step.info.target(ctx, **step.args) or {}
-        if not isinstance(result, Mapping) or set(result) != set(step.zarr_outputs):
+        result = step.info.target(ctx, **step.args)
+        expected = sorted(step.zarr_outputs)
+        if result is None and expected:
+            raise TypeError(f"op returned None; the workflow expects outputs {expected}")
+        result = result or {}  # an op with folder outputs only may return nothing
+        if not isinstance(result, Mapping) or set(result) != set(expected):
             got = sorted(result) if isinstance(result, Mapping) else type(result).__name__
-            raise TypeError(
-                f"op returned {got}; the workflow expects outputs {sorted(step.zarr_outputs)}"
-            )
+            raise TypeError(f"op returned {got}; the workflow expects outputs {expected}")
+        for name, ds in result.items():
+            if not isinstance(ds, xr.Dataset):
+                kind = type(ds)
+                package = kind.__module__.partition(".")[0]  # xarray.DataArray, numpy.ndarray
+                shown = kind.__qualname__ if package == "builtins" else f"{package}.{kind.__name__}"
+                hint = " (DataArray.to_dataset(name=...) makes one)" if kind is xr.DataArray else ""
+                raise TypeError(
+                    f"op returned {shown} for output {name!r}; expected an xarray.Dataset{hint}"
+                )
         writes = [
             zarrio.write(ds, self.run_dir / f"{name}.zarr", self.config)
             for name, ds in result.items()

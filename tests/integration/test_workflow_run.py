@@ -151,6 +151,29 @@ def test_a_task_that_fails_on_a_worker_is_one_line_and_its_traceback_is_kept(
     assert "in _explode_block" in kept and "the task's own error: kaboom" in kept
 
 
+@pytest.mark.parametrize(
+    ("op", "said"),
+    [
+        ("returns_nothing", "TypeError: op returned None; the workflow expects outputs"),
+        (
+            "returns_a_data_array",
+            "TypeError: op returned xarray.DataArray for output 'nothing'; expected an "
+            "xarray.Dataset (DataArray.to_dataset(name=...) makes one)",
+        ),
+    ],
+)
+def test_an_op_that_returns_no_datasets_is_told_what_to_return(
+    tmp_path: Path, op: str, said: str
+) -> None:
+    wf = tmp_path / "returns.yaml"
+    text = FAILING_WORKFLOW.replace("user_ops:explode", f"user_ops:{op}")
+    wf.write_text(text.replace("    with: {message: kaboom}\n", ""))
+    result = submit(str(wf), "--run-dir", str(tmp_path / "run"), "--no-report", *QUIET)
+    assert result.returncode == 1
+    assert f"step 'bad' (op tests.integration.user_ops:{op}): {said}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_failing_op_reports_and_keeps_completed_outputs(tmp_path: Path) -> None:
     wf = tmp_path / "fails.yaml"
     wf.write_text(FAILING_WORKFLOW)

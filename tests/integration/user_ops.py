@@ -29,6 +29,15 @@ def explode(ctx: StepContext, *, message: str = "boom") -> dict[str, xr.Dataset]
     raise ValueError(f"the op's own error: {message}")
 
 
+def returns_nothing(ctx: StepContext) -> None:
+    """A user op that forgets its return statement."""
+
+
+def returns_a_data_array(ctx: StepContext) -> dict[str, xr.DataArray]:
+    """A user op that returns a variable where a dataset is expected."""
+    return {"nothing": ctx.input("field")["temperature"]}
+
+
 def _explode_block(block: np.ndarray, message: str) -> np.ndarray:
     raise ValueError(f"the task's own error: {message}")
 

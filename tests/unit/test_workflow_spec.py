@@ -439,3 +439,29 @@ def test_an_input_the_step_does_not_need_names_what_it_has(tmp_path: Path) -> No
         ctx.input("diffuse")  # example.profile's default source, without needs: [diffuse]
     with pytest.raises(KeyError, match=r"step 'field' wrote \['f'\], not 'g'"):
         ctx.input("field", "g")
+
+
+def op_without_a_context(*, size: int = 1) -> dict[str, Any]:
+    return {}
+
+
+def test_user_op_modules_that_fail_and_ops_without_a_context_are_refused_at_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "half_written.py").write_text("def op(ctx:\n    pass\n")
+    (tmp_path / "raising_at_import.py").write_text("raise RuntimeError('no licence server')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    expected = {
+        "half_written:op": "cannot import 'half_written' for op 'half_written:op': SyntaxError: "
+        "'(' was never closed (half_written.py, line 1)",
+        "raising_at_import:op": "cannot import 'raising_at_import' for op "
+        "'raising_at_import:op': RuntimeError: no licence server",
+        f"{__name__}:op_without_a_context": f"{__name__}:op_without_a_context takes no step "
+        "context: an op is a function `def op(ctx, *, argument=...)`",
+    }
+    for op, message in expected.items():
+        text = f"name: x\nsteps:\n  a:\n    op: {op}\n    outputs: [out.zarr]\n"
+        with pytest.raises(ConfigError) as info:
+            load_workflow(write(tmp_path, text))
+        [problem] = [str(p) for p in info.value.problems]
+        assert f":4: steps.a.op: {message}" in problem, problem
