@@ -85,6 +85,10 @@ class OpInfo:
         return {name: hints[name] for name in self.parameters if name in hints}
 
 
+#: What an IterativeOp subclass must define (``total_steps`` may be a class attribute).
+ITERATIVE_METHODS = ("total_steps", "initial_state", "advance")
+
+
 def _info(
     name: str, target: Any, outputs: tuple[str, ...] | None, check: ArgsCheck | None = None
 ) -> OpInfo:
@@ -92,6 +96,12 @@ def _info(
 
     iterative = inspect.isclass(target) and issubclass(target, IterativeOp)
     if iterative:
+        missing = [m for m in ITERATIVE_METHODS if getattr(target, m) is getattr(IterativeOp, m)]
+        if missing:  # found when the workflow is read, not as NotImplementedError mid-run
+            raise OpError(
+                f"{name} does not define {' and '.join(missing)} (an IterativeOp defines "
+                f"{', '.join(ITERATIVE_METHODS)}; finish is optional)"
+            )
         outputs = tuple(target.outputs)
         check = check or target.check_args
     elif not callable(target):

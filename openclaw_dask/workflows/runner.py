@@ -414,7 +414,13 @@ class Run:
         news = ProgressNews(step.name, start, total) if not self.show_progress else None
         while s < total:
             n = min(interval, total - s)
-            new_state, records = op.advance(state, s, n)
+            advanced = op.advance(state, s, n)
+            if not (isinstance(advanced, tuple) and len(advanced) == 2):
+                raise TypeError(
+                    f"{type(op).__name__}.advance returned {type(advanced).__name__}; "
+                    "expected (state, {output: records}), the records may be {}"
+                )
+            new_state, records = advanced
             unknown = set(records) - set(step.zarr_outputs)
             if unknown:
                 raise TypeError(

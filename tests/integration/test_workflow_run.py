@@ -160,6 +160,11 @@ def test_a_task_that_fails_on_a_worker_is_one_line_and_its_traceback_is_kept(
             "TypeError: op returned xarray.DataArray for output 'nothing'; expected an "
             "xarray.Dataset (DataArray.to_dataset(name=...) makes one)",
         ),
+        (
+            "AdvancesWithoutRecords",
+            "TypeError: AdvancesWithoutRecords.advance returned Dataset; expected (state, "
+            "{output: records})",
+        ),
     ],
 )
 def test_an_op_that_returns_no_datasets_is_told_what_to_return(

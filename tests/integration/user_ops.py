@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import xarray as xr
 
-from openclaw_dask.workflows.context import StepContext
+from openclaw_dask.workflows.context import IterativeOp, StepContext
 
 #: A workflow whose second step fails with the op's own message ("kaboom").
 FAILING_WORKFLOW = (
@@ -36,6 +38,19 @@ def returns_nothing(ctx: StepContext) -> None:
 def returns_a_data_array(ctx: StepContext) -> dict[str, xr.DataArray]:
     """A user op that returns a variable where a dataset is expected."""
     return {"nothing": ctx.input("field")["temperature"]}
+
+
+class AdvancesWithoutRecords(IterativeOp):
+    """An iterative user op whose ``advance`` returns the state alone."""
+
+    outputs = ("nothing",)
+    total_steps = 2
+
+    def initial_state(self) -> xr.Dataset:
+        return self.ctx.input("field")
+
+    def advance(self, state: xr.Dataset, step0: int, nsteps: int) -> Any:
+        return state
 
 
 def _explode_block(block: np.ndarray, message: str) -> np.ndarray:

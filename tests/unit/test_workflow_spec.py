@@ -9,6 +9,7 @@ import pytest
 import xarray as xr
 
 from openclaw_dask.config import ConfigError
+from openclaw_dask.workflows.context import IterativeOp
 from openclaw_dask.workflows.registry import OpInfo, available_ops, resolve_op
 from openclaw_dask.workflows.spec import _type_problem, load_workflow
 from tests.conftest import ROOT
@@ -465,3 +466,24 @@ def test_user_op_modules_that_fail_and_ops_without_a_context_are_refused_at_the_
             load_workflow(write(tmp_path, text))
         [problem] = [str(p) for p in info.value.problems]
         assert f":4: steps.a.op: {message}" in problem, problem
+
+
+class StepsNowhere(IterativeOp):
+    """An iterative op that forgot ``total_steps`` and ``advance``."""
+
+    outputs = ("out",)
+
+    def initial_state(self) -> Any:
+        return None
+
+
+def test_an_iterative_op_without_its_methods_is_refused_at_the_file(tmp_path: Path) -> None:
+    op = f"{__name__}:StepsNowhere"
+    text = f"name: x\nsteps:\n  a:\n    op: {op}\n    outputs: [out.zarr]\n"
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, text))
+    [problem] = [str(p) for p in info.value.problems]
+    assert problem.endswith(
+        f":4: steps.a.op: {op} does not define total_steps and advance (an IterativeOp "
+        "defines total_steps, initial_state, advance; finish is optional)"
+    ), problem
