@@ -163,6 +163,9 @@ def _damage(state: Any) -> str | None:
     host = state.get("host", "")
     if not isinstance(host, str):
         return f"host {shorten(json.dumps(host))} is not a host name"
+    client = state.get("client", {})  # dask settings the client applies as they are
+    if not isinstance(client, dict):
+        return f"client settings {shorten(json.dumps(client))} are not a JSON object"
     problem = address_problem(state.get("address"))
     return f"address: {problem}" if problem else None
 
