@@ -24,6 +24,7 @@ from openclaw_dask.cli.config_cmd import config_group
 from openclaw_dask.cli.output import err, no_space, print_problems
 from openclaw_dask.cli.submit_cmd import submit_cmd
 from openclaw_dask.config.errors import ConfigError
+from openclaw_dask.runtime.terminal import quiet_after_interrupt
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -41,6 +42,7 @@ class GuardedGroup(click.Group):
             raise
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]")
+            quiet_after_interrupt()
             sys.exit(EXIT_INTERRUPTED)
         except Exception as exc:
             if os.environ.get("OPENCLAW_DEBUG"):

@@ -56,6 +56,7 @@ def submit_cmd(
     from openclaw_dask.runtime.cluster import ClusterLostError
     from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
     from openclaw_dask.runtime.oom import WorkersOutOfMemoryError
+    from openclaw_dask.runtime.terminal import quiet_after_interrupt
     from openclaw_dask.workflows.mpi_run import MpiRunError
     from openclaw_dask.workflows.recovery import WorkersLostError
     from openclaw_dask.workflows.runner import StepFailedError, run_workflow
@@ -137,6 +138,7 @@ def submit_cmd(
                     "[yellow]interrupted:[/] run.json says so; continue with "
                     + escape(resume_command(where))
                 )
+        quiet_after_interrupt()
         sys.exit(EXIT_INTERRUPTED)
     if dry_run:
         plan = record["plan"]
