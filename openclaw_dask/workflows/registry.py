@@ -35,6 +35,9 @@ BUILTIN_MODULES = ("openclaw_dask.workflows.ops.example", "openclaw_dask.workflo
 ArgsCheck = Callable[[Mapping[str, Any]], Mapping[str, str]]
 
 _REGISTRY: dict[str, OpInfo] = {}
+#: Ops of installed packages (entry points) that cannot be used, and why: said to a workflow
+#: that names one, never to the others
+_BROKEN: dict[str, str] = {}
 _loaded = False
 
 
@@ -160,7 +163,12 @@ def _load_builtins() -> None:
         importlib.import_module(module)
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         if ep.name not in _REGISTRY:
-            _REGISTRY[ep.name] = _info(ep.name, ep.load(), None)
+            try:
+                _REGISTRY[ep.name] = _info(ep.name, ep.load(), None)
+            except OpError as exc:
+                _BROKEN[ep.name] = str(exc)
+            except Exception as exc:  # the package's module does not import
+                _BROKEN[ep.name] = f"cannot load op {ep.name!r} ({ep.value}): {exc}"
 
 
 def available_ops() -> dict[str, OpInfo]:
@@ -197,6 +205,8 @@ def resolve_op(name: str) -> OpInfo:
     ops = available_ops()
     if name in ops:
         return ops[name]
+    if name in _BROKEN:
+        raise OpError(_BROKEN[name])
     raise OpError(
         f"unknown op {name!r}{did_you_mean(name, ops)}; available: "
         f"{', '.join(ops)} (or a user op as pkg.module:function)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import xarray as xr
 
 from openclaw_dask.config import ConfigError
 from openclaw_dask.workflows.context import IterativeOp
-from openclaw_dask.workflows.registry import OpInfo, available_ops, resolve_op
+from openclaw_dask.workflows.registry import OpError, OpInfo, available_ops, resolve_op
 from openclaw_dask.workflows.spec import _type_problem, load_workflow
 from tests.conftest import ROOT
 
@@ -487,3 +488,29 @@ def test_an_iterative_op_without_its_methods_is_refused_at_the_file(tmp_path: Pa
         f":4: steps.a.op: {op} does not define total_steps and advance (an IterativeOp "
         "defines total_steps, initial_state, advance; finish is optional)"
     ), problem
+
+
+def test_a_broken_op_of_an_installed_package_stops_only_the_workflows_that_name_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.metadata
+
+    from openclaw_dask.workflows import registry
+
+    group = registry.ENTRY_POINT_GROUP
+    installed = [
+        importlib.metadata.EntryPoint("pkg.noctx", f"{__name__}:op_without_a_context", group),
+        importlib.metadata.EntryPoint("pkg.gone", "not_a_package_xyz:op", group),
+    ]
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: installed)
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(registry, "_BROKEN", {})
+    monkeypatch.setattr(registry, "_loaded", False)
+    assert "example.field" in available_ops()  # the others still load
+    load_workflow(write(tmp_path, GOOD))
+    for name, said in {
+        "pkg.noctx": "pkg.noctx takes no step context",
+        "pkg.gone": "cannot load op 'pkg.gone' (not_a_package_xyz:op): No module named",
+    }.items():
+        with pytest.raises(OpError, match=re.escape(said)):
+            resolve_op(name)
