@@ -25,7 +25,7 @@ from typing import Any
 from openclaw_dask.config.errors import ConfigError, Problem, quote
 from openclaw_dask.config.schema import KEYS, KEYS_BY_PATH, defaults, groups
 from openclaw_dask.config.suggest import suggest_env, suggest_key
-from openclaw_dask.config.types import InvalidValueError, join_path
+from openclaw_dask.config.types import InvalidValueError, absolute_path, is_file_path, join_path
 from openclaw_dask.config.validate import check_static
 from openclaw_dask.config.yamlsource import YamlDocument, parse_scalar, read_yaml
 
@@ -190,7 +190,12 @@ def _assign(
             problems.append(problem("unknown key" + suggest_key(path, params), path))
         return
     try:
-        values[path] = key.type.check(raw)
+        value = key.type.check(raw)
+        if is_file_path(key.type) and value is not None:
+            # relative to the file that says it, wherever the command runs (cluster up's
+            # daemon, a submit from another directory); else to the current directory
+            value = absolute_path(value, Path(doc.file).parent if doc else ".")
+        values[path] = value
         sources[path] = source
     except InvalidValueError as exc:
         for sub, message in exc.issues:

@@ -105,6 +105,8 @@ def markdown_reference() -> str:
         "Generated from `openclaw_dask/config/schema.py` by "
         "`python -m openclaw_dask.config.render`; a test keeps it in step.",
         "Every key can be overridden by an environment variable (shown) or `--set key=value`.",
+        "A relative file path is relative to the config file that gives it (from a variable "
+        "or `--set`: to the current directory); `~` is the home directory.",
         "",
         "| key | default | accepts | meaning | env |",
         "|---|---|---|---|---|",

@@ -10,6 +10,7 @@ treats ``bool`` as an ``int``: ``threads: yes`` is a mistake, not ``1``.
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -282,6 +283,29 @@ class Text(ValueType):
 
     def describe(self) -> str:
         return "a string"
+
+
+@dataclass(frozen=True)
+class FilePath(Text):
+    """A file's path: the loader makes it absolute (:func:`absolute_path`)."""
+
+    def describe(self) -> str:
+        return "a file path"
+
+
+def absolute_path(path: str, base: str | os.PathLike[str]) -> str:
+    """``path`` with ``~`` expanded, made absolute against the directory ``base``.
+
+    A config file's relative paths are relative to the file, wherever the command runs (as a
+    workflow's path parameters are relative to the workflow file); ``--set`` and environment
+    values are relative to the current directory. Symbolic links are kept as written.
+    """
+    return os.path.normpath(os.path.join(os.path.abspath(base), os.path.expanduser(path)))
+
+
+def is_file_path(kind: ValueType) -> bool:
+    """Whether values of ``kind`` (possibly nullable) are file paths."""
+    return isinstance(kind.inner if isinstance(kind, Nullable) else kind, FilePath)
 
 
 @dataclass(frozen=True)

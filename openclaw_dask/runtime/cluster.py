@@ -152,15 +152,9 @@ def client_settings(dask_config: Mapping[str, Any]) -> dict[str, Any]:
     """The part of a plan's dask config that a client needs to reach the plan's scheduler.
 
     ``cluster up`` records it, so that ``cluster status`` and ``memory compact`` reach a TLS
-    cluster from any directory: certificate paths are made absolute.
+    cluster from any directory (the loader made the certificate paths absolute).
     """
-    out = {}
-    for key, value in dask_config.items():
-        if key.startswith(CLIENT_SETTINGS):
-            if key.startswith("distributed.comm.tls.") and isinstance(value, str):
-                value = os.path.abspath(value)
-            out[key] = value
-    return out
+    return {k: v for k, v in dask_config.items() if k.startswith(CLIENT_SETTINGS)}
 
 
 def _unreachable_scheme(address: str) -> str | None:

@@ -143,7 +143,8 @@ def plan_ssh(config: Config, hw: Hardware) -> ClusterPlan:
     kwargs: dict[str, Any] = {"scheduler": scheduler, "workers": workers, "name": "openclaw-ssh"}
     if security:
         # the client's side; remote processes get TLS from the dask config they inherit
-        # (distributed.comm.tls.*), so the certificate paths must exist on every node too
+        # (distributed.comm.tls.*), so the certificate paths (absolute, as the loader made
+        # them here) must exist on every node too
         kwargs["security"] = security
     notes.append(
         f"scheduler on {sched_node['host']}:{sched_node['ssh_port']}; "

@@ -161,6 +161,9 @@ def test_status_and_compact_reach_a_tls_cluster_up_from_any_directory(tmp_path: 
         assert "--config FILE" in bare.stderr and "Traceback" not in bare.stderr
         given = cli("cluster", "status", "--address", address, "--config", config.name)
         assert given.returncode == 0, given.stderr
+        # the config's relative certificate paths are relative to it, from any directory
+        given = there("cluster", "status", "--address", address, "--config", str(config))
+        assert given.returncode == 0, given.stderr
     finally:
         down = cli("cluster", "down")
     assert down.returncode == 0, down.stderr

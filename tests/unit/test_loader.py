@@ -382,3 +382,43 @@ def test_with_values_rechecks(write_config: Any) -> None:
     base = load_config(write_config(""))
     with pytest.raises(ConfigError, match=r"parallel\.processes"):
         base.with_values(parallel__processes=0)
+
+
+def test_file_paths_are_relative_to_the_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a config in configs/ names its files as they lie beside it; the command runs elsewhere
+    folder = tmp_path / "configs"
+    (folder / "keys").mkdir(parents=True)
+    for name in ("known_hosts", "id"):
+        (folder / "keys" / name).write_text("x\n")
+    config_file = folder / "ssh.config"
+    config_file.write_text(
+        "distributed:\n  ssh:\n"
+        "    known_hosts: keys/known_hosts\n    identity_file: ../configs/keys/id\n"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    config = load_config(Path("..") / "configs" / "ssh.config", env={})
+    assert config["distributed.ssh.known_hosts"] == str(folder / "keys" / "known_hosts")
+    assert config["distributed.ssh.identity_file"] == str(folder / "keys" / "id")
+    # --set, variables and the API speak from the current directory; ~ is the home directory
+    (elsewhere / "id2").write_text("x\n")
+    config = load_config(
+        config_file,
+        overrides=["distributed.ssh.identity_file=id2"],
+        env={"OPENCLAW_DISTRIBUTED__SSH__KNOWN_HOSTS": "~/configs/keys/known_hosts"},
+    )
+    assert config["distributed.ssh.identity_file"] == str(elsewhere / "id2")
+    assert config["distributed.ssh.known_hosts"] == str(folder / "keys" / "known_hosts")
+    assert config.sources["distributed.ssh.identity_file"] == "--set"
+    moved = config.with_values(**{"distributed.ssh.identity_file": "id2"})
+    assert moved["distributed.ssh.identity_file"] == str(elsewhere / "id2")
+
+
+def test_a_missing_relative_file_names_where_it_was_looked_for(write_config: Any) -> None:
+    (msg,) = problems_of("distributed:\n  ssh:\n    identity_file: keys/id\n", write_config)
+    file = msg.split(":", 1)[0]
+    assert f":3: distributed.ssh.identity_file: file not found: {Path(file).parent}/keys/id" in msg
