@@ -22,6 +22,7 @@ that the config rules refuse on this machine is skipped with the rule's message.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -45,6 +46,8 @@ from openclaw_dask.translate import plan_cluster
 MIN_GAIN = 1.02
 #: share of the budget kept for the final interleaved comparison
 FINAL_SHARE = 0.3
+#: why a candidate was not measured when the sweep's share of the budget ran out
+BUDGET_SPENT = "budget spent"
 
 
 @dataclass
@@ -56,6 +59,8 @@ class Trial:
     samples: list[float] = field(default_factory=list)
     ctx_switches: dict[str, int] = field(default_factory=dict)
     skipped: str | None = None
+    #: seconds the trial took: cluster start, warm-up, repeats, shutdown
+    wall_s: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -75,6 +80,7 @@ class Trial:
             "rate_samples": self.samples,
             "ctx_switches_per_worker": self.ctx_switches,
             "skipped": self.skipped,
+            "wall_s": self.wall_s,
         }
 
 
@@ -130,8 +136,9 @@ class Tuner:
         """
         trial = Trial(stage, dict(changes))
         self.trials.append(trial)
-        if time.monotonic() > self.sweep_deadline:
-            trial.skipped = "budget spent"
+        started = time.monotonic()
+        if started > self.sweep_deadline:
+            trial.skipped = BUDGET_SPENT
             return trial
         try:
             config = self.trial_config(changes)
@@ -160,6 +167,7 @@ class Tuner:
             if strict:
                 raise
             trial.skipped = "; ".join(p.message for p in exc.problems)
+        trial.wall_s = time.monotonic() - started
         shown = f"skipped: {trial.skipped}" if trial.skipped else self.rate_text(trial.rate)
         self.log(f"{stage:<10} {trial.label():<55} {shown}")
         return trial
@@ -326,8 +334,39 @@ def tune(
         "comparison": comparison,
         "recommended": recommended,
         "skipped": tuner.skips,
+        "unmeasured": unmeasured(tuner.trials),
         "reasons": {k: v for k, v in tuner.reasons.items() if k in recommended},
     }
+
+
+def unmeasured(trials: Sequence[Trial]) -> dict[str, Any] | None:
+    """How many candidates the budget left unmeasured, and a budget that would measure them.
+
+    ``None`` when every candidate was measured (or skipped for another reason). The budget
+    asked for assumes each candidate takes as long as the baseline did.
+    """
+    left = [t for t in trials if t.skipped == BUDGET_SPENT]
+    if not left:
+        return None
+    per_trial = max(trials[0].wall_s, 1.0)  # the baseline, always measured first
+    needed = per_trial * len(trials) / (1 - FINAL_SHARE)
+    return {
+        "count": len(left),
+        "candidates": len(trials) - 1,
+        "suggested_budget_s": 60 * math.ceil(needed / 60),
+    }
+
+
+def budget_note(report: dict[str, Any]) -> str | None:
+    """One line on candidates the budget left unmeasured (``None`` when there were none)."""
+    left = report.get("unmeasured")
+    if not left:
+        return None
+    return (
+        f"{left['count']} of {left['candidates']} candidates not measured: the budget "
+        f"({report['budget_s']:.0f} s) ran out; --budget {left['suggested_budget_s'] // 60}m "
+        "or more measures them all here"
+    )
 
 
 def tuned_config_text(config: Config, report: dict[str, Any]) -> str:
@@ -349,8 +388,13 @@ def tuned_config_text(config: Config, report: dict[str, Any]) -> str:
             f"# measured: {comp['speedup']:.3f}x the baseline's throughput over "
             f"{comp['pairs']} interleaved pairs (tuned faster in {comp['tuned_wins']})"
         )
-    else:
+    elif comp:
         lines.append("# measured: no candidate beat the baseline; this is the baseline unchanged")
+    else:
+        lines.append("# measured: no candidate within the budget; this is the baseline unchanged")
+    note = budget_note(report)
+    if note:
+        lines.append(f"# {note}")
     keep = [k for k in KEYS if config.sources.get(k.path, "default") != "default"]
     wanted = {k.path for k in keep} | set(changes)
     for section in SECTIONS:

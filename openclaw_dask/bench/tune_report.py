@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_dask.bench.report import write_json
+from openclaw_dask.bench.tune import budget_note
 from openclaw_dask.bench.workloads import describe_rate
 
 
@@ -63,8 +64,13 @@ def markdown(report: dict[str, Any]) -> str:
     if report["recommended"]:
         for key, value in report["recommended"].items():
             lines.append(f"- `{key}: {value}`: {report['reasons'].get(key, '')}")
-    else:
+    elif comp:
         lines.append("Keep the baseline: no change measured faster in the final pairs.")
+    else:
+        lines.append("Keep the baseline: no candidate was measured within the budget.")
+    note = budget_note(report)
+    if note:
+        lines += ["", f"{note[0].upper()}{note[1:]}."]
     return "\n".join(lines) + "\n"
 
 

@@ -104,7 +104,7 @@ def tune_cmd(
     overrides: tuple[str, ...],
 ) -> None:
     """Measure candidate configs for a workload and write the fastest as a commented config."""
-    from openclaw_dask.bench.tune import tune, tuned_config_text
+    from openclaw_dask.bench.tune import budget_note, tune, tuned_config_text
     from openclaw_dask.bench.tune_report import report_paths, write_all
     from openclaw_dask.bench.workloads import workload as check_workload
     from openclaw_dask.config import load_config
@@ -130,8 +130,13 @@ def tune_cmd(
         changed = ", ".join(f"{k}={v}" for k, v in report["recommended"].items())
         comp = report["comparison"]
         out.print(f"[green]tuned[/]: {changed} ({comp['speedup']:.3f}x over {comp['pairs']} pairs)")
-    else:
+    elif report["comparison"]:
         out.print("[yellow]no change[/]: nothing measured faster than the baseline")
+    else:
+        out.print("[yellow]no change[/]: no candidate was measured within the budget")
+    note = budget_note(report)
+    if note:
+        out.print(f"[yellow]note[/]: {note}")
     out.print(f"config: {target}", markup=False)
     for kind, path in paths.items():
         out.print(f"report ({kind}): {path}", markup=False)

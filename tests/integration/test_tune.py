@@ -45,11 +45,40 @@ def test_tune_writes_a_valid_config_and_a_report_with_interleaved_pairs(tmp_path
             assert config[key] == value
             assert "# tuned: " in out.read_text()
     else:
-        assert "no candidate beat the baseline" in out.read_text()
+        assert "# measured: no candidate" in out.read_text()
     md = (tmp_path / "tuned.report.md").read_text()
     assert "interleaved pairs" in md and "| 1 |" in md
     assert any("compression" in s and "one host" in s for s in report["skipped"])
     assert (tmp_path / "tuned.report.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_a_budget_spent_on_the_baseline_says_what_was_not_measured(tmp_path: Path) -> None:
+    # the baseline always runs; a budget it alone uses up leaves every candidate unmeasured,
+    # which must not read as "nothing measured faster"
+    out = tmp_path / "tuned.config"
+    args = ("tune", "--workload", "stencil", "--budget", "1s", "--out", str(out))
+    proc = run_cli(*args, env=isolated_env(tmp_path), cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "tuned.report.json").read_text())
+    baseline, *others = report["trials"]
+    assert baseline["rate_samples"] and baseline["wall_s"] > 0
+    assert others and all(t["skipped"] == "budget spent" for t in others)
+    left = report["unmeasured"]
+    assert left["count"] == left["candidates"] == len(others)
+    assert left["suggested_budget_s"] >= baseline["wall_s"] * len(report["trials"])
+    note = (
+        f"{len(others)} of {len(others)} candidates not measured: the budget (1 s) ran out; "
+        f"--budget {left['suggested_budget_s'] // 60}m or more measures them all here"
+    )
+    assert "no candidate was measured within the budget" in proc.stdout
+    assert note in " ".join(proc.stdout.split())  # rich may wrap the line
+    assert "nothing measured faster" not in proc.stdout
+    text = out.read_text()
+    assert "# measured: no candidate within the budget" in text and f"# {note}" in text
+    assert load_config(out).config_hash() == load_config(None, use_search_path=False).config_hash()
+    md = (tmp_path / "tuned.report.md").read_text()
+    assert "no candidate was measured within the budget" in md and note[1:] in md
 
 
 @pytest.mark.parametrize(
