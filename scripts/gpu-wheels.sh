@@ -30,6 +30,7 @@ DASK_CUDA_VERSION=26.10.0
 # What the project needs at import and run time that the image lacks (see the check below).
 CARRY=(
     dask distributed zarr numcodecs donfig google-crc32c  # the engine and its storage
+    cftime                                                # the climate outputs' calendar
     partd locket tblib zict tornado                       # dask / distributed's own needs
     bokeh xyzservices                                     # dashboard and performance report
     zstandard lz4                                         # distributed.comm compression

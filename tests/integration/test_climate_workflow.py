@@ -46,6 +46,12 @@ def test_climate_workflow_outputs_and_record(tmp_path: Path) -> None:
     T = monthly["T"]
     assert T.dims == ("time", "lat", "lon") and T.shape == (12, 45, 90)
     assert T.attrs["units"] == "degC" and monthly["lat"].attrs["units"] == "degrees_north"
+    assert T.attrs["cell_methods"] == "time: mean"
+    # CF dates: year 1 is the first after the spin-up, each mean at its own month's middle
+    dates = monthly.indexes["time"]
+    assert [(d.year, d.month) for d in dates] == [(1, m) for m in range(1, 13)]
+    assert dates[0].day == 16 and dates[0].calendar == "julian"
+    assert monthly["T"].groupby("time.season").mean().sizes["season"] == 4
     for name in ("A", "B", "D", "Q", "s2", "albedo_free", "albedo_p2", "albedo_ice"):
         assert name in monthly.attrs, name  # enough to recompute North's solution
     assert monthly.attrs["A"] == 203.3 and monthly.attrs["Q"] == 334.4
@@ -72,8 +78,11 @@ def test_climate_workflow_outputs_and_record(tmp_path: Path) -> None:
     for store in [*stores, "seasonal_amplitude"]:
         ds = xr.open_zarr(run / f"{store}.zarr", decode_timedelta=False)
         for name, var in ds.variables.items():
-            assert "units" in var.attrs, f"{store}.zarr {name}"
-    assert edges["year"].attrs["units"] == "years" and edges["year"].dtype.kind == "i"
+            # decoded dates keep their units in the encoding
+            assert "units" in {**var.attrs, **var.encoding}, f"{store}.zarr {name}"
+    assert edges["year"].attrs["units"] == "years" and edges["year"].values.tolist() == [1]
+    series = xr.open_zarr(run / "global_mean.zarr")
+    assert series.indexes["time"].equals(dates) and series["year"].values.tolist() == [1]
     metrics = rec["steps"]["analyse"]["metrics"]
     assert 60 < metrics["ice_edge_north"] < 80 and -80 < metrics["ice_edge_south"] < -60
     maps = ("annual_mean_map.png", "seasonal_amplitude_map.png")

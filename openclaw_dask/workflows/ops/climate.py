@@ -46,9 +46,20 @@ from openclaw_dask.workflows.context import IterativeOp, StepContext
 from openclaw_dask.workflows.registry import register
 
 DAYS_PER_YEAR = 365.25
-#: The analysis' ``year`` coordinate. "years" is no unit xarray decodes as a time span (it
-#: would turn "days" into timedelta64), so readers see the plain model years.
-YEAR_ATTRS = {"units": "years", "long_name": "model year after the spin-up (0: the first)"}
+#: The monthly means' ``time``: CF dates, so that ``xarray.open_zarr`` gives dates and
+#: ``time.month`` / ``time.season`` groupings work. The model's year is 365.25 days in twelve
+#: equal months from 1 January; the julian calendar's years average the same length, so each
+#: month's mid-point keeps within 0.75 day of the date it is given, in its own month, for any
+#: run length (a 365-day calendar would drift a day every four years).
+TIME_ATTRS = {
+    "units": "days since 0001-01-01 00:00:00",
+    "calendar": "julian",
+    "standard_name": "time",
+    "long_name": "mid-month model time (year 1: the first after the spin-up)",
+}
+#: The analysis' ``year`` coordinate: the year of ``time``'s dates. "years" is no unit xarray
+#: decodes as a time span (it would turn "days" into timedelta64).
+YEAR_ATTRS = {"units": "years", "long_name": "model year (1: the first after the spin-up)"}
 MIN_ROWS_PER_HALO = 8
 
 
@@ -347,15 +358,15 @@ class EnergyBalanceModel(IterativeOp):
                 "T": (
                     ("time", "lat", "lon"),
                     mean[None],
-                    {"units": "degC", "long_name": "monthly-mean surface temperature"},
+                    {
+                        "units": "degC",
+                        "long_name": "monthly-mean surface temperature",
+                        "cell_methods": "time: mean",
+                    },
                 )
             },
             coords={
-                "time": (
-                    "time",
-                    [days],
-                    {"units": "days", "long_name": "model days since the end of the spin-up"},
-                ),
+                "time": ("time", [days], TIME_ATTRS),
                 **_coords(self.grid),
             },
             attrs=self.attrs,
@@ -411,7 +422,7 @@ class EnergyBalanceModel(IterativeOp):
 def _plot(
     ctx: StepContext,
     global_series: np.ndarray,
-    days: np.ndarray,
+    years: np.ndarray,
     annual_map: np.ndarray,
     zonal: np.ndarray,
     amplitude: np.ndarray,
@@ -425,7 +436,7 @@ def _plot(
     folder = ctx.output_dir("plots")
     written = []
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    ax.plot(days / DAYS_PER_YEAR, global_series)
+    ax.plot(years, global_series)
     ax.set(
         xlabel="years after spin-up",
         ylabel="global mean T (°C)",
@@ -483,7 +494,9 @@ def analyse(ctx: StepContext, *, source: str = "simulate") -> dict[str, xr.Datas
     if years < 1:
         raise ValueError("the simulation holds less than one model year of monthly means")
     annual = T.isel(time=slice(0, 12 * years)).coarsen(time=12).mean()
-    annual = annual.rename(time="year").assign_coords(year=("year", np.arange(years), YEAR_ATTRS))
+    annual = annual.rename(time="year").assign_coords(
+        year=("year", np.arange(1, years + 1), YEAR_ATTRS)
+    )
     zonal = annual.mean("lon")  # cells of a row have equal areas
     global_series = xr.DataArray(global_mean(T.data, grid), dims="time", coords={"time": T.time})
     last_year = T.isel(time=slice(12 * (years - 1), 12 * years))
@@ -518,7 +531,7 @@ def analyse(ctx: StepContext, *, source: str = "simulate") -> dict[str, xr.Datas
                 "south": ("year", edges[:, 0], {"units": "degrees_north"}),
                 "north": ("year", edges[:, 1], {"units": "degrees_north"}),
             },
-            coords={"year": ("year", np.arange(years), YEAR_ATTRS)},
+            coords={"year": annual["year"]},
             attrs={
                 **attrs,
                 "definition": f"zonal-mean annual T crosses {threshold} °C, from the pole; "
@@ -544,7 +557,7 @@ def analyse(ctx: StepContext, *, source: str = "simulate") -> dict[str, xr.Datas
     ctx.metrics["plots"] = _plot(
         ctx,
         global_series.values,
-        monthly["time"].values,
+        (np.arange(T.sizes["time"]) + 0.5) / 12,  # mid-month, in model years (dates: time)
         last_annual.values,
         zonal_values[-1],
         amplitude.values,
