@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -84,16 +85,21 @@ class _RaisesSigintWhenFinalised:
         signal.raise_signal(signal.SIGINT)
 
 
+@pytest.fixture
+def python_sigint() -> Iterator[None]:
+    """Python's own Ctrl-C handler, as the CLI has it, whatever the test process has now
+    (pytest started as a shell's background job has SIGINT ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("python_sigint")
 def test_an_interrupt_that_lands_in_a_finaliser_is_not_lost() -> None:
     t0, hook = time.monotonic(), sys.unraisablehook
-    # Python's own Ctrl-C handler, as the CLI has it (whatever the test process has now)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(KeyboardInterrupt), terminal.interrupts():
-            _RaisesSigintWhenFinalised()  # finalised at once: no reference is kept
-            time.sleep(5.0)  # the interrupt must end this, not be swallowed
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    with pytest.raises(KeyboardInterrupt), terminal.interrupts():
+        _RaisesSigintWhenFinalised()  # finalised at once: no reference is kept
+        time.sleep(5.0)  # the interrupt must end this, not be swallowed
     assert time.monotonic() - t0 < 4.0
     assert sys.unraisablehook is hook  # put back after the run
 
@@ -118,8 +124,10 @@ def test_a_gather_cut_short_by_ctrl_c_leaves_no_asyncio_traceback() -> None:
 CLOSING_RUN = """
 import signal, sys, time
 from openclaw_dask.runtime.terminal import interrupts
-if sys.argv[1] == "ignore":
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+# as started from a terminal, or as a shell's background job, whatever the test process has
+# (pytest itself started in the background inherits SIGINT ignored)
+handling = {"default": signal.default_int_handler, "ignore": signal.SIG_IGN}
+signal.signal(signal.SIGINT, handling[sys.argv[1]])
 try:
     with interrupts():
         try:
@@ -184,6 +192,7 @@ def _sigint_blocked() -> bool:
     return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, ())
 
 
+@pytest.mark.usefixtures("python_sigint")
 def test_a_ctrl_c_while_workers_start_is_held_for_them_and_raised_after() -> None:
     seen: list[bool] = []
     with pytest.raises(KeyboardInterrupt), terminal.interrupts_held():
