@@ -241,6 +241,23 @@ def _load_ca(directory: Path) -> tuple[Any, Any]:
     return cert, key
 
 
+def _check_ca_outlives(ca_cert: Any, path: Path, days: int) -> None:
+    """Refuse (ValueError) node certificates of ``days`` that the reused CA would not cover."""
+    end = ca_cert.not_valid_after_utc
+    left = (end - _now()).days
+    if left < 1:
+        raise ValueError(
+            f"the CA {path} expired on {end:%Y-%m-%d} (or does within a day): it can sign no "
+            "new node; move ca.pem and ca-key.pem away to make a new CA (every node then "
+            "needs a new certificate)"
+        )
+    if days > left:
+        raise ValueError(
+            f"--days {days}: a node certificate cannot outlive its CA ({path} ends on "
+            f"{end:%Y-%m-%d}, {left} days from now); give --days {left} or less"
+        )
+
+
 def _san(hosts: Iterable[str]) -> Any:
     from cryptography import x509
 
@@ -355,8 +372,11 @@ def create_certificates(
     files: dict[Path, tuple[bytes, bool]] = {}
     if has_cert:
         ca_cert, ca_key = _load_ca(folder)
+        _check_ca_outlives(ca_cert, folder / CA_CERT, days)
     else:
-        ca_cert, ca_key = _make_ca(CA_DAYS)
+        # a new CA lasts at least as long as the nodes it signs (a node's certificate is
+        # refused by every peer once its CA has expired, whatever its own end date)
+        ca_cert, ca_key = _make_ca(max(CA_DAYS, days))
         files[folder / CA_KEY] = (_key_pem(ca_key), True)
         files[folder / CA_CERT] = (ca_cert.public_bytes(serialization.Encoding.PEM), False)
     all_hosts = [*default_hosts(), *extra_hosts]

@@ -120,6 +120,37 @@ def test_days_past_year_9999_are_refused_before_anything_is_written(tmp_path: Pa
     made = create_certificates(target, days=max_days())
     cert = x509.load_pem_x509_certificate(made.nodes[0].cert.read_bytes())
     assert cert.not_valid_after_utc.year == 9999
+    ca = x509.load_pem_x509_certificate(made.ca_file.read_bytes())
+    assert ca.not_valid_after_utc >= cert.not_valid_after_utc  # a new CA covers its nodes
+
+
+def test_a_node_never_outlives_a_reused_ca(tmp_path: Path) -> None:
+    made = create_certificates(tmp_path, days=30)
+    ca = x509.load_pem_x509_certificate(made.ca_file.read_bytes())
+    left = (ca.not_valid_after_utc - ca.not_valid_before_utc).days  # 3650 days, 5 min early
+    result = CliRunner().invoke(
+        cli, ["certs", "create", str(tmp_path), "--name", "w1", "--days", str(left + 5)]
+    )
+    assert result.exit_code == 2, result.output
+    assert f"--days {left + 5}: a node certificate cannot outlive its CA ({made.ca_file} " in (
+        " ".join(result.output.split())
+    )
+    assert f"give --days {left - 1} or less" in " ".join(result.output.split())
+    assert not (tmp_path / "w1.pem").exists() and "Traceback" not in result.output
+    assert create_certificates(tmp_path, ["w1"], days=left - 1).ca_reused
+
+
+def test_an_expired_ca_signs_no_new_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import datetime as dt
+
+    from openclaw_dask.config import tls
+
+    made = create_certificates(tmp_path, days=30)
+    later = tls._now() + dt.timedelta(days=4000)
+    monkeypatch.setattr(tls, "_now", lambda: later)
+    with pytest.raises(ValueError, match=r"expired on \d{4}-\d\d-\d\d .* move ca.pem"):
+        create_certificates(tmp_path, ["w2"])
+    assert not (tmp_path / "w2.pem").exists() and made.ca_file.exists()
 
 
 @pytest.mark.parametrize("host", ["not a host!!", "exa mple.com", "-bad", "::::1", ""])
