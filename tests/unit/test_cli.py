@@ -24,9 +24,9 @@ SHIPPED = sorted((ROOT / "configs").glob("*.config"))
 def run_cli(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    """Run the real console entry point in a subprocess."""
+    """Run the command in a subprocess: `python -m openclaw_dask`, the console script's entry."""
     return subprocess.run(
-        [sys.executable, "-m", "openclaw_dask.cli.main", *args],
+        [sys.executable, "-m", "openclaw_dask", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -33,7 +33,7 @@ HINT = "workflow parameters are set with submit --set params.NAME=VALUE"
 def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Any:
     """The real console entry point in a subprocess, run from ``cwd``."""
     return subprocess.run(
-        [sys.executable, "-m", "openclaw_dask.cli.main", *args],
+        [sys.executable, "-m", "openclaw_dask", *args],
         capture_output=True,
         text=True,
         timeout=120,
