@@ -19,13 +19,17 @@ the ``mpirun`` child only (and shown in the printed command line), never in this
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+
+import psutil
 
 from openclaw_dask.config import Config, ConfigError
 from openclaw_dask.config.errors import Problem
@@ -140,21 +144,65 @@ def run_mpirun(
     if announce:
         announce("mpirun: " + format_command(command, extra))
     command[0] = mpirun
-    proc = subprocess.Popen(command, env={**(os.environ if env is None else env), **extra})
+    proc = None
     try:
+        # inside the try: a Ctrl-C right after the line above (the ranks' command is long to
+        # read) once left mpirun running on its own, its ranks failing on the removed plan
+        proc = subprocess.Popen(command, env={**(os.environ if env is None else env), **extra})
         return proc.wait()
     except KeyboardInterrupt:
-        stop(proc)
+        stop(proc, plan_file)
         raise
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Ask ``mpirun`` to end its ranks (it forwards SIGTERM), then kill it if it hangs."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
+def stop(proc: subprocess.Popen[bytes] | None, plan_file: Path) -> None:
+    """Ask ``mpirun`` to end its ranks (it forwards SIGTERM), then wait for every rank.
+
+    On a Ctrl-C (the terminal's SIGINT reaches ``mpirun`` and the ranks alike) ``mpirun``
+    exits at once, and the ranks, closing in order, outlived it by ~1 s: rank 1 then wrote
+    ``run.json`` after this process had read it and gone. ``mpirun`` and the ranks are found
+    by the plan file on their command lines (only this launch names it), also when the
+    interrupt came inside ``Popen`` (``proc`` is ``None``); any left after the grace time are
+    killed.
+    """
+    if proc is None:
+        mine = [p for p in _naming(plan_file) if p.ppid() == os.getpid()]
+        pending = mine[0] if mine else None
+    else:
+        pending = psutil.Process(proc.pid) if proc.poll() is None else None
+    if pending is not None:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            pending.send_signal(signal.SIGTERM)
+            try:
+                pending.wait(timeout=STOP_GRACE)
+            except psutil.TimeoutExpired:
+                pending.kill()
+                pending.wait()
+    # mpirun is gone, so every rank it started is there to find; polled, not waited for: a
+    # rank is not this process's child, and an exited one stays a zombie until init reaps it
+    # (seconds in some containers), although it is done
+    ranks = _naming(plan_file)
+    deadline = time.monotonic() + STOP_GRACE
+    while ranks and time.monotonic() < deadline:
+        time.sleep(0.05)
+        ranks = [rank for rank in ranks if _running(rank)]
+    for rank in ranks:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            rank.kill()
+
+
+def _naming(plan_file: Path) -> list[psutil.Process]:
+    """The running processes whose command line names ``plan_file`` (mpirun, the ranks)."""
+    return [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if str(plan_file) in (p.info["cmdline"] or ()) and _running(p)
+    ]
+
+
+def _running(process: psutil.Process) -> bool:
+    """Whether ``process`` still runs (a zombie has exited: its files and locks are closed)."""
     try:
-        proc.wait(timeout=STOP_GRACE)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -13,6 +13,7 @@ the same outcome a local run has: the record, :class:`StepFailedError`, :class:`
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import os
 import shlex
@@ -38,6 +39,7 @@ from openclaw_dask.runtime.oom import WorkersOutOfMemoryError
 from openclaw_dask.runtime.terminal import interrupts
 from openclaw_dask.translate import ClusterPlan
 from openclaw_dask.workflows import strictjson, zarrio
+from openclaw_dask.workflows.lock import LOCK
 from openclaw_dask.workflows.recovery import WorkersLostError
 from openclaw_dask.workflows.resume import read_run
 from openclaw_dask.workflows.runner import RUN_RECORD, StepFailedError, _new_run_dir
@@ -170,6 +172,8 @@ def run_under_mpirun(
             ]
         )
     find_mpirun(plan, cfg, backend)  # before a run directory is made
+    # made here for this run (not a --resume, nor a --run-dir the user had made)
+    fresh = resume is None and not (run_dir is not None and Path(run_dir).exists())
     directory = read_run(resume)[0] if resume is not None else _new_run_dir(workflow, run_dir)
     env = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="openclaw-mpi-") as tmp:
@@ -195,9 +199,25 @@ def run_under_mpirun(
                 )
         except KeyboardInterrupt as exc:
             _update_record(directory, lines[0] if lines else shlex.join(args), interrupted=True)
-            exc.run_dir = directory  # type: ignore[attr-defined]  # submit's resume hint
-            raise
-    return _outcome(directory, code, lines[0] if lines else shlex.join(args))
+            raise _interrupted(exc, directory, fresh) from None
+    return _outcome(directory, code, lines[0] if lines else shlex.join(args), fresh)
+
+
+def _interrupted(exc: KeyboardInterrupt, directory: Path, fresh: bool) -> KeyboardInterrupt:
+    """``exc`` with the run directory to resume, once rank 1 has written its record.
+
+    A Ctrl-C while the ranks still import (the first seconds after the ``mpirun`` line) ends
+    the launch before rank 1 wrote ``run.json``: there is nothing to resume, and submit said
+    "run.json says so; continue with --resume DIR" of a directory that ``--resume`` then
+    refused. That directory, made for this run and empty but for rank 1's lock, goes.
+    """
+    if (directory / RUN_RECORD).exists():
+        exc.run_dir = directory  # type: ignore[attr-defined]  # submit's resume hint
+    elif fresh:
+        (directory / LOCK).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # not empty after all: left as it is
+            directory.rmdir()
+    return exc
 
 
 #: ``mpirun``'s exit codes when its ranks were asked to stop (rank 1's own, or a signal's).
@@ -244,8 +264,11 @@ def _record_crash(directory: Path, record: dict[str, Any], crash: MpiRunError) -
     return failed
 
 
-def _outcome(directory: Path, code: int, command: str) -> dict[str, Any]:
-    """Rank 1's exit code and record -> the same result a local run gives."""
+def _outcome(directory: Path, code: int, command: str, fresh: bool = False) -> dict[str, Any]:
+    """Rank 1's exit code and record -> the same result a local run gives.
+
+    ``fresh``: the run directory was made for this launch (see :func:`_interrupted`).
+    """
     record = _update_record(directory, command, interrupted=code in INTERRUPT_CODES)
     if code == 0 and record.get("status") == "completed":
         return record
@@ -264,9 +287,7 @@ def _outcome(directory: Path, code: int, command: str) -> dict[str, Any]:
             ]
         )
     if code in INTERRUPT_CODES:
-        interrupted = KeyboardInterrupt("mpirun interrupted")
-        interrupted.run_dir = directory  # type: ignore[attr-defined]  # submit's resume hint
-        raise interrupted
+        raise _interrupted(KeyboardInterrupt("mpirun interrupted"), directory, fresh)
     # a rank died (killed, out of memory, crashed) and mpirun ended the others
     crash = MpiRunError(code)
     step = _record_crash(directory, record, crash)

@@ -22,6 +22,7 @@ import pytest
 from openclaw_dask.config.tls import create_certificates
 from openclaw_dask.workflows.runner import run_workflow
 from tests.conftest import ROOT
+from tests.integration.test_workflow_run import start_in_own_group
 from tests.integration.user_ops import FAILING_WORKFLOW
 
 pytestmark = pytest.mark.mpi
@@ -192,6 +193,29 @@ def test_sigterm_stops_every_rank_and_resume_under_mpirun_continues(tmp_path: Pa
     assert rec["status"] == "completed" and rec["attempts"] == 2
     assert rec["steps"]["field"]["skipped"].startswith("completed in an earlier attempt")
     assert rec["steps"]["diffuse"]["resumed_from_step"] >= 100
+
+
+def test_ctrl_c_while_the_ranks_start_leaves_nothing_that_claims_a_run(tmp_path: Path) -> None:
+    """Ctrl-C at once after the ``mpirun`` line, while the ranks still import: ``mpirun``
+    exits at once and the ranks about a second later. The launch had said "run.json says so;
+    continue with --resume DIR" of a directory without run.json (rank 1 had not written it
+    yet), which ``--resume`` refused, and returned while ranks still ran."""
+    run_dir = tmp_path / "run"
+    proc = start_in_own_group(
+        run_dir, [*LONG_RUN[1:], "--no-report"], stderr=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    while line and not line.startswith("mpirun: "):
+        line = proc.stderr.readline()
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal does: submit, mpirun and the ranks
+    plan = line.split(" -m openclaw_dask.cli.mpi_entry ")[1].split()[0]
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert stderr.strip().endswith("interrupted before the run began: nothing to resume"), stderr
+    assert not run_dir.exists() and "Traceback" not in stderr
+    left = [p.pid for p in psutil.process_iter(["cmdline"]) if plan in (p.info["cmdline"] or ())]
+    assert not left, f"ranks of the launch outlived it: {left}"
 
 
 def test_a_worker_rank_killed_fails_the_step_in_one_line_and_resume_continues(
