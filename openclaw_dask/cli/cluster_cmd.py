@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
@@ -110,11 +111,34 @@ def up_cmd(config_path: str | None, overrides: tuple[str, ...]) -> None:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
+    try:
+        _wait_up(proc, plan.backend, log)
+    except KeyboardInterrupt:
+        # the cluster process has a session of its own (it outlives the terminal), so a Ctrl-C
+        # reaches only this command: it went on starting, and a cluster the user had stopped
+        # came up in the background
+        _stop_starting(proc)
+        raise
+
+
+def _stop_starting(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the cluster process ``cluster up`` started (it closes its cluster, if any)."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=DOWN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        clear_state(proc.pid)  # a killed process cannot remove its own state file
+
+
+def _wait_up(proc: subprocess.Popen[bytes], backend: str, log: Path) -> None:
+    """Wait until the cluster process says its cluster is up; raise what stopped it."""
     deadline = time.monotonic() + UP_TIMEOUT
     while time.monotonic() < deadline:
         state = read_state()
         if state and state.get("pid") == proc.pid:
-            out.print(f"cluster up: {state['address']} ({plan.backend}, pid {proc.pid})")
+            out.print(f"cluster up: {state['address']} ({backend}, pid {proc.pid})")
             if state.get("dashboard"):
                 out.print(f"dashboard: {state['dashboard']}")
             return
@@ -130,7 +154,7 @@ def up_cmd(config_path: str | None, overrides: tuple[str, ...]) -> None:
                 ]
             )
         time.sleep(0.2)
-    proc.terminate()
+    _stop_starting(proc)
     raise ConfigError(
         [
             Problem(

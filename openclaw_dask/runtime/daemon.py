@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         config, plan = load_and_plan(args.config, args.overrides)
         # cluster up starts a cluster of its own, never attaches to one
         with start_cluster(config, attach_running=False) as client:
+            if stop.is_set():  # stopped while it started (Ctrl-C on cluster up): never announced
+                return 0
             served = config["cluster.dashboard_address"]  # Dask formats a link either way
             write_state(
                 {

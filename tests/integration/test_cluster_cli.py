@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from openclaw_dask.runtime.state import clear_state, read_state, state_file, write_state
 from tests.conftest import ROOT
+from tests.integration.test_workflow_run import DEFAULT_SIGINT
 from tests.unit.test_state import fake_daemon
 
 EXE = Path(sys.executable).with_name("openclaw-dask")
@@ -258,3 +261,30 @@ def test_a_cluster_stopped_mid_run_is_one_line_and_resume_continues(tmp_path: Pa
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "completed"
     assert record["steps"]["diffuse"]["resumed_from_step"] >= 200
+
+
+def test_ctrl_c_while_the_cluster_starts_leaves_no_cluster() -> None:
+    """The cluster process has a session of its own (it outlives the terminal), so a Ctrl-C on
+    `cluster up` reached only the command: it said "interrupted" and the cluster came up in
+    the background all the same."""
+    command = [str(EXE), "cluster", "up", "--set", "cluster.dashboard_address=null"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DEFAULT_SIGINT, *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a terminal's foreground job: its own process group
+    )
+    daemon = None
+    deadline = time.monotonic() + 60
+    while daemon is None and time.monotonic() < deadline and proc.poll() is None:
+        children = psutil.Process(proc.pid).children()
+        daemon = next((c for c in children if "openclaw_dask.runtime.daemon" in c.cmdline()), None)
+        time.sleep(0.05)
+    assert daemon is not None, proc.communicate()
+    os.killpg(proc.pid, signal.SIGINT)  # while the cluster starts (~2 s)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and stderr.strip() == "interrupted", stderr
+    assert not daemon.is_running() and read_state() is None
+    status = sh("cluster", "status")
+    assert status.returncode == 1 and "no cluster is running" in status.stderr
