@@ -166,7 +166,7 @@ def stop(proc: subprocess.Popen[bytes] | None, plan_file: Path) -> None:
     killed.
     """
     if proc is None:
-        mine = [p for p in _naming(plan_file) if p.ppid() == os.getpid()]
+        mine = [p for p in _naming(plan_file) if p.info["ppid"] == os.getpid()]
         pending = mine[0] if mine else None
     else:
         pending = psutil.Process(proc.pid) if proc.poll() is None else None
@@ -195,7 +195,7 @@ def _naming(plan_file: Path) -> list[psutil.Process]:
     """The running processes whose command line names ``plan_file`` (mpirun, the ranks)."""
     return [
         p
-        for p in psutil.process_iter(["cmdline"])
+        for p in psutil.process_iter(["cmdline", "ppid"])
         if str(plan_file) in (p.info["cmdline"] or ()) and _running(p)
     ]
 

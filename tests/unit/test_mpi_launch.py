@@ -132,3 +132,39 @@ def test_a_rank_killed_by_a_signal_fails_the_step_whatever_rank_1_wrote(
     with pytest.raises(KeyboardInterrupt):  # mpirun forwarded a SIGTERM: an interrupt
         _outcome(tmp_path, 143, "mpirun")
     assert json.loads((tmp_path / "run.json").read_text())["status"] == "interrupted"
+
+
+#: Stands in for mpirun: starts a "rank" naming the plan file too, forwards SIGTERM to it.
+FAKE_MPIRUN = """
+import signal, subprocess, sys, time
+rank = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", sys.argv[1]])
+def end(*_):
+    rank.terminate()
+    open(sys.argv[1] + ".ended", "w").write(str(rank.wait()))
+    sys.exit(143)
+signal.signal(signal.SIGTERM, end)
+print("up", flush=True)
+time.sleep(60)
+"""
+
+
+def test_stop_finds_mpirun_and_its_ranks_by_the_plan_file(tmp_path: Path) -> None:
+    """An interrupt inside Popen leaves no handle on mpirun: stop() finds it (this process's
+    child naming the plan file) and waits for its ranks, which name the plan file too."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    from openclaw_dask.runtime.mpi_launch import stop
+
+    plan_file = tmp_path / "plan.json"
+    mpirun = subprocess.Popen(
+        [sys.executable, "-c", FAKE_MPIRUN, str(plan_file)], stdout=subprocess.PIPE, text=True
+    )
+    assert mpirun.stdout is not None and mpirun.stdout.readline() == "up\n"
+    (rank,) = psutil.Process(mpirun.pid).children()
+    stop(None, plan_file)  # reaps mpirun: its own wait then sees nothing
+    assert mpirun.wait(timeout=5) == 0 and not rank.is_running()
+    # asked to end (SIGTERM forwarded to the rank), not killed
+    assert Path(f"{plan_file}.ended").read_text() == "-15"
