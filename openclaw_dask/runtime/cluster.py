@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import urllib.request
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager, nullcontext
@@ -39,6 +40,8 @@ logger = logging.getLogger("openclaw_dask.runtime")
 CONNECT_TIMEOUT = "10s"
 #: Seconds the client rank of an mpi launch waits for every worker rank to register.
 MPI_WORKER_TIMEOUT = 60
+#: Seconds to wait for an attached scheduler's dashboard page (it answers in milliseconds).
+DASHBOARD_PROBE_TIMEOUT = 5
 
 
 @contextmanager
@@ -201,6 +204,22 @@ def dashboard_note(client: Client, config: Config) -> str:
     if port.isdigit() and int(port) and f":{port}/" not in link:
         return f"{link} (port {port} was taken: another cluster running?)"
     return link
+
+
+def attached_dashboard(client: Client) -> str | None:
+    """The dashboard link of a scheduler this client attached to, or ``None`` if it has none.
+
+    Dask formats ``dashboard_link`` from the scheduler's HTTP port whatever its dashboard
+    setting; a scheduler started with ``cluster.dashboard_address: null`` serves only
+    ``/health`` and ``/metrics`` there, so the link would answer 404. Asked over HTTP, as a
+    browser would (a scheduler not started by us has no config to read it from).
+    """
+    link = client.dashboard_link
+    try:
+        with urllib.request.urlopen(link, timeout=DASHBOARD_PROBE_TIMEOUT) as reply:
+            return link if reply.status == 200 else None
+    except (OSError, ValueError):  # HTTPError (404) is an OSError; a link without a host
+        return None
 
 
 def register_plugins(client: Client, plan: ClusterPlan) -> None:

@@ -39,6 +39,7 @@ from openclaw_dask.runtime import counter
 from openclaw_dask.runtime.cluster import (
     ClusterLostError,
     attach_refusal,
+    attached_dashboard,
     cluster_gone,
     dashboard_note,
     on_running_cluster,
@@ -786,13 +787,17 @@ def run_workflow(
                 html = (directory / PERFORMANCE_REPORT).resolve()
                 stack.enter_context(performance_report(filename=str(html)))
                 record["performance_report"] = str(html)
-            record["dashboard"] = client.dashboard_link
+            if plan.backend == "attach":  # its dashboard is where that cluster put it, if any
+                link = attached_dashboard(client)
+            else:
+                link = client.dashboard_link if cfg["cluster.dashboard_address"] else None
+            record["dashboard"] = link
             if announce:
-                if plan.backend == "attach":  # its dashboard is where that cluster put it
+                if plan.backend == "attach":
                     announce(_attached_note(client, plan, cfg))
-                    announce(f"dashboard: {client.dashboard_link}")
-                elif cfg["cluster.dashboard_address"]:
-                    announce(f"dashboard: {dashboard_note(client, cfg)}")
+                if link:
+                    note = link if plan.backend == "attach" else dashboard_note(client, cfg)
+                    announce(f"dashboard: {note}")
             record["cluster"] = _cluster_summary(client)
             counter.install(client)
             run.watch = stack.enter_context(PauseWatch(client))

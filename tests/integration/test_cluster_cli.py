@@ -192,7 +192,9 @@ def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Pa
             "parallel.processes (--set); `openclaw-dask cluster down`" in done.stderr
         )
         assert "was taken" not in done.stderr  # the running cluster's dashboard, as it is
+        assert f"dashboard: {state['dashboard']}" in done.stderr
         record = json.loads((run_dir / "run.json").read_text())
+        assert record["dashboard"] == state["dashboard"]
         assert record["plan"]["backend"] == "attach"  # as the dry run says, and as it ran
         assert len(record["cluster"]["workers"]) == 2
         dry = sh(*args[:2], "--dry-run")
@@ -225,6 +227,24 @@ def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Pa
         assert bench.returncode == 0, bench.stderr
         assert json.loads(out.read_text())["cluster"]["workers"] == 1
         assert f"the `cluster up` cluster at {state['address']}" in bench.stderr
+    finally:
+        assert sh("cluster", "down").returncode == 0
+
+
+def test_a_run_on_a_cluster_without_a_dashboard_links_none(tmp_path: Path) -> None:
+    """Dask formats a dashboard link from the scheduler's HTTP port, which answers 404 on
+    every page when the dashboard is off: submit printed and recorded that dead link."""
+    up = sh("cluster", "up", "--set", "cluster.dashboard_address=null")
+    assert up.returncode == 0, up.stderr
+    try:
+        run_dir = tmp_path / "run"
+        small = ["params.size=128", "params.chunk=64", "params.steps=40"]
+        args = ["submit", str(ROOT / "workflows/example.yaml"), "--run-dir", str(run_dir)]
+        done = sh(*args, "--no-report", "--set", *small)
+        assert done.returncode == 0, done.stderr
+        assert "cluster: the running scheduler at" in done.stderr
+        assert "dashboard:" not in done.stderr, done.stderr
+        assert json.loads((run_dir / "run.json").read_text())["dashboard"] is None
     finally:
         assert sh("cluster", "down").returncode == 0
 
