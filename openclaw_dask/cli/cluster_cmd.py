@@ -258,14 +258,15 @@ def down_cmd() -> None:
 @CLIENT_CONFIG_OPTION
 def status_cmd(address: str | None, config_path: str | None) -> None:
     """List the workers: threads, pinned cores, allocator, memory limit, config hash."""
+    from openclaw_dask.runtime.cluster import attached_dashboard
     from openclaw_dask.runtime.inspect import inspect_workers, refused_workers
 
     with _connected(address, config_path) as (address, client, dashboard):
         facts = inspect_workers(client)
         refused = refused_workers(client)
         # Dask formats a link even for a scheduler that serves no dashboard: `cluster up`
-        # recorded whether its own does
-        link = client.dashboard_link if dashboard else None
+        # recorded whether its own does; another scheduler (--address) is asked
+        link = attached_dashboard(client) if dashboard else None
     table = Table(title=f"cluster at {address}")
     for column in (
         "worker",

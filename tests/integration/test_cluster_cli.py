@@ -245,6 +245,10 @@ def test_a_run_on_a_cluster_without_a_dashboard_links_none(tmp_path: Path) -> No
         assert "cluster: the running scheduler at" in done.stderr
         assert "dashboard:" not in done.stderr, done.stderr
         assert json.loads((run_dir / "run.json").read_text())["dashboard"] is None
+        state = read_state()
+        assert state is not None
+        status = sh("cluster", "status", "--address", state["address"])
+        assert status.returncode == 0 and "dashboard:" not in status.stdout, status.stdout
     finally:
         assert sh("cluster", "down").returncode == 0
 
