@@ -26,6 +26,7 @@ from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
 from openclaw_dask.cli.output import err, out
 from openclaw_dask.config import ConfigError
 from openclaw_dask.config.errors import Problem
+from openclaw_dask.runtime.processes import wait_gone
 from openclaw_dask.runtime.state import (
     address_problem,
     clear_state,
@@ -220,20 +221,6 @@ def _connected(address: str | None, config_path: str | None) -> Iterator[tuple[s
         yield address, client, dashboard
 
 
-def _wait_gone(proc: psutil.Process, timeout: float) -> bool:
-    """Wait until ``proc`` has exited (a zombie has); ``False`` if it still runs at ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            # is_running is False once the pid names another process; a zombie has exited
-            if not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.2)
-    return False
-
-
 @cluster_group.command("down")
 def down_cmd() -> None:
     """Stop the cluster started by `cluster up`."""
@@ -244,7 +231,7 @@ def down_cmd() -> None:
         _no_cluster(stale)
     try:
         proc.terminate()  # psutil refuses to signal a pid that now names another process
-        if not _wait_gone(proc, DOWN_TIMEOUT):
+        if wait_gone([proc], DOWN_TIMEOUT):
             proc.kill()
             # a killed daemon cannot remove its own state file
             clear_state(proc.pid)

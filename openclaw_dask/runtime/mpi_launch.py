@@ -25,7 +25,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -34,6 +33,7 @@ import psutil
 from openclaw_dask.config import Config, ConfigError
 from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.validate import locate
+from openclaw_dask.runtime.processes import running, wait_gone
 from openclaw_dask.translate import ClusterPlan
 
 #: Set by ``mpi_entry`` on rank 1 to the dask-mpi scheduler's address. Not ``OPENCLAW_``-prefixed,
@@ -178,15 +178,8 @@ def stop(proc: subprocess.Popen[bytes] | None, plan_file: Path) -> None:
             except psutil.TimeoutExpired:
                 pending.kill()
                 pending.wait()
-    # mpirun is gone, so every rank it started is there to find; polled, not waited for: a
-    # rank is not this process's child, and an exited one stays a zombie until init reaps it
-    # (seconds in some containers), although it is done
-    ranks = _naming(plan_file)
-    deadline = time.monotonic() + STOP_GRACE
-    while ranks and time.monotonic() < deadline:
-        time.sleep(0.05)
-        ranks = [rank for rank in ranks if _running(rank)]
-    for rank in ranks:
+    # mpirun is gone, so every rank it started is there to find (not this process's children)
+    for rank in wait_gone(_naming(plan_file), STOP_GRACE):
         with contextlib.suppress(psutil.NoSuchProcess):
             rank.kill()
 
@@ -196,13 +189,5 @@ def _naming(plan_file: Path) -> list[psutil.Process]:
     return [
         p
         for p in psutil.process_iter(["cmdline", "ppid"])
-        if str(plan_file) in (p.info["cmdline"] or ()) and _running(p)
+        if str(plan_file) in (p.info["cmdline"] or ()) and running(p)
     ]
-
-
-def _running(process: psutil.Process) -> bool:
-    """Whether ``process`` still runs (a zombie has exited: its files and locks are closed)."""
-    try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
