@@ -28,6 +28,25 @@ SSH_SCHEDULER = "distributed.deploy.ssh.Scheduler"
 SSH_WORKER = "distributed.deploy.ssh.Worker"
 #: Preload that gives each remote worker the fingerprint of its node's own openclaw.config.
 NODE_PRELOAD = "openclaw_dask.runtime.preload"
+#: Preload that stops a remote scheduler or nanny when its SSH session ends (runtime/hangup.py).
+HANGUP_PRELOAD = "openclaw_dask.runtime.hangup"
+
+
+def with_preload(
+    dask_config: dict[str, Any], kind: str, module: str, argv: list[str]
+) -> dict[str, Any]:
+    """``preload`` and ``preload_argv`` keywords: ``distributed.KIND.preload`` plus ``module``.
+
+    A keyword replaces the dask config's list, so that list (and its ``preload-argv``: one
+    list per module, or one for all) is kept first.
+    """
+    given = dask_config.get(f"distributed.{kind}.preload") or []
+    given = [given] if isinstance(given, str) else list(given)
+    args = list(dask_config.get(f"distributed.{kind}.preload-argv") or [])
+    if not (args and all(isinstance(a, list) for a in args)):
+        args = [args for _ in given]
+    args = [*args, *([] for _ in range(len(given) - len(args)))][: len(given)]
+    return {"preload": [*given, module], "preload_argv": [*args, argv]}
 
 
 def connect_options(config: Config, node: dict[str, Any]) -> dict[str, Any]:
@@ -79,6 +98,8 @@ def plan_ssh(config: Config, hw: Hardware) -> ClusterPlan:
         "port": 0,
         **dashboard_kwargs(config),
         "protocol": proto,
+        # the session's end (Ctrl-C while it starts, a killed client) stops it too
+        **with_preload(dask_config, "scheduler", HANGUP_PRELOAD, []),
     }
     scheduler = {
         "cls": SSH_SCHEDULER,
@@ -108,11 +129,11 @@ def plan_ssh(config: Config, hw: Hardware) -> ClusterPlan:
         if config["cluster.interface"]:
             del kw["host"]
             kw["interface"] = config["cluster.interface"]
-        # the worker reads its node's own config, so a node that disagrees is refused by name;
-        # a kwarg replaces distributed.worker.preload, so keep what the dask config asks for
-        preload = list(dask_config.get("distributed.worker.preload") or [])
-        kw["preload"] = [*preload, NODE_PRELOAD]
-        kw["preload_argv"] = [[] for _ in preload] + [["--openclaw-adopt-unconfigured"]]
+        # the worker reads its node's own config, so a node that disagrees is refused by name
+        kw |= with_preload(dask_config, "worker", NODE_PRELOAD, ["--openclaw-adopt-unconfigured"])
+        # the nanny (and with it its worker) stops when its SSH session ends
+        hangup = with_preload(dask_config, "nanny", HANGUP_PRELOAD, [])
+        kw |= {"preload_nanny": hangup["preload"], "preload_nanny_argv": hangup["preload_argv"]}
         # one spec per process: ssh.Worker's own n_workers would give them all the same name,
         # which the scheduler refuses ("name taken")
         names = [name] if procs == 1 else [f"{name}-{i}" for i in range(procs)]

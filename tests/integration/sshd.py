@@ -268,6 +268,18 @@ class SshRig:
         path.write_text(yaml.safe_dump(data, sort_keys=False))
         return path
 
+    def session_processes(self) -> list[psutil.Process]:
+        """What the hosts' SSH sessions run now (every descendant of an sshd but sshd's own)."""
+        found = []
+        for h in self.hosts:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                found += [
+                    p
+                    for p in psutil.Process(h.proc.pid).children(recursive=True)
+                    if p.name() != "sshd"
+                ]
+        return found
+
     # ---- teardown -------------------------------------------------------------------------
 
     def close(self) -> None:

@@ -6,6 +6,7 @@ host and user keys, one network namespace each when the tests run as root (else 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -22,7 +23,9 @@ import pytest
 from distributed import Client
 
 from openclaw_dask.runtime.cluster import start_cluster
+from openclaw_dask.runtime.hangup import GRACE
 from openclaw_dask.runtime.inspect import inspect_workers
+from openclaw_dask.runtime.processes import wait_gone
 from openclaw_dask.runtime.state import read_state
 from openclaw_dask.translate.plan import QUIET_MONITORS
 from tests.conftest import ROOT
@@ -128,6 +131,51 @@ def test_cluster_up_status_down_on_ssh(rig: SshRig, tmp_path: Path) -> None:
         down = cli("cluster", "down")
     assert down.returncode == 0, down.stderr
     assert read_state() is None
+
+
+#: A client that holds an ssh cluster until it is killed.
+HOLDING_CLIENT = """
+import sys, time
+from openclaw_dask import load_config, start_cluster
+if __name__ == "__main__":
+    with start_cluster(load_config(sys.argv[1]), attach_running=False) as client:
+        print(len(client.scheduler_info()["workers"]), flush=True)
+        time.sleep(600)
+"""
+
+
+def test_a_killed_client_leaves_nothing_running_on_the_nodes(rig: SshRig, tmp_path: Path) -> None:
+    """sshd neither stops a command without a terminal when its connection drops nor honours
+    Dask's kill request: the remote scheduler and nannies stop when their session's input
+    ends (runtime/hangup.py). Without that, all of them still ran a minute later."""
+    a, b, _ = hosts(rig)
+    config = rig.config([rig.node(a, **NODE_A), rig.node(b, **NODE_B)], tmp_path / "ssh.config")
+    script = tmp_path / "client.py"
+    script.write_text(HOLDING_CLIENT)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "2", proc.wait()
+        remote = rig.session_processes()
+        # the scheduler's and both nannies' dask_spec, and each nanny's worker
+        specs = [p for p in remote if "distributed.cli.dask_spec" in " ".join(p.cmdline())]
+        assert len(specs) == 3, [p.cmdline() for p in remote]
+    finally:
+        proc.kill()
+        proc.wait()
+    left = wait_gone(remote, timeout=GRACE + 20)
+    names = [" ".join(p.cmdline())[:120] for p in left]
+    for p in left:  # orphans outlive the rig's sshd: stop them here, even when failing
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.kill()
+    assert names == []
 
 
 def _nobody(rig: SshRig, tmp_path: Path) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from openclaw_dask.runtime.preflight import (
 )
 from openclaw_dask.runtime.preload import has_own_config
 from openclaw_dask.translate import plan_cluster
-from openclaw_dask.translate.ssh import NODE_PRELOAD
+from openclaw_dask.translate.ssh import HANGUP_PRELOAD, NODE_PRELOAD
 from tests.conftest import make_hardware
 
 NODES = (
@@ -114,6 +114,19 @@ def test_unconfigured_nodes_adopt_and_workers_read_their_node_config() -> None:
         kwargs = spec["options"]["kwargs"]
         assert kwargs["preload"][-1] == NODE_PRELOAD
         assert kwargs["preload_argv"][-1] == ["--openclaw-adopt-unconfigured"]
+
+
+def test_remote_schedulers_and_nannies_stop_with_their_ssh_session() -> None:
+    sets = ("dask.distributed.nanny.preload=[mine]", "dask.distributed.scheduler.preload=[own]")
+    plan = plan_cluster(config(*sets), make_hardware(), backend="ssh", strict=False)
+    scheduler = plan.cluster_kwargs["scheduler"]["options"]["kwargs"]
+    assert scheduler["preload"] == ["own", HANGUP_PRELOAD]
+    for spec in plan.cluster_kwargs["workers"].values():
+        assert spec["options"]["worker_class"] == "distributed.Nanny"
+        kwargs = spec["options"]["kwargs"]
+        assert kwargs["preload_nanny"] == ["mine", HANGUP_PRELOAD]
+        assert kwargs["preload_nanny_argv"] == [[], []]
+        assert HANGUP_PRELOAD not in kwargs["preload"]  # the worker's stdin is not the session's
 
 
 def test_workers_that_never_join_are_named() -> None:
