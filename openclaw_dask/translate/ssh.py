@@ -3,7 +3,8 @@
 ``distributed.SSHCluster`` gives every worker the same options (distributed#4714). We build the
 same thing it builds, a ``SpecCluster`` of ``distributed.deploy.ssh.Scheduler`` and ``Worker``
 specs, but one worker spec per node, so each node gets its own thread count, memory limit and
-Dask resources (``GPU: 1``). Nothing of SSHCluster is forked: the spec classes are distributed's.
+Dask resources (``GPU: 1``). Nothing of SSHCluster is forked: the spec classes are distributed's,
+subclassed only to keep reading the remote output (:mod:`openclaw_dask.runtime.ssh_process`).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from openclaw_dask.translate.plan import (
     worker_plugins,
 )
 
-SSH_SCHEDULER = "distributed.deploy.ssh.Scheduler"
-SSH_WORKER = "distributed.deploy.ssh.Worker"
+SSH_SCHEDULER = "openclaw_dask.runtime.ssh_process.Scheduler"
+SSH_WORKER = "openclaw_dask.runtime.ssh_process.Worker"
 #: Preload that gives each remote worker the fingerprint of its node's own openclaw.config.
 NODE_PRELOAD = "openclaw_dask.runtime.preload"
 #: Preload that stops a remote scheduler or nanny when its SSH session ends (runtime/hangup.py).
@@ -161,7 +162,14 @@ def plan_ssh(config: Config, hw: Hardware) -> ClusterPlan:
                 "gpus": node["resources"]["gpus"],
             }
         )
-    kwargs: dict[str, Any] = {"scheduler": scheduler, "workers": workers, "name": "openclaw-ssh"}
+    kwargs: dict[str, Any] = {
+        "scheduler": scheduler,
+        "workers": workers,
+        "name": "openclaw-ssh",
+        # the remote processes' logs are shown from warnings up, as LocalCluster shows its
+        # workers' (runtime/ssh_process.py forwards them for the cluster's whole life)
+        "silence_logs": "warning",
+    }
     if security:
         # the client's side; remote processes get TLS from the dask config they inherit
         # (distributed.comm.tls.*), so the certificate paths (absolute, as the loader made

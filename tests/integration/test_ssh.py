@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ import psutil
 import pytest
 from distributed import Client
 
+from openclaw_dask.config import load_config
 from openclaw_dask.runtime.cluster import start_cluster
 from openclaw_dask.runtime.hangup import GRACE
 from openclaw_dask.runtime.inspect import inspect_workers
@@ -176,6 +178,46 @@ def test_a_killed_client_leaves_nothing_running_on_the_nodes(rig: SshRig, tmp_pa
         with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
     assert names == []
+
+
+def test_remote_output_is_read_for_the_whole_run(
+    rig: SshRig, tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture
+) -> None:
+    """Dask reads a remote process's stderr only until it has started, and never its stdout
+    (dask/distributed#9033): a worker that wrote 4 MB blocked for good. The scheduler and
+    workers' output is now read all along: warnings are shown, prints go to stdout."""
+
+    def chatter(lines: int) -> int:
+        """Print and log ``lines`` lines of 1 kB each (3 MB: past the SSH window)."""
+        import logging
+
+        log = logging.getLogger("distributed.worker")
+        for i in range(lines):
+            print(f"printed {i} " + "x" * 1000, flush=i == lines - 1)  # a pipe buffers
+            log.warning("logged %d %s", i, "y" * 1000)
+        return lines
+
+    a, _, _ = hosts(rig)
+    config = load_config(rig.config([rig.node(a, **NODE_A)], tmp_path / "ssh.config"))
+    with start_cluster(config, attach_running=False) as client:
+        # a local function travels by value: the nodes cannot import the tests
+        done = client.submit(chatter, 3000, pure=False).result(timeout=120)
+        assert done == 3000
+        client.run_on_scheduler(lambda: print("scheduler says hello", flush=True))
+        printed = ""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (
+            "logged 2999" in caplog.text and "scheduler says hello" in printed
+        ):
+            time.sleep(0.1)
+            printed += capsys.readouterr().out
+    name = f"{a.host}-{a.port}"
+    forwarded = [r for r in caplog.records if r.name == "distributed.deploy.ssh"]
+    warnings = [r for r in forwarded if "logged 2999" in r.getMessage()]
+    assert [r.levelname for r in warnings] == ["WARNING"]
+    assert warnings[0].getMessage().startswith(f"{name}: ")
+    assert f"{name}: printed 2999 " in printed
+    assert ": scheduler says hello" in printed
 
 
 def _nobody(rig: SshRig, tmp_path: Path) -> dict[str, Any]:

@@ -304,7 +304,7 @@ def test_ssh_spec_has_per_node_options() -> None:
     p = plan(NODES)
     assert p.backend == "ssh" and p.cluster_class == "distributed.SpecCluster"
     sched = p.cluster_kwargs["scheduler"]
-    assert sched["cls"] == "distributed.deploy.ssh.Scheduler"
+    assert sched["cls"] == "openclaw_dask.runtime.ssh_process.Scheduler"
     assert sched["options"]["address"] == "10.0.0.2"  # the node marked scheduler
     assert set(sched["options"]["kwargs"]) <= SCHEDULER_PARAMS
     workers = p.cluster_kwargs["workers"]
@@ -317,7 +317,7 @@ def test_ssh_spec_has_per_node_options() -> None:
     assert b["connect_options"] == {"port": 2222, "username": "bob"}
     assert b["remote_python"] == "/opt/py/bin/python"
     for spec in workers.values():
-        assert spec["cls"] == "distributed.deploy.ssh.Worker"
+        assert spec["cls"] == "openclaw_dask.runtime.ssh_process.Worker"
         assert set(spec["options"]["kwargs"]) - {"n_workers"} <= NANNY_PARAMS
     assert [n["threads"] for n in p.layout["nodes"]] == [2, 8]
 

@@ -1,0 +1,95 @@
+"""Dask's SSH scheduler and worker specs, with their remote output read for the cluster's life.
+
+``distributed.deploy.ssh.Scheduler`` and ``Worker`` read the remote process's stderr only until
+its start line ("Scheduler at", "worker at") and never read its stdout. The SSH channel then
+fills (asyncssh's 2 MiB window plus the pipe): measured on the test rig, a remote worker
+task that logged 4 MB never returned, and every later log line or ``print`` of that process
+(the scheduler's too) would block its event loop the same way, so a long run could hang hours
+in. That is dask/distributed#9033 (a fix, #9343, is not released as of distributed 2026.8).
+
+These subclasses change nothing else: once Dask's own start returns, one task per stream reads
+lines until the stream ends. A stderr line goes to the ``distributed.deploy.ssh`` logger, as in
+Dask's start loop, at its own level when it is in Dask's log format (lines that continue it, a
+traceback, keep that level); the plan shows warnings and up, as ``LocalCluster`` does for its
+workers (``silence_logs``). A stdout line (a task's ``print``) is written to this process's
+stdout after the process's name, as a local worker's would appear. Delete this module once the
+fix is released and required.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import sys
+from typing import Any
+
+from distributed.deploy import ssh
+
+logger = logging.getLogger("distributed.deploy.ssh")
+
+#: ``distributed.admin.log-format``'s level field: "<time> - <logger> - LEVEL - <message>"
+LEVEL = re.compile(r" - (DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
+
+
+def line_level(line: str, previous: int) -> int:
+    """The logging level of a remote stderr line: its own, else the line it continues."""
+    found = LEVEL.search(line)
+    return logging.getLevelName(found.group(1)) if found else previous
+
+
+def _show(label: str, stream: str, line: str, level: int) -> None:
+    text = line.rstrip()
+    if stream == "stdout":
+        sys.stdout.write(f"{label}: {text}\n")
+        sys.stdout.flush()
+    else:
+        logger.log(level, "%s: %s", label, text)
+
+
+async def forward(reader: Any, label: str, stream: str) -> None:
+    """Show every line of ``reader`` (an asyncssh stream) until it ends or breaks."""
+    level = logging.INFO
+    while True:
+        try:
+            line = await reader.readline()
+        except Exception as exc:  # the connection went away: nothing more can arrive
+            logger.debug("%s %s: stopped reading (%r)", label, stream, exc)
+            return
+        if not line:
+            return
+        level = line_level(line, level)
+        # a closed stdout (`submit | head`) must not stop the reading: the remote would block
+        with contextlib.suppress(Exception):
+            _show(label, stream, line, level)
+
+
+class _Drained:
+    """Mix-in for an ``ssh.Process``: read stdout and stderr once Dask's start returns."""
+
+    address: str
+    proc: Any
+
+    async def start(self) -> None:
+        await super().start()  # type: ignore[misc]
+        label = getattr(self, "name", None) or self.address
+        self._readers = [
+            asyncio.ensure_future(forward(getattr(self.proc, s), str(label), s))
+            for s in ("stdout", "stderr")
+        ]
+
+    async def close(self) -> None:
+        await super().close()  # type: ignore[misc]
+        for task in getattr(self, "_readers", []):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+class Scheduler(_Drained, ssh.Scheduler):
+    """``distributed.deploy.ssh.Scheduler`` whose remote output is read until it ends."""
+
+
+class Worker(_Drained, ssh.Worker):
+    """``distributed.deploy.ssh.Worker`` whose remote output is read until it ends."""
