@@ -84,6 +84,18 @@ class Trial:
         }
 
 
+#: what the trial that Ctrl-C cut short says in an interrupted report
+CUT_SHORT = "interrupted"
+
+
+class TuneInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`tune`, with the report of the trials measured before it."""
+
+    def __init__(self, report: dict[str, Any]) -> None:
+        super().__init__("tune interrupted")
+        self.report = report
+
+
 def _ctx_switches() -> int:
     c = psutil.Process().num_ctx_switches()
     return c.voluntary + c.involuntary
@@ -276,6 +288,12 @@ def tune(
         interleaved pairs), ``recommended`` changes (empty when nothing was faster),
         ``skipped`` stages with reasons, machine facts and versions. Write the tuned config
         with :func:`tuned_config_text`.
+
+    Raises
+    ------
+    TuneInterrupted
+        On Ctrl-C once at least one trial was measured: its ``report`` holds the trials
+        measured so far (the one cut short marked so), no comparison and no recommendation.
     """
     if not isinstance(config, Config):
         config = load_config(config, list(overrides or []))
@@ -283,6 +301,24 @@ def tune(
     hw = detect_hardware()
     started = time.monotonic()
     tuner = Tuner(config, work, budget, hw, log)
+    try:
+        best, comparison, recommended = _stages(tuner, config, work, hw, log)
+    except KeyboardInterrupt:
+        for trial in tuner.trials:
+            if trial.skipped is None and not trial.wall_s:  # started, never finished
+                trial.skipped = CUT_SHORT
+        measured = [t for t in tuner.trials if t.samples and t.skipped is None]
+        if not measured:
+            raise
+        report = _report(tuner, config, work, budget, started, tuner.best(measured), None, {})
+        raise TuneInterrupted({**report, "interrupted": True}) from None
+    return _report(tuner, config, work, budget, started, best, comparison, recommended)
+
+
+def _stages(
+    tuner: Tuner, config: Config, work: Workload, hw: Hardware, log: Callable[[str], None]
+) -> tuple[Trial, dict[str, Any] | None, dict[str, Any]]:
+    """The sweeps and the final pairs: the best trial, the comparison, what to recommend."""
     baseline = tuner.measure("baseline", {}, strict=True)
     best = tuner.sweep_threads(baseline)
     best = tuner.sweep("affinity", "parallel.thread_affinity", ("compact", "scatter"), best)
@@ -321,13 +357,26 @@ def tune(
             f"baseline vs {candidate.label()}, {comparison['pairs']} interleaved pairs: "
             f"{comparison['speedup']:.3f}x, candidate faster in {comparison['tuned_wins']}"
         )
+    return best, comparison, recommended
+
+
+def _report(
+    tuner: Tuner,
+    config: Config,
+    work: Workload,
+    budget: float,
+    started: float,
+    best: Trial,
+    comparison: dict[str, Any] | None,
+    recommended: dict[str, Any],
+) -> dict[str, Any]:
     return {
         "workload": {"name": work.name, "unit": work.unit, "description": work.description},
         "budget_s": budget,
         "wall_s": time.monotonic() - started,
         "config_file": str(config.file) if config.file else None,
         "config_hash": config.config_hash(),
-        "machine": machine_facts(hw),
+        "machine": machine_facts(tuner.hw),
         "versions": versions(),
         "trials": [t.to_dict() for t in tuner.trials],
         "best_trial": best.to_dict(),
@@ -336,6 +385,7 @@ def tune(
         "skipped": tuner.skips,
         "unmeasured": unmeasured(tuner.trials),
         "reasons": {k: v for k, v in tuner.reasons.items() if k in recommended},
+        "interrupted": False,
     }
 
 

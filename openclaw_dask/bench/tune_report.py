@@ -10,10 +10,14 @@ from openclaw_dask.bench.tune import budget_note
 from openclaw_dask.bench.workloads import describe_rate
 
 
-def report_paths(out: Path) -> dict[str, Path]:
-    """``tuned.config`` -> ``tuned.report.md``, ``.json``, ``.png`` beside it."""
+def report_paths(out: Path, kind: str = "report") -> dict[str, Path]:
+    """``tuned.config`` -> ``tuned.report.md``, ``.json``, ``.png`` beside it.
+
+    ``kind="interrupted"`` names those of an interrupted tune (``tuned.interrupted.md``, ...),
+    which leave a previous run's config and report as they were.
+    """
     stem = out.with_suffix("") if out.suffix else out
-    return {ext: stem.with_name(f"{stem.name}.report.{ext}") for ext in ("md", "json", "png")}
+    return {ext: stem.with_name(f"{stem.name}.{kind}.{ext}") for ext in ("md", "json", "png")}
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -27,6 +31,14 @@ def markdown(report: dict[str, Any]) -> str:
         f"budget {report['budget_s']:.0f} s, used {report['wall_s']:.0f} s.  ",
         f"Baseline: {report['config_file'] or 'defaults'} (config hash {report['config_hash']}).",
         "",
+    ]
+    if report.get("interrupted"):
+        lines += [
+            "**Interrupted** (Ctrl-C): the trials measured until then; no final comparison and "
+            "no recommendation, and no tuned config was written.",
+            "",
+        ]
+    lines += [
         "## Trials (median of repeats after a warm-up)",
         "",
         "| stage | changes | throughput | context switches per run, per worker |",
@@ -58,10 +70,14 @@ def markdown(report: dict[str, Any]) -> str:
             f"Median speedup {comp['speedup']:.3f}x; the candidate was faster in "
             f"{comp['tuned_wins']} of {comp['pairs']} pairs.",
         ]
+    elif report.get("interrupted"):
+        lines.append("Not measured: tune was interrupted first.")
     else:
         lines.append("No candidate could be measured within the budget.")
     lines += ["", "## Recommendation", ""]
-    if report["recommended"]:
+    if report.get("interrupted"):
+        lines.append("None: tune was interrupted before the final comparison.")
+    elif report["recommended"]:
         for key, value in report["recommended"].items():
             lines.append(f"- `{key}: {value}`: {report['reasons'].get(key, '')}")
     elif comp:
@@ -109,9 +125,9 @@ def plot(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def write_all(report: dict[str, Any], out: Path) -> dict[str, Path]:
-    """Write the Markdown, JSON and PNG beside ``out``; return their paths."""
-    paths = report_paths(out)
+def write_all(report: dict[str, Any], out: Path, kind: str = "report") -> dict[str, Path]:
+    """Write the Markdown, JSON and PNG beside ``out`` (see :func:`report_paths`)."""
+    paths = report_paths(out, kind)
     paths["md"].write_text(markdown(report))
     write_json(report, paths["json"])
     plot(report, paths["png"])

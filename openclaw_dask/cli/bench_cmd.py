@@ -104,7 +104,7 @@ def tune_cmd(
     overrides: tuple[str, ...],
 ) -> None:
     """Measure candidate configs for a workload and write the fastest as a commented config."""
-    from openclaw_dask.bench.tune import budget_note, tune, tuned_config_text
+    from openclaw_dask.bench.tune import TuneInterrupted, budget_note, tune, tuned_config_text
     from openclaw_dask.bench.tune_report import report_paths, write_all
     from openclaw_dask.bench.workloads import workload as check_workload
     from openclaw_dask.config import load_config
@@ -112,17 +112,29 @@ def tune_cmd(
     seconds = args.duration(budget, "--budget")
     target = args.output_path(out_path, "--out")
     assert target is not None  # out_path has a default
-    for path in report_paths(target).values():
-        args.output_path(str(path), "--out")
+    for kind in ("report", "interrupted"):
+        for path in report_paths(target, kind).values():
+            args.output_path(str(path), "--out")
     check_workload(workload)
     config = load_config(config_path, list(overrides))
     _note_running_cluster()
-    report = tune(
-        config,
-        workload_name=workload,
-        budget=seconds,
-        log=lambda line: err.print(line, markup=False),
-    )
+    try:
+        report = tune(
+            config,
+            workload_name=workload,
+            budget=seconds,
+            log=lambda line: err.print(line, markup=False),
+        )
+    except TuneInterrupted as exc:
+        # what was measured stays: in files of its own, beside any earlier tuned config
+        saved = write_all(exc.report, target, "interrupted")
+        measured = sum(1 for t in exc.report["trials"] if t["rate_samples"] and not t["skipped"])
+        err.print(
+            f"{measured} trial(s) measured before Ctrl-C: {saved['md']} "
+            f"(and .json, .png); {target} not written",
+            markup=False,
+        )
+        raise
     target.write_text(tuned_config_text(config, report))
     load_config(target)  # what we write must load: a defect here is ours, not the user's
     paths = write_all(report, target)

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from openclaw_dask.config import load_config
 from tests.integration.conftest import isolated_env
+from tests.integration.test_workflow_run import DEFAULT_SIGINT, EXE
 from tests.unit.test_cli import run_cli
 
 
@@ -50,6 +55,46 @@ def test_tune_writes_a_valid_config_and_a_report_with_interleaved_pairs(tmp_path
     assert "interleaved pairs" in md and "| 1 |" in md
     assert any("compression" in s and "one host" in s for s in report["skipped"])
     assert (tmp_path / "tuned.report.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_what_tune_measured_beside_an_earlier_config(tmp_path: Path) -> None:
+    out = tmp_path / "tuned.config"
+    out.write_text("# an earlier tune's config\n")
+    args = ["tune", "--workload", "stencil", "--budget", "5m", "--out", str(out)]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DEFAULT_SIGINT, str(EXE), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=isolated_env(tmp_path),
+        cwd=tmp_path,
+        start_new_session=True,  # a terminal's foreground job: Ctrl-C reaches the group
+    )
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # the baseline and one more trial measured
+            if line.startswith("threads ") and "/s" in line:
+                break
+        os.killpg(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, stderr
+    assert "trial(s) measured before Ctrl-C: " in stderr and "interrupted" in stderr
+    assert "Traceback" not in stderr
+    assert out.read_text() == "# an earlier tune's config\n"  # left as it was
+    assert not (tmp_path / "tuned.report.json").exists()
+    report = json.loads((tmp_path / "tuned.interrupted.json").read_text())
+    assert report["interrupted"] and report["comparison"] is None and report["recommended"] == {}
+    baseline, second, *rest = report["trials"]
+    assert baseline["stage"] == "baseline" and len(baseline["rate_samples"]) == 3
+    assert second["stage"] == "threads" and len(second["rate_samples"]) == 3
+    # the trial cut short is marked, not reported with the samples it had so far
+    assert all(t["skipped"] for t in rest if len(t["rate_samples"]) != 3)
+    assert "**Interrupted**" in (tmp_path / "tuned.interrupted.md").read_text()
+    assert (tmp_path / "tuned.interrupted.png").stat().st_size > 1000
 
 
 @pytest.mark.slow
