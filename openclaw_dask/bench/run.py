@@ -16,6 +16,14 @@ from openclaw_dask.config.errors import Problem, did_you_mean
 from openclaw_dask.runtime import start_cluster
 
 
+class BenchmarkInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`benchmark`, with the report of the suites that had finished."""
+
+    def __init__(self, report: dict[str, Any]) -> None:
+        super().__init__("benchmark interrupted")
+        self.report = report
+
+
 def check_suites(names: Sequence[str] | None) -> list[str]:
     """Validate suite names (``None``: all); unknown ones are bad input."""
     if not names:
@@ -61,6 +69,12 @@ def benchmark(
     dict
         ``{"config_hash", "machine", "versions", "cluster", "quick", "suites": {name: ...},
         "wall_seconds"}``; each suite as :meth:`SuiteResult.to_dict`.
+
+    Raises
+    ------
+    BenchmarkInterrupted
+        On Ctrl-C after at least one suite finished: its ``report`` holds those suites,
+        ``"interrupted": True`` and the names of the suites ``"not_run"``.
     """
     names = check_suites(suites)
     if not isinstance(config, Config):
@@ -86,12 +100,19 @@ def benchmark(
             "dashboard": client.dashboard_link,
         }
         ctx = BenchContext(client, config, hw, quick, Path(tmp))
-        for name in names:
-            if on_suite:
-                on_suite(name)
-            s0 = time.perf_counter()
-            result = suite(name)(ctx).to_dict()
-            result["wall_seconds"] = time.perf_counter() - s0
-            report["suites"][name] = result
+        try:
+            for name in names:
+                if on_suite:
+                    on_suite(name)
+                s0 = time.perf_counter()
+                result = suite(name)(ctx).to_dict()
+                result["wall_seconds"] = time.perf_counter() - s0
+                report["suites"][name] = result
+        except KeyboardInterrupt:
+            if not report["suites"]:
+                raise
+            report["wall_seconds"] = time.perf_counter() - t0
+            report["not_run"] = [n for n in names if n not in report["suites"]]
+            raise BenchmarkInterrupted({**report, "interrupted": True}) from None
     report["wall_seconds"] = time.perf_counter() - t0
     return report

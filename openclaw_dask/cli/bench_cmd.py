@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import click
 
 from openclaw_dask.cli import args
 from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
 from openclaw_dask.cli.output import err, out
+from openclaw_dask.runtime.terminal import STILL_CLOSING_CLUSTER, interrupts
 
 
 def _note_running_cluster() -> None:
@@ -50,7 +54,7 @@ def benchmark_cmd(
 ) -> None:
     """Measure the cluster a config plans: every figure a ratio measured side by side."""
     from openclaw_dask.bench import report
-    from openclaw_dask.bench.run import benchmark, check_suites
+    from openclaw_dask.bench.run import BenchmarkInterrupted, benchmark, check_suites
 
     json_path = args.output_path(json_out, "--json")
     plot_path = args.output_path(plot_out, "--plot")
@@ -59,20 +63,34 @@ def benchmark_cmd(
         from openclaw_dask.bench.stress import stress_table, stress_test
 
         seconds = args.duration(stress, "--stress")
-        result = stress_test(config_path, overrides=list(overrides), seconds=seconds)
+        with interrupts(STILL_CLOSING_CLUSTER):
+            result = stress_test(config_path, overrides=list(overrides), seconds=seconds)
         out.print(stress_table(result))
         if json_path:
             report.write_json(result, json_path)
             out.print(f"json: {json_path}", markup=False)
         return
     names = check_suites([s.strip() for s in suites.split(",") if s.strip()] if suites else None)
-    result = benchmark(
-        config_path,
-        overrides=list(overrides),
-        suites=names,
-        quick=quick,
-        on_suite=lambda name: err.print(f"[cyan]suite[/] {name} ...", markup=True),
-    )
+    try:
+        with interrupts(STILL_CLOSING_CLUSTER):  # a Ctrl-C is never lost in a finaliser
+            result = benchmark(
+                config_path,
+                overrides=list(overrides),
+                suites=names,
+                quick=quick,
+                on_suite=lambda name: err.print(f"[cyan]suite[/] {name} ...", markup=True),
+            )
+    except BenchmarkInterrupted as exc:  # the suites that finished are shown and kept
+        _show(exc.report, json_path, plot_path)
+        err.print(f"not run (Ctrl-C): {', '.join(exc.report['not_run'])}", markup=False)
+        raise
+    _show(result, json_path, plot_path)
+
+
+def _show(result: dict[str, Any], json_path: Path | None, plot_path: Path | None) -> None:
+    """Print the table and notes of a benchmark ``result``; write its JSON and plot if asked."""
+    from openclaw_dask.bench import report
+
     out.print(report.table(result))
     for name, suite in result["suites"].items():
         for note in suite["notes"]:
@@ -119,12 +137,13 @@ def tune_cmd(
     config = load_config(config_path, list(overrides))
     _note_running_cluster()
     try:
-        report = tune(
-            config,
-            workload_name=workload,
-            budget=seconds,
-            log=lambda line: err.print(line, markup=False),
-        )
+        with interrupts(STILL_CLOSING_CLUSTER):  # a Ctrl-C is never lost in a finaliser
+            report = tune(
+                config,
+                workload_name=workload,
+                budget=seconds,
+                log=lambda line: err.print(line, markup=False),
+            )
     except TuneInterrupted as exc:
         # what was measured stays: in files of its own, beside any earlier tuned config
         saved = write_all(exc.report, target, "interrupted")

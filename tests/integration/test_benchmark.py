@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +15,7 @@ import pytest
 
 from openclaw_dask.bench.machine import cpu_model
 from tests.integration.conftest import isolated_env
+from tests.integration.test_workflow_run import DEFAULT_SIGINT, EXE
 from tests.unit.test_cli import run_cli
 
 #: per suite, the ratios the issue names
@@ -133,6 +138,36 @@ def test_ratios_are_computed_from_the_measured_times(quick_report: dict[str, Any
             assert all(t > 0 for t in timing["samples_s"])
     medians = [t["median_s"] for suite in s.values() for t in suite["timings"].values()]
     assert len(set(medians)) == len(medians)
+
+
+def test_ctrl_c_shows_and_keeps_the_suites_that_finished(tmp_path: Path) -> None:
+    command = [str(EXE), "benchmark", "--quick", "--json", "b.json"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DEFAULT_SIGINT, *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=isolated_env(tmp_path),
+        cwd=tmp_path,
+        start_new_session=True,  # a terminal's foreground job: Ctrl-C reaches the group
+    )
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # matmul finished, stencil started
+            if line.startswith("suite stencil"):
+                break
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr
+    assert "not run (Ctrl-C): stencil, reduce, zarr, overhead, graph" in stderr
+    assert "dask_vs_blas" in stdout  # the table of what finished
+    report = json.loads((tmp_path / "b.json").read_text())
+    assert report["interrupted"] and list(report["suites"]) == ["matmul"]
+    assert report["not_run"] == ["stencil", "reduce", "zarr", "overhead", "graph"]
 
 
 @pytest.mark.parametrize(
