@@ -13,7 +13,7 @@ Dask's start loop, at its own level when it is in Dask's log format (lines that 
 traceback, keep that level); the plan shows warnings and up, as ``LocalCluster`` does for its
 workers (``silence_logs``). A stdout line (a task's ``print``) is written to this process's
 stdout after the process's name, as a local worker's would appear. Delete this module once the
-fix is released and required.
+fix is released and required (the ``errors`` connect option stays: see ``_Drained``).
 """
 
 from __future__ import annotations
@@ -70,6 +70,14 @@ class _Drained:
 
     address: str
     proc: Any
+    connect_options: dict[str, Any]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # asyncssh decodes the output as it arrives, and a byte that is not UTF-8 (a task
+        # writing binary to stderr) closed the whole connection with a ProtocolError, and with
+        # it (runtime/hangup.py) the remote process: such bytes are shown escaped instead
+        self.connect_options = {"errors": "backslashreplace", **self.connect_options}
 
     async def start(self) -> None:
         await super().start()  # type: ignore[misc]

@@ -190,7 +190,10 @@ def test_remote_output_is_read_for_the_whole_run(
     def chatter(lines: int) -> int:
         """Print and log ``lines`` lines of 1 kB each (3 MB: past the SSH window)."""
         import logging
+        import sys
 
+        sys.stderr.buffer.write(b"not utf-8: \xff\n")  # shown escaped; closed the connection
+        sys.stderr.flush()
         log = logging.getLogger("distributed.worker")
         for i in range(lines):
             print(f"printed {i} " + "x" * 1000, flush=i == lines - 1)  # a pipe buffers
@@ -215,6 +218,7 @@ def test_remote_output_is_read_for_the_whole_run(
     forwarded = [r for r in caplog.records if r.name == "distributed.deploy.ssh"]
     warnings = [r for r in forwarded if "logged 2999" in r.getMessage()]
     assert [r.levelname for r in warnings] == ["WARNING"]
+    assert any(r.getMessage().endswith("not utf-8: \\xff") for r in forwarded)
     assert warnings[0].getMessage().startswith(f"{name}: ")
     assert f"{name}: printed 2999 " in printed
     assert ": scheduler says hello" in printed
