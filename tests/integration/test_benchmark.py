@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +11,7 @@ import pytest
 
 from openclaw_dask.bench.machine import cpu_model
 from tests.integration.conftest import isolated_env
-from tests.integration.test_workflow_run import DEFAULT_SIGINT, EXE
+from tests.integration.test_workflow_run import EXE, ctrl_c_after, foreground
 from tests.unit.test_cli import run_cli
 
 #: per suite, the ratios the issue names
@@ -142,25 +138,9 @@ def test_ratios_are_computed_from_the_measured_times(quick_report: dict[str, Any
 
 def test_ctrl_c_shows_and_keeps_the_suites_that_finished(tmp_path: Path) -> None:
     command = [str(EXE), "benchmark", "--quick", "--json", "b.json"]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", DEFAULT_SIGINT, *command],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=isolated_env(tmp_path),
-        cwd=tmp_path,
-        start_new_session=True,  # a terminal's foreground job: Ctrl-C reaches the group
-    )
-    try:
-        assert proc.stderr is not None
-        for line in proc.stderr:  # matmul finished, stencil started
-            if line.startswith("suite stencil"):
-                break
-        os.killpg(proc.pid, signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    proc = foreground(command, env=isolated_env(tmp_path), cwd=tmp_path)
+    # once matmul has finished and stencil started
+    stdout, stderr = ctrl_c_after(proc, lambda line: line.startswith("suite stencil"))
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "Exception ignored" not in stderr
     assert "not run (Ctrl-C): stencil, reduce, zarr, overhead, graph" in stderr

@@ -15,7 +15,7 @@ import pytest
 
 from openclaw_dask.runtime.state import clear_state, read_state, state_file, write_state
 from tests.conftest import ROOT
-from tests.integration.test_workflow_run import DEFAULT_SIGINT
+from tests.integration.test_workflow_run import foreground
 from tests.unit.test_state import fake_daemon
 
 EXE = Path(sys.executable).with_name("openclaw-dask")
@@ -291,14 +291,7 @@ def test_ctrl_c_while_the_cluster_starts_leaves_no_cluster() -> None:
     """The cluster process has a session of its own (it outlives the terminal), so a Ctrl-C on
     `cluster up` reached only the command: it said "interrupted" and the cluster came up in
     the background all the same."""
-    command = [str(EXE), "cluster", "up", "--set", "cluster.dashboard_address=null"]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", DEFAULT_SIGINT, *command],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # a terminal's foreground job: its own process group
-    )
+    proc = foreground([str(EXE), "cluster", "up", "--set", "cluster.dashboard_address=null"])
     daemon = None
     deadline = time.monotonic() + 60
     while daemon is None and time.monotonic() < deadline and proc.poll() is None:

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from openclaw_dask.config import load_config
 from tests.integration.conftest import isolated_env
-from tests.integration.test_workflow_run import DEFAULT_SIGINT, EXE
+from tests.integration.test_workflow_run import EXE, ctrl_c_after, foreground
 from tests.unit.test_cli import run_cli
 
 
@@ -62,25 +58,9 @@ def test_ctrl_c_keeps_what_tune_measured_beside_an_earlier_config(tmp_path: Path
     out = tmp_path / "tuned.config"
     out.write_text("# an earlier tune's config\n")
     args = ["tune", "--workload", "stencil", "--budget", "5m", "--out", str(out)]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", DEFAULT_SIGINT, str(EXE), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=isolated_env(tmp_path),
-        cwd=tmp_path,
-        start_new_session=True,  # a terminal's foreground job: Ctrl-C reaches the group
-    )
-    try:
-        assert proc.stderr is not None
-        for line in proc.stderr:  # the baseline and one more trial measured
-            if line.startswith("threads ") and "/s" in line:
-                break
-        os.killpg(proc.pid, signal.SIGINT)
-        _, stderr = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    proc = foreground([str(EXE), *args], env=isolated_env(tmp_path), cwd=tmp_path)
+    # once the baseline and one more trial are measured
+    _, stderr = ctrl_c_after(proc, lambda line: line.startswith("threads ") and "/s" in line)
     assert proc.returncode == 130, stderr
     assert "trial(s) measured before Ctrl-C: " in stderr and "interrupted" in stderr
     assert "Traceback" not in stderr

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,36 @@ DEFAULT_SIGINT = (
     "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
     "os.execv(sys.argv[1], sys.argv[1:])"
 )
+
+
+def foreground(command: list[str], **kw: Any) -> subprocess.Popen[str]:
+    """``command`` as a terminal's foreground job: SIGINT at its default, a process group of
+    its own (Ctrl-C reaches the whole group), text pipes."""
+    return subprocess.Popen(
+        [sys.executable, "-c", DEFAULT_SIGINT, *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **kw,
+    )
+
+
+def ctrl_c_after(
+    proc: subprocess.Popen[str], ready: Callable[[str], bool], timeout: float = 180
+) -> tuple[str, str]:
+    """Ctrl-C ``proc``'s group once a line of its stderr is ``ready``; its stdout and the rest
+    of its stderr."""
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if ready(line):
+                break
+        os.killpg(proc.pid, signal.SIGINT)
+        return proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def start_in_own_group(
