@@ -325,7 +325,7 @@ def _stages(
     allocators = ["system", *sorted(hw.allocators)]
     best = tuner.sweep("allocator", "memory.allocator", allocators, best)
     if work.uses_batch_size:
-        best = tuner.sweep("batch", "distributed.batch_size", (4, 16, 32), best)
+        best = tuner.sweep("batch", "distributed.batch_size", (16, 32, 128), best)
     else:
         tuner.skips.append(f"distributed.batch_size: the {work.name} workload does not use it")
     hosts = {n["host"] for n in config["distributed.nodes"] or []}

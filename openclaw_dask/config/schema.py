@@ -177,7 +177,7 @@ KEYS: tuple[Key, ...] = (
     Key(
         "distributed.batch_size",
         Int(1),
-        16,
+        64,
         "work fused per task: time steps per halo exchange, items per task in map steps",
         "steps",
     ),

@@ -28,6 +28,7 @@ from tests.integration.test_workflow_run import start_in_own_group, wait_for_che
 CLIMATE = ROOT / "workflows/climate.yaml"
 QUICK = [
     "cluster.dashboard_address=127.0.0.1:0",
+    "distributed.batch_size=16",  # the two bands some tests force on the 45-row grid need K <= 22
     "params.resolution=4.0",
     "params.spinup_years=1",
     "params.years=1",
@@ -107,7 +108,7 @@ def test_each_band_runs_on_its_home_worker(tmp_path: Path) -> None:
     """Through the runner (which persists each window unoptimised, keeping the restrictions):
     a band's step tasks run on its home worker. Without homes the bands of the
     fresh state land wherever the scheduler puts them, often both on one worker for good."""
-    layout = ["cluster.dashboard_address=127.0.0.1:0", "parallel.processes=2"]
+    layout = [*QUICK[:2], "parallel.processes=2"]  # the workers' config: QUICK's batch_size
     run = [*QUICK, "params.spinup_years=0", "parallel.thread_pool_size=2"]
     with start_cluster(overrides=[*layout, "parallel.thread_pool_size=2"]) as client:
         client.get_task_stream()  # registers the scheduler's task-stream plugin

@@ -166,18 +166,24 @@ def test_insolation_global_mean_is_one_and_annual_mean_is_north_p2() -> None:
 
 
 # -- bands of climate.ebm ---------------------------------------------------------------------
-def test_bands_are_one_per_thread_while_each_is_eight_halos_tall_and_busy() -> None:
+def test_bands_are_one_per_thread_while_each_is_four_halos_tall_and_busy() -> None:
     from openclaw_dask.workflows.ops.climate import band_count, steps_per_task
 
     eighth, quarter, half, one = (1440, 2880), (720, 1440), (360, 720), (180, 360)
+    # the default K = 64 (figures: MIN_ROWS_PER_HALO, measured on 2 workers x 1 thread)
+    assert band_count(quarter, threads=2, batch_size=64) == 2  # 695 against 528 as one band
+    assert band_count((600, 1200), threads=2, batch_size=64) == 2  # 0.3°: 300 rows, 4.7 K
+    assert band_count((450, 900), threads=2, batch_size=64) == 1  # 0.4°: 225 rows < 4 x 64
+    assert band_count(half, threads=2, batch_size=64) == 1  # 8.3 M per task: 526 against 339
+    assert band_count((90, 180), threads=2, batch_size=64) == 1  # the 2° default: one band
+    assert band_count(eighth, threads=16, batch_size=64) == 5  # 1440 // 256 = 5 tall
+    assert band_count((2880, 5760), threads=16, batch_size=64) == 11  # 2880 // 256 = 11 tall
+    # other batch sizes
     assert band_count(eighth, threads=2, batch_size=32) == 2  # 66 M updates per band task
-    assert band_count(eighth, threads=2, batch_size=16) == 2  # 33 M: 1.09x as two bands
+    assert band_count(eighth, threads=2, batch_size=16) == 2  # 33 M: 1.4x one band
     assert band_count(quarter, threads=2, batch_size=16) == 1  # 8.3 M: one band is faster
-    assert band_count(half, threads=2, batch_size=64) == 1  # 180 rows < 8 x 64
+    assert band_count(quarter, threads=2, batch_size=32) == 1  # 16.6 M
     assert band_count(one, threads=2, batch_size=4) == 1  # 7x slower as two bands
-    assert band_count(eighth, threads=16, batch_size=32) == 5  # 1440 // 256 = 5 tall
+    assert band_count(eighth, threads=16, batch_size=32) == 6  # 4.1 G / 20 M per task
     assert band_count((2880, 5760), threads=16, batch_size=16) == 13  # 265 M / 20 M
-    assert band_count(quarter, threads=2, batch_size=32) == 1  # 16.6 M: as fast as one band
-    assert band_count((2880, 5760), threads=4, batch_size=64) == 4  # 2880 // 512 = 5 tall
-    assert band_count((90, 180), threads=2, batch_size=16) == 1  # the 2° default: one band
     assert steps_per_task(16, 2) == 16 and steps_per_task(16, 1) == 2**31  # one task a segment

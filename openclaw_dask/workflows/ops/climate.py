@@ -11,11 +11,11 @@ Bands: the state is chunked in latitude bands of whole rows. A halo of ``K = bat
 costs ``K/height`` redundant work (two sides, each a shrinking cone), and each task should carry
 well over 100 ms (Dask's per-task cost here is 3-6 ms, and a batch of halo tasks 15-20 ms of
 round trips), so the op uses as many bands as there are worker threads only while each band
-stays at least ``8 K`` rows tall and each of its tasks carries at least
+stays at least ``4 K`` rows tall and each of its tasks carries at least
 ``MIN_UPDATES_PER_TASK`` cell-updates; below that (the 2° default and every grid coarser than
-0.125° with ``K <= 32``; 0.125° runs two bands from ``K = 16``) it runs one band, and a single band
-needs no halo exchange at all, so one task then advances a whole segment (up to a month or a
-sync window) instead of ``K`` steps.
+0.3° with the default ``K = 64``) it runs one band, and a single band needs no halo exchange at
+all, so one task then advances a whole segment (up to a month or a sync window) instead of
+``K`` steps.
 """
 
 from __future__ import annotations
@@ -60,7 +60,14 @@ TIME_ATTRS = {
 #: The analysis' ``year`` coordinate: the year of ``time``'s dates. "years" is no unit xarray
 #: decodes as a time span (it would turn "days" into timedelta64).
 YEAR_ATTRS = {"units": "years", "long_name": "model year (1: the first after the spin-up)"}
-MIN_ROWS_PER_HALO = 8
+#: Least band height in halo depths ``K``. A band with two inner sides recomputes ``K`` of its
+#: rows per batch (two cones of ``K/2`` on average): 25 % at this bound, 12.5 % with one inner
+#: side. Measured on the 2-core VM (2026-12-03, interleaved, ``/work/scratch/s22/bandk.py``,
+#: 1024-step graphs; medians in Mcell/s, 1 band against 2): 0.25° (360-row bands, 5.6 K at
+#: K=64) 528 against 695 at K=64 and 700 at K=90; 0.3° (300 rows, 4.7 K) 541 against 623 at
+#: K=64; 0.125° 564 against 974 at K=64 and 1024 at K=128 (5.6 K). With 8 K (the bound before)
+#: 0.25° and 0.3° ran one band at K=64, a third slower.
+MIN_ROWS_PER_HALO = 4
 
 
 def _coords(grid: LatLonGrid) -> dict[str, Any]:
@@ -93,7 +100,7 @@ def steps_per_task(batch_size: int, bands: int) -> int:
 
 
 def band_count(shape: tuple[int, int], threads: int, batch_size: int) -> int:
-    """Latitude bands: one per thread while each band is at least ``8 K`` rows tall and each
+    """Latitude bands: one per thread while each band is at least ``4 K`` rows tall and each
     of its tasks carries at least :data:`MIN_UPDATES_PER_TASK` cell-updates (``K`` steps).
 
     Below that one band is faster: it exchanges no halos and advances a whole segment per task.
