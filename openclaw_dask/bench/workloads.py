@@ -119,10 +119,11 @@ def workload(name: str) -> Workload:
         return Workload(
             name,
             "cell-updates",
-            # 0.125°: the coarsest grid where the band rule's choice depends on K (one band at
-            # K=16, two from K=32 on 2 threads), so the sweep can find it
-            "climate.ebm time step, 0.125° grid, 128 steps (latitude bands, K-step halos)",
-            _stencil(0.125, 128),
+            # 0.25°: a grid where the band rule's choice depends on K (on 2 threads one band at
+            # K=16 and 32, two at the default 64, one at 128), so the sweep can find the best;
+            # 512 steps, so that K=128 still makes four batches per graph
+            "climate.ebm time step, 0.25° grid, 512 steps (latitude bands, K-step halos)",
+            _stencil(0.25, 512),
             uses_batch_size=True,
         )
     if name == "stencil":
