@@ -184,6 +184,6 @@ def test_bands_are_one_per_thread_while_each_is_four_halos_tall_and_busy() -> No
     assert band_count(quarter, threads=2, batch_size=16) == 1  # 8.3 M: one band is faster
     assert band_count(quarter, threads=2, batch_size=32) == 1  # 16.6 M
     assert band_count(one, threads=2, batch_size=4) == 1  # 7x slower as two bands
-    assert band_count(eighth, threads=16, batch_size=32) == 6  # 4.1 G / 20 M per task
+    assert band_count(eighth, threads=16, batch_size=32) == 6  # 133 M / 20 M per task
     assert band_count((2880, 5760), threads=16, batch_size=16) == 13  # 265 M / 20 M
     assert steps_per_task(16, 2) == 16 and steps_per_task(16, 1) == 2**31  # one task a segment
