@@ -150,6 +150,21 @@ def test_ctrl_c_shows_and_keeps_the_suites_that_finished(tmp_path: Path) -> None
     assert report["not_run"] == ["stencil", "reduce", "zarr", "overhead", "graph"]
 
 
+def test_a_batch_deeper_than_the_bands_is_measured_at_their_height(tmp_path: Path) -> None:
+    """``tune`` sweeps K=128; the quick grid's bands are 90 rows (a halo comes from the next band
+    only), and the suite failed on it with the stepper's ValueError."""
+    out = tmp_path / "b.json"
+    args = ["--quick", "--suite", "stencil", "--json", str(out)]
+    sets = ["--set", "distributed.batch_size=128", "cluster.dashboard_address=127.0.0.1:0"]
+    proc = run_cli("benchmark", *args, *sets, env=isolated_env(tmp_path), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    stencil = json.loads(out.read_text())["suites"]["stencil"]
+    assert stencil["params"]["batch_size"] == 90
+    assert stencil["ratios"]["batch_K90_vs_K1"] > 0
+    note = "distributed.batch_size=128 is deeper than this grid's 90-row bands: measured at K=90"
+    assert stencil["notes"] == [note] and note in proc.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
