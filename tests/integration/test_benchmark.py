@@ -104,6 +104,10 @@ def test_ratios_are_computed_from_the_measured_times(quick_report: dict[str, Any
     assert r["ratios"]["deterministic_cost"] == pytest.approx(cost)
     # the deterministic sum has the same bits on the cluster's bands and on one band more
     assert r["notes"][0].endswith("on 2 and 3 bands: True"), r["notes"]
+    # the graph suite's 4° bands are shorter than the default batch: it says what it measured
+    g = s["graph"]
+    graph_k = g["params"]["batch_size"]
+    assert graph_k < 64 and f"bands: measured at K={graph_k}" in g["notes"][-1], g["notes"]
     o = s["overhead"]
     for name, engine, plain in (
         ("submit_vs_plain_dask", "submit", "plain_dask"),

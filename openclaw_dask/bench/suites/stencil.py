@@ -74,15 +74,7 @@ def run(ctx: BenchContext) -> SuiteResult:
     client = ctx.client
     slots = [w for w, n in client.nthreads().items() for _ in range(n)]
     state, placed_capacity, homes = placed_state(client, start, capacity, threads)
-    configured = int(ctx.config["distributed.batch_size"])
-    notes: list[str] = []
-    deepest = min(state.chunks[0])  # a halo comes from the next band only
-    if configured > deepest:  # e.g. K=128 on the quick grid's 90-row bands
-        notes.append(
-            f"distributed.batch_size={configured} is deeper than this grid's {deepest}-row "
-            f"bands: measured at K={deepest}"
-        )
-        configured = deepest
+    configured, notes = halo_batch(ctx, state.chunks[0])
 
     def dask_run(k: int):
         def go() -> None:
@@ -166,6 +158,20 @@ def run(ctx: BenchContext) -> SuiteResult:
         },
     )
     return result
+
+
+def halo_batch(ctx: BenchContext, heights: tuple[int, ...]) -> tuple[int, list[str]]:
+    """``distributed.batch_size``, at most the smallest band's height (a halo comes from the
+    next band only), and a note when it had to be cut (e.g. K=128 on 90-row bands)."""
+    configured = int(ctx.config["distributed.batch_size"])
+    deepest = min(heights)
+    if configured <= deepest:
+        return configured, []
+    note = (
+        f"distributed.batch_size={configured} is deeper than this grid's {deepest}-row "
+        f"bands: measured at K={deepest}"
+    )
+    return deepest, [note]
 
 
 def placed_state(
