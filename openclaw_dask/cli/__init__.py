@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import sys
 
-#: The exit code of an interrupted command (128 + SIGINT, as the shell reports one).
-EXIT_INTERRUPTED = 130
+from openclaw_dask.exitcodes import EXIT_INTERRUPTED
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
 from openclaw_dask.cli.output import err, out
 from openclaw_dask.config import ConfigError
 from openclaw_dask.config.errors import Problem
+from openclaw_dask.exitcodes import EXIT_FAILED
 from openclaw_dask.runtime.processes import wait_gone
 from openclaw_dask.runtime.state import (
     address_problem,
@@ -185,7 +186,7 @@ def _no_cluster(stale: str | None, hint: str | None = None) -> NoReturn:
     if hint:
         line += f"; {hint}"
     err.print(line, markup=False)
-    sys.exit(1)
+    sys.exit(EXIT_FAILED)
 
 
 def _checked_address(address: str) -> str:

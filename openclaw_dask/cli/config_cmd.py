@@ -15,6 +15,7 @@ from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.render import starter_config, yaml_value
 from openclaw_dask.config.schema import KEYS
 from openclaw_dask.config.types import InvalidValueError
+from openclaw_dask.exitcodes import EXIT_BAD_INPUT
 from openclaw_dask.translate import load_and_plan, plan_cluster
 
 SET_OPTION = click.option(
@@ -87,7 +88,7 @@ def validate_cmd(paths: tuple[str, ...], overrides: tuple[str, ...]) -> None:
         for note in plan.notes:
             out.print(f"   note: {note}")
     if failed:
-        sys.exit(2)
+        sys.exit(EXIT_BAD_INPUT)
 
 
 @config_group.command("show", cls=SetCommand)

@@ -16,7 +16,6 @@ import click
 from rich.markup import escape
 
 from openclaw_dask import __version__
-from openclaw_dask.cli import EXIT_INTERRUPTED
 from openclaw_dask.cli.bench_cmd import benchmark_cmd, tune_cmd
 from openclaw_dask.cli.certs_cmd import certs_group
 from openclaw_dask.cli.cluster_cmd import cluster_group, memory_group
@@ -24,9 +23,8 @@ from openclaw_dask.cli.config_cmd import config_group
 from openclaw_dask.cli.output import err, no_space, print_problems
 from openclaw_dask.cli.submit_cmd import submit_cmd
 from openclaw_dask.config.errors import ConfigError
+from openclaw_dask.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED
 from openclaw_dask.runtime.terminal import quiet_after_interrupt
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 class GuardedGroup(click.Group):

@@ -29,6 +29,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from openclaw_dask.exitcodes import EXIT_BAD_INPUT
+
 #: dask-mpi's layout: rank 0 the scheduler, rank 1 the client, the ranks from 2 on workers.
 CLIENT_RANK, FIRST_WORKER_RANK = 1, 2
 #: Tag of the message a worker rank sends the client rank once its event loop has ended.
@@ -42,12 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 3 or args[1] != "--":
         sys.stderr.write(USAGE)
-        return 2
+        return EXIT_BAD_INPUT
     try:
         plan = json.loads(Path(args[0]).read_text())
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"mpi_entry: cannot read the plan {args[0]}: {exc}\n")
-        return 2
+        return EXIT_BAD_INPUT
     command = args[2:]
 
     import dask

@@ -10,10 +10,10 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from openclaw_dask.cli import EXIT_INTERRUPTED
 from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
 from openclaw_dask.cli.output import err, no_space, out
 from openclaw_dask.config.render import yaml_value
+from openclaw_dask.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED
 
 
 @click.command("submit", cls=SetCommand)
@@ -82,7 +82,7 @@ def submit_cmd(
         )
     except StepFailedError as exc:
         if mpi_job_scheduler():  # rank 1 of an mpi launch: the launching submit says it
-            sys.exit(1)
+            sys.exit(EXIT_FAILED)
         if isinstance(exc.error, ClusterLostError):  # not the step's fault: no traceback
             err.print(f"[red]failed:[/] step {exc.step!r}: {exc.error}", markup=True)
             # lost workers, or an mpi job that ended: --resume starts what it needs itself
@@ -93,7 +93,7 @@ def submit_cmd(
                 f"{resume_command(exc.run_dir)} continues {again}",
                 markup=False,
             )
-            sys.exit(1)
+            sys.exit(EXIT_FAILED)
         if isinstance(exc.error, WorkersOutOfMemoryError):  # the budget, not the step's code
             err.print(f"[red]failed:[/] step {exc.step!r}: {escape(str(exc.error))}", markup=True)
             err.print(
@@ -102,7 +102,7 @@ def submit_cmd(
                 f"make the step's chunks smaller, then {resume_command(exc.run_dir)}",
                 markup=False,
             )
-            sys.exit(1)
+            sys.exit(EXIT_FAILED)
         full = no_space(exc.error, exc.run_dir)
         if full:  # not the step's fault either
             err.print(f"[red]failed:[/] step {exc.step!r}: {escape(full)}", markup=True)
@@ -111,7 +111,7 @@ def submit_cmd(
                 f"(or move the run directory), then {resume_command(exc.run_dir)}",
                 markup=False,
             )
-            sys.exit(1)
+            sys.exit(EXIT_FAILED)
         err.print(
             f"[red]failed:[/] step {exc.step!r} (op {exc.op}): "
             f"{type(exc.error).__name__}: {exc.error}",
@@ -122,10 +122,10 @@ def submit_cmd(
             f"their outputs are kept; fix the step and {resume_command(exc.run_dir)}",
             markup=False,
         )
-        sys.exit(1)
+        sys.exit(EXIT_FAILED)
     except MpiRunError as exc:  # the job ended before any step ran: no step to name
         err.print(f"[red]failed:[/] {escape(str(exc))}", markup=True)
-        sys.exit(1)
+        sys.exit(EXIT_FAILED)
     except KeyboardInterrupt as exc:
         # rank 1 of an mpi launch is stopped by mpirun also when another rank died: the
         # launching submit says which it was

@@ -53,6 +53,8 @@ from contextlib import contextmanager
 from multiprocessing import resource_tracker
 from typing import Any
 
+from openclaw_dask.exitcodes import EXIT_INTERRUPTED
+
 #: Dask's worker log message for a task that raised (``distributed/worker.py``).
 TASK_FAILED = "Compute Failed"
 
@@ -194,9 +196,6 @@ STILL_CLOSING = (
 #: Said instead by commands that save nothing while they close (benchmark, tune).
 STILL_CLOSING_CLUSTER = "still closing the cluster; Ctrl-C once more quits at once\n"
 
-#: The exit code of a run quit by a third Ctrl-C (128 + SIGINT, as the shell reports one).
-QUIT_AT_ONCE = 130
-
 
 @contextmanager
 def interrupts(closing: str = STILL_CLOSING) -> Iterator[None]:
@@ -230,7 +229,7 @@ def interrupts(closing: str = STILL_CLOSING) -> Iterator[None]:
             sys.stderr.write(closing)
             sys.stderr.flush()
         else:
-            os._exit(QUIT_AT_ONCE)
+            os._exit(EXIT_INTERRUPTED)  # a run quit by a third Ctrl-C
 
     def rearm(unraisable: Any) -> None:
         nonlocal pressed

@@ -28,6 +28,7 @@ import yaml
 from openclaw_dask.config import Config, ConfigError
 from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.loader import ENV_PREFIX, ENV_RESERVED
+from openclaw_dask.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED
 from openclaw_dask.runtime.cluster import ClusterLostError
 from openclaw_dask.runtime.mpi_launch import (
     find_mpirun,
@@ -44,8 +45,6 @@ from openclaw_dask.workflows.recovery import WorkersLostError
 from openclaw_dask.workflows.resume import read_run
 from openclaw_dask.workflows.runner import RUN_RECORD, StepFailedError, _new_run_dir
 from openclaw_dask.workflows.spec import Workflow
-
-EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130
 
 
 class MpiRunError(ClusterLostError):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from openclaw_dask.exitcodes import EXIT_INTERRUPTED
 from openclaw_dask.runtime import terminal
 
 
@@ -174,7 +175,7 @@ def test_a_second_ctrl_c_lets_the_closing_finish_and_a_third_quits(tmp_path: Pat
     time.sleep(0.2)
     proc.send_signal(signal.SIGINT)  # quits at once, before the closing's 1.5 s are over
     out, err = proc.communicate(timeout=20)
-    assert proc.returncode == terminal.QUIT_AT_ONCE and out == "", (out, err)
+    assert proc.returncode == EXIT_INTERRUPTED and out == "", (out, err)
     assert time.monotonic() - t0 < 1.2 and "Traceback" not in err
 
 
