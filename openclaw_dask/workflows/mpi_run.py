@@ -171,9 +171,14 @@ def run_under_mpirun(
             ]
         )
     find_mpirun(plan, cfg, backend)  # before a run directory is made
-    # made here for this run (not a --resume, nor a --run-dir the user had made)
-    fresh = resume is None and not (run_dir is not None and Path(run_dir).exists())
-    directory = read_run(resume)[0] if resume is not None else _new_run_dir(workflow, run_dir)
+    made = None  # the outermost folder made for this run (not a --resume's, nor the user's)
+    if resume is not None:
+        directory = read_run(resume)[0]
+    else:
+        planned = Path("runs") / workflow.name if run_dir is None else Path(run_dir)
+        outermost = _outermost_missing(planned)
+        directory = _new_run_dir(workflow, run_dir)
+        made = outermost or (directory if run_dir is None else None)
     env = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="openclaw-mpi-") as tmp:
         config_file = None if isinstance(config, Config) else config
@@ -198,24 +203,38 @@ def run_under_mpirun(
                 )
         except KeyboardInterrupt as exc:
             _update_record(directory, lines[0] if lines else shlex.join(args), interrupted=True)
-            raise _interrupted(exc, directory, fresh) from None
-    return _outcome(directory, code, lines[0] if lines else shlex.join(args), fresh)
+            raise _interrupted(exc, directory, made) from None
+    return _outcome(directory, code, lines[0] if lines else shlex.join(args), made)
 
 
-def _interrupted(exc: KeyboardInterrupt, directory: Path, fresh: bool) -> KeyboardInterrupt:
+def _outermost_missing(path: Path) -> Path | None:
+    """The outermost of ``path`` and its parents that does not exist yet (``None``: it exists)."""
+    missing = None
+    for folder in (path, *path.parents):
+        if folder.exists():
+            break
+        missing = folder
+    return missing
+
+
+def _interrupted(exc: KeyboardInterrupt, directory: Path, made: Path | None) -> KeyboardInterrupt:
     """``exc`` with the run directory to resume, once rank 1 has written its record.
 
     A Ctrl-C while the ranks still import (the first seconds after the ``mpirun`` line) ends
     the launch before rank 1 wrote ``run.json``: there is nothing to resume, and submit said
     "run.json says so; continue with --resume DIR" of a directory that ``--resume`` then
-    refused. That directory, made for this run and empty but for rank 1's lock, goes.
+    refused. That directory, made for this run and empty but for rank 1's lock, goes, and so
+    do the folders made for it up to ``made`` (a first run's ``runs/<workflow>``).
     """
     if (directory / RUN_RECORD).exists():
         exc.run_dir = directory  # type: ignore[attr-defined]  # submit's resume hint
-    elif fresh:
+    elif made is not None:
         (directory / LOCK).unlink(missing_ok=True)
         with contextlib.suppress(OSError):  # not empty after all: left as it is
-            directory.rmdir()
+            for folder in (directory, *directory.parents):
+                folder.rmdir()
+                if folder == made:
+                    break
     return exc
 
 
@@ -263,10 +282,10 @@ def _record_crash(directory: Path, record: dict[str, Any], crash: MpiRunError) -
     return failed
 
 
-def _outcome(directory: Path, code: int, command: str, fresh: bool = False) -> dict[str, Any]:
+def _outcome(directory: Path, code: int, command: str, made: Path | None = None) -> dict[str, Any]:
     """Rank 1's exit code and record -> the same result a local run gives.
 
-    ``fresh``: the run directory was made for this launch (see :func:`_interrupted`).
+    ``made``: the outermost folder made for this launch (see :func:`_interrupted`).
     """
     record = _update_record(directory, command, interrupted=code in INTERRUPT_CODES)
     if code == 0 and record.get("status") == "completed":
@@ -286,7 +305,7 @@ def _outcome(directory: Path, code: int, command: str, fresh: bool = False) -> d
             ]
         )
     if code in INTERRUPT_CODES:
-        raise _interrupted(KeyboardInterrupt("mpirun interrupted"), directory, fresh)
+        raise _interrupted(KeyboardInterrupt("mpirun interrupted"), directory, made)
     # a rank died (killed, out of memory, crashed) and mpirun ended the others
     crash = MpiRunError(code)
     step = _record_crash(directory, record, crash)

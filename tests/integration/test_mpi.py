@@ -202,8 +202,9 @@ def test_ctrl_c_while_the_ranks_start_leaves_nothing_that_claims_a_run(tmp_path:
     """Ctrl-C at once after the ``mpirun`` line, while the ranks still import: ``mpirun``
     exits at once and the ranks about a second later. The launch had said "run.json says so;
     continue with --resume DIR" of a directory without run.json (rank 1 had not written it
-    yet), which ``--resume`` refused, and returned while ranks still ran."""
-    run_dir = tmp_path / "run"
+    yet), which ``--resume`` refused, and returned while ranks still ran. The folders made for
+    the run go too (they had stayed, empty, as a first run's ``runs/<workflow>`` did)."""
+    run_dir = tmp_path / "runs" / "run"
     proc = start_in_own_group(
         run_dir, [*LONG_RUN[1:], "--no-report"], stderr=subprocess.PIPE, stdout=subprocess.PIPE
     )
@@ -216,7 +217,7 @@ def test_ctrl_c_while_the_ranks_start_leaves_nothing_that_claims_a_run(tmp_path:
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
     assert stderr.strip().endswith("interrupted before the run began: nothing to resume"), stderr
-    assert not run_dir.exists() and "Traceback" not in stderr
+    assert not (tmp_path / "runs").exists() and "Traceback" not in stderr
     left = [p.pid for p in psutil.process_iter(["cmdline"]) if plan in (p.info["cmdline"] or ())]
     assert not left, f"ranks of the launch outlived it: {left}"
 
