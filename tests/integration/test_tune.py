@@ -50,6 +50,9 @@ def test_tune_writes_a_valid_config_and_a_report_with_interleaved_pairs(tmp_path
     md = (tmp_path / "tuned.report.md").read_text()
     assert "interleaved pairs" in md and "| 1 |" in md
     assert any("compression" in s and "one host" in s for s in report["skipped"])
+    # the 1° stencil runs one band at any K: a batch sweep would measure the same thing
+    assert any("batch_size" in s for s in report["skipped"])
+    assert not any(t["stage"] == "batch" for t in others)
     assert (tmp_path / "tuned.report.png").stat().st_size > 1000
 
 
