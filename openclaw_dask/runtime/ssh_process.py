@@ -10,8 +10,9 @@ in. That is dask/distributed#9033 (a fix, #9343, is not released as of distribut
 These subclasses change nothing else: once Dask's own start returns, one task per stream reads
 lines until the stream ends. A stderr line goes to the ``distributed.deploy.ssh`` logger, as in
 Dask's start loop, at its own level when it is in Dask's log format (lines that continue it, a
-traceback, keep that level); the plan shows warnings and up, as ``LocalCluster`` does for its
-workers (``silence_logs``). A stdout line (a task's ``print``) is written to this process's
+traceback, keep that level), without the remote time and level that this process's own log
+line repeats; the plan shows warnings and up, as ``LocalCluster`` does for its workers
+(``silence_logs``). A stdout line (a task's ``print``) is written to this process's
 stdout after the process's name, as a local worker's would appear. Delete this module once the
 fix is released and required (the ``errors`` connect option stays: see ``_Drained``).
 """
@@ -31,6 +32,11 @@ logger = logging.getLogger("distributed.deploy.ssh")
 
 #: ``distributed.admin.log-format``'s level field: "<time> - <logger> - LEVEL - <message>"
 LEVEL = re.compile(r" - (DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
+#: A whole line in that format, from its ``asctime`` on
+DASK_LINE = re.compile(
+    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - (?P<name>\S+)"
+    r" - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - (?P<message>.*)"
+)
 
 
 def line_level(line: str, previous: int) -> int:
@@ -39,13 +45,24 @@ def line_level(line: str, previous: int) -> int:
     return logging.getLevelName(found.group(1)) if found else previous
 
 
-def _show(label: str, stream: str, line: str, level: int) -> None:
+def shown_text(line: str) -> str:
+    """A remote stderr line as logged here: a Dask log line keeps its logger and message.
+
+    The local log line has its own time and the same level: the remote ones only repeated
+    them ("<time> - distributed.deploy.ssh - WARNING - node: <time> - distributed.worker -
+    WARNING - ...").
+    """
     text = line.rstrip()
+    found = DASK_LINE.fullmatch(text)
+    return f"{found['name']} - {found['message']}" if found else text
+
+
+def _show(label: str, stream: str, line: str, level: int) -> None:
     if stream == "stdout":
-        sys.stdout.write(f"{label}: {text}\n")
+        sys.stdout.write(f"{label}: {line.rstrip()}\n")
         sys.stdout.flush()
     else:
-        logger.log(level, "%s: %s", label, text)
+        logger.log(level, "%s: %s", label, shown_text(line))
 
 
 async def forward(reader: Any, label: str, stream: str) -> None:

@@ -220,6 +220,7 @@ def test_remote_output_is_read_for_the_whole_run(
     assert [r.levelname for r in warnings] == ["WARNING"]
     assert any(r.getMessage().endswith("not utf-8: \\xff") for r in forwarded)
     assert warnings[0].getMessage().startswith(f"{name}: ")
+    assert " - WARNING - " not in warnings[0].getMessage()  # the local record says it once
     assert f"{name}: printed 2999 " in printed
     assert ": scheduler says hello" in printed
 

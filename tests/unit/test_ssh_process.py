@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from openclaw_dask.runtime.ssh_process import forward, line_level
+from openclaw_dask.runtime.ssh_process import forward, line_level, shown_text
 
 LINE = "2026-12-03 15:04:24,826 - distributed.worker - {} - message"
 
@@ -55,8 +55,17 @@ def test_stderr_lines_are_logged_at_their_level(caplog: pytest.LogCaptureFixture
     with caplog.at_level(logging.DEBUG, logger="distributed.deploy.ssh"):
         assert read_all("stderr", (text + "\n").encode()) == 0
     shown = [(r.levelname, r.getMessage()) for r in caplog.records]
+    # the remote time and level go: the local record has its own time and the same level
     assert shown == [
-        ("WARNING", "node-22: " + LINE.format("WARNING")),
+        ("WARNING", "node-22: distributed.worker - message"),
         ("WARNING", "node-22: Traceback (most recent call last):"),
-        ("INFO", "node-22: " + LINE.format("INFO")),
+        ("INFO", "node-22: distributed.worker - message"),
     ]
+
+
+def test_only_a_whole_dask_log_line_loses_its_time_and_level() -> None:
+    assert shown_text(LINE.format("ERROR") + "\n") == "distributed.worker - message"
+    lookalike = "plain words - INFO - lookalike"
+    assert shown_text(lookalike) == lookalike
+    late = "see 2026-12-03 15:04:24,826 - distributed.worker - INFO - message"
+    assert shown_text(late) == late
