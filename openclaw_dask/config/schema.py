@@ -146,7 +146,7 @@ KEYS: tuple[Key, ...] = (
         "parallel.deterministic_mode",
         Bool(),
         False,
-        "bit-identical outputs for any worker/thread layout and on rerun",
+        "bit-identical outputs for any worker/thread layout and on rerun (workers of one CPU kind)",
     ),
     # distributed
     Key(

@@ -2,9 +2,10 @@
 
 :func:`start_cluster` is the one way the rest of openclaw-dask gets a ``distributed.Client``.
 After the workers are up it registers the plan's worker plugins (config fingerprint, allocator
-check) and reads the truth back from every worker: a refused worker, pinning that did not take,
-or a clock offset beyond ``distributed.clock_skew_tolerance`` is an error that names the key,
-and the cluster is shut down again. Nothing is left running after an error.
+check, in deterministic mode the numerics check) and reads the truth back from every worker:
+a refused worker, pinning that did not take, or a clock offset beyond
+``distributed.clock_skew_tolerance`` is an error that names the key, and the cluster is shut
+down again. Nothing is left running after an error.
 """
 
 from __future__ import annotations
@@ -223,10 +224,16 @@ def attached_dashboard(client: Client) -> str | None:
 
 
 def register_plugins(client: Client, plan: ClusterPlan) -> None:
-    """Register the plan's worker plugins (on current and future workers)."""
+    """Register the plan's worker plugins (on current and future workers).
+
+    A plugin class with ``kwargs_from_cluster`` (:class:`~.plugins.NumericsCheck`) takes the
+    rest of its arguments from the running workers.
+    """
     for spec in plan.worker_plugins:
-        plugin = import_term(spec["class"])(**spec["kwargs"])
-        client.register_plugin(plugin)
+        cls = import_term(spec["class"])
+        from_cluster = getattr(cls, "kwargs_from_cluster", None)
+        kwargs = {**spec["kwargs"], **(from_cluster(client) if from_cluster else {})}
+        client.register_plugin(cls(**kwargs))
 
 
 def _worker_index(name: str) -> int | None:

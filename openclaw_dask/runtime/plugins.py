@@ -124,3 +124,88 @@ class AllocatorCheck(WorkerPlugin):
                 f"(LD_PRELOAD did not take effect: is {ALLOCATOR_MARKERS[self.allocator]} "
                 "installed on this node?)",
             )
+
+
+#: CPU features that decide which vector code numba's kernels (LLVM) and numpy's SIMD loops
+#: run: a reduction vectorised 2, 4 or 8 wide adds in another order
+VECTOR_FEATURES = ("sse4.2", "avx", "avx2", "fma", "avx512f", "avx512dq", "avx512bw", "avx512vl")
+
+
+def numerics_kind() -> dict[str, str]:
+    """What, beyond the config, decides the bits of this process's floating-point results.
+
+    The target CPU numba compiles for (its name and vector features, as numba itself resolves
+    them, ``NUMBA_CPU_NAME`` and ``NUMBA_CPU_FEATURES`` included) and the numpy and numba
+    versions. The climate kernel's row sums follow LLVM's vector order for that target (on
+    the development VM ``NUMBA_CPU_NAME=generic`` changes the 2° model's bits after 200 steps)
+    and numpy's ``sin``/``arccos`` its SIMD loops.
+    """
+    import llvmlite.binding as llvm
+    import numba
+    import numpy
+
+    features = numba.config.CPU_FEATURES
+    if features is None:
+        try:  # numba's own resolution (it honours NUMBA_ENABLE_AVX); internal, hence the guard
+            from numba.core.codegen import get_host_cpu_features
+
+            features = get_host_cpu_features()
+        except ImportError:
+            features = llvm.get_host_cpu_features().flatten()
+    enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
+    return {
+        "cpu": numba.config.CPU_NAME or llvm.get_host_cpu_name(),
+        "vector": " ".join(f for f in VECTOR_FEATURES if f in enabled) or "none",
+        "numpy": numpy.__version__,
+        "numba": numba.__version__,
+    }
+
+
+def common_kind(kinds: dict[str, dict[str, str]]) -> dict[str, str] | None:
+    """The kind most workers have (ties: the first worker's by address); ``None`` for none."""
+    if not kinds:
+        return None
+    ordered = [kinds[w] for w in sorted(kinds)]
+    return max(ordered, key=ordered.count)  # max keeps the first of equal counts
+
+
+class NumericsCheck(WorkerPlugin):
+    """In deterministic mode, refuse a worker whose numerics differ from the cluster's.
+
+    ``parallel.deterministic_mode`` promises the same bits for any worker and thread layout,
+    which holds only among workers that compute alike (:func:`numerics_kind`). A node of
+    another CPU kind, or with another numpy, would change the bits of whatever runs there,
+    silently. The expected kind is the one most workers have when the client registers the
+    plugin (:meth:`kwargs_from_cluster`); the client's own counts only when no worker is up
+    yet (the client computes none of the outputs).
+
+    Parameters
+    ----------
+    expected
+        :func:`numerics_kind` of the cluster.
+    """
+
+    name = "openclaw-numerics-check"
+
+    def __init__(self, expected: dict[str, str]) -> None:
+        if not isinstance(expected, dict) or set(expected) != {"cpu", "vector", "numpy", "numba"}:
+            raise TypeError("expected must be a numerics_kind() dict")
+        self.expected = expected
+
+    @classmethod
+    def kwargs_from_cluster(cls, client: Any) -> dict[str, Any]:
+        """``expected``: the kind most of ``client``'s workers have (the client's if none)."""
+        return {"expected": common_kind(client.run(numerics_kind)) or numerics_kind()}
+
+    async def setup(self, worker: Any) -> None:
+        own = numerics_kind()
+        worker.openclaw_numerics = own
+        diff = [f"{k} {own[k]} (cluster: {v})" for k, v in self.expected.items() if own[k] != v]
+        if diff:
+            await refuse(
+                worker,
+                "parallel.deterministic_mode is on and this worker computes unlike the "
+                f"cluster's workers: {'; '.join(diff)}. Outputs are bit-identical only among "
+                "workers of one CPU kind with the same numpy and numba: start it on such a "
+                "node, or set parallel.deterministic_mode: false",
+            )

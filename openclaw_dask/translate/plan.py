@@ -297,4 +297,6 @@ def worker_plugins(config: Config) -> list[dict[str, Any]]:
                 "kwargs": {"allocator": config["memory.allocator"]},
             }
         )
+    if config["parallel.deterministic_mode"]:  # its expected kind comes from the workers
+        plugins.append({"class": f"{PLUGINS}.NumericsCheck", "kwargs": {}})
     return plugins

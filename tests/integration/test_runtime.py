@@ -15,6 +15,7 @@ from distributed import get_worker
 
 from openclaw_dask.config import ConfigError, detect_hardware, load_config
 from openclaw_dask.runtime import inspect_workers, memory_compact, refused_workers, start_cluster
+from openclaw_dask.runtime.plugins import numerics_kind
 from openclaw_dask.translate.plan import QUIET_MONITORS
 
 BASE = ["cluster.dashboard_address=127.0.0.1:0"]
@@ -170,43 +171,68 @@ def test_system_malloc_keeps_a_loop_of_temporaries_off_the_page_fault_path() -> 
         assert client.submit(kernel_page_faults, pure=False).result() < 10
 
 
+def stranger(address: str, *args: str, **env: str) -> subprocess.Popen[str]:
+    """A ``dask worker`` started by hand against ``address``, with ``env`` added."""
+    dask_cli = Path(sys.executable).with_name("dask")
+    return subprocess.Popen(
+        [str(dask_cli), "worker", address, "--nthreads", "1", "--name", "stranger", *args],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def refusal(client: Any, proc: subprocess.Popen[str]) -> str:
+    """The one refusal the scheduler records, once the refused worker has gone away."""
+    deadline = time.monotonic() + 60
+    refused: dict[str, str] = {}
+    while time.monotonic() < deadline and not refused:
+        refused = refused_workers(client)
+        time.sleep(0.3)
+    (reason,) = refused.values()
+    assert proc.wait(timeout=60) is not None  # the worker and its nanny went away
+    assert "refused" in proc.stdout.read()  # type: ignore[union-attr]
+    return reason
+
+
 def test_mismatched_worker_is_refused_and_cluster_keeps_working(tmp_path: Path) -> None:
     with cluster("parallel.processes=1") as client:
         address = client.scheduler.address
-        env = {**os.environ, "OPENCLAW_DISTRIBUTED__SYNC_INTERVAL": "5"}
-        dask_cli = Path(sys.executable).with_name("dask")
-        proc = subprocess.Popen(
-            [
-                str(dask_cli),
-                "worker",
-                address,
-                "--nthreads",
-                "1",
-                "--name",
-                "stranger",
-                "--preload",
-                "openclaw_dask.runtime.preload",
-                "--no-dashboard",
-            ],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        preload = ("--preload", "openclaw_dask.runtime.preload", "--no-dashboard")
+        proc = stranger(address, *preload, OPENCLAW_DISTRIBUTED__SYNC_INTERVAL="5")
         try:
-            deadline = time.monotonic() + 60
-            refused: dict[str, str] = {}
-            while time.monotonic() < deadline and not refused:
-                refused = refused_workers(client)
-                time.sleep(0.3)
-            (reason,) = refused.values()
+            reason = refusal(client, proc)
             assert "distributed.sync_interval: worker 5, client 1000" in reason
-            assert proc.wait(timeout=60) is not None  # the worker and its nanny went away
-            assert "refused" in proc.stdout.read()  # type: ignore[union-attr]
         finally:
             proc.kill()
         assert len(client.scheduler_info()["workers"]) == 1
         assert client.submit(sum, [4, 5]).result() == 9
+
+
+def test_deterministic_mode_refuses_a_worker_that_computes_unlike_the_cluster() -> None:
+    """Same config, another CPU target for numba's kernels: NUMBA_CPU_NAME=generic changes
+    the climate model's bits (2°, 200 steps, on the development VM), so in deterministic
+    mode such a worker is refused by what differs; without the mode it is welcome."""
+    with cluster("parallel.processes=1", "parallel.deterministic_mode=true") as client:
+        (kind,) = client.run(numerics_kind).values()
+        proc = stranger(client.scheduler.address, "--no-dashboard", NUMBA_CPU_NAME="generic")
+        try:
+            reason = refusal(client, proc)
+        finally:
+            proc.kill()
+        assert f"cpu generic (cluster: {kind['cpu']})" in reason, reason
+        assert "parallel.deterministic_mode: false" in reason
+        assert client.submit(sum, [4, 5]).result() == 9
+    with cluster("parallel.processes=1") as client:
+        proc = stranger(client.scheduler.address, "--no-dashboard", NUMBA_CPU_NAME="generic")
+        try:
+            client.wait_for_workers(2, timeout=60)
+            time.sleep(1)
+            assert refused_workers(client) == {}
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
 
 
 def test_matching_hand_started_worker_is_accepted() -> None:

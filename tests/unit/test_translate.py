@@ -9,6 +9,7 @@ from typing import Any
 
 import dask
 import distributed
+import numpy as np
 import pytest
 from dask.utils import parse_timedelta
 from distributed.utils import import_term
@@ -17,6 +18,7 @@ from openclaw_dask.config import load_config
 from openclaw_dask.config.layout import pin_cores
 from openclaw_dask.config.tls import create_certificates
 from openclaw_dask.runtime import cluster_class, materialise_kwargs
+from openclaw_dask.runtime.plugins import NumericsCheck, common_kind, numerics_kind
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 from openclaw_dask.translate.cuda import LOCAL_CUDA_CLUSTER_PARAMS
 from openclaw_dask.translate.plan import (
@@ -419,3 +421,21 @@ def test_every_backend_quiets_dask_monitors(backend: str, sets: list[str]) -> No
     assert {k: p.dask_config[k] for k in QUIET_MONITORS} == QUIET_MONITORS
     for key, value in QUIET_MONITORS.items():  # slower than Dask's own defaults
         assert parse_timedelta(value) > parse_timedelta(dask.config.get(key)), key
+
+
+def test_deterministic_mode_checks_that_every_worker_computes_alike() -> None:
+    """The numerics check's expected kind is the workers' most common one (filled in when it
+    is registered, tests/integration/test_runtime.py runs it); without the mode no check."""
+    check = {"class": "openclaw_dask.runtime.plugins.NumericsCheck", "kwargs": {}}
+    assert check in plan("parallel.deterministic_mode=true").worker_plugins
+    assert check not in plan().worker_plugins
+    zen = {"cpu": "znver4", "vector": "avx avx2", "numpy": "2.3.5", "numba": "0.62.1"}
+    generic = {**zen, "cpu": "generic"}
+    assert common_kind({}) is None
+    assert common_kind({"tcp://b:1": zen, "tcp://a:1": generic, "tcp://c:1": zen}) == zen
+    assert common_kind({"tcp://b:1": zen, "tcp://a:1": generic}) == generic  # tie: first address
+    assert NumericsCheck(zen).expected == zen
+    with pytest.raises(TypeError, match="numerics_kind"):
+        NumericsCheck({"cpu": "znver4"})
+    kind = numerics_kind()  # this process: a real answer, in the same shape
+    assert set(kind) == set(zen) and kind["cpu"] and kind["numpy"] == np.__version__
