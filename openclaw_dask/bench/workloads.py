@@ -143,8 +143,12 @@ def workload(name: str) -> Workload:
     if path.suffix in (".yaml", ".yml") and path.is_file():
         from openclaw_dask.workflows.spec import load_workflow
 
-        load_workflow(path)  # a bad workflow is bad input now, not after the baseline
-        return Workload(str(path), "runs", f"workflow {path}", _workflow(path))
+        workflow = load_workflow(path)  # a bad workflow is bad input now, not after the baseline
+        # an iterative step fuses batch_size steps per task (IterativeOp), a map step does not
+        iterative = any(step.info.iterative for step in workflow.steps.values())
+        return Workload(
+            str(path), "runs", f"workflow {path}", _workflow(path), uses_batch_size=iterative
+        )
     raise ConfigError(
         [
             Problem(
