@@ -171,13 +171,14 @@ def test_system_malloc_keeps_a_loop_of_temporaries_off_the_page_fault_path() -> 
         assert client.submit(kernel_page_faults, pure=False).result() < 10
 
 
-def stranger(address: str, *args: str, **env: str) -> subprocess.Popen[str]:
-    """A ``dask worker`` started by hand against ``address``, with ``env`` added."""
+def stranger(address: str, *args: str, quiet: bool = False, **env: str) -> subprocess.Popen[str]:
+    """A ``dask worker`` started by hand against ``address``, with ``env`` added; its output
+    is read by :func:`refusal`, or dropped (``quiet``) where nothing reads it."""
     dask_cli = Path(sys.executable).with_name("dask")
     return subprocess.Popen(
         [str(dask_cli), "worker", address, "--nthreads", "1", "--name", "stranger", *args],
         env={**os.environ, **env},
-        stdout=subprocess.PIPE,
+        stdout=subprocess.DEVNULL if quiet else subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
@@ -225,7 +226,9 @@ def test_deterministic_mode_refuses_a_worker_that_computes_unlike_the_cluster() 
         assert "parallel.deterministic_mode: false" in reason
         assert client.submit(sum, [4, 5]).result() == 9
     with cluster("parallel.processes=1") as client:
-        proc = stranger(client.scheduler.address, "--no-dashboard", NUMBA_CPU_NAME="generic")
+        proc = stranger(
+            client.scheduler.address, "--no-dashboard", quiet=True, NUMBA_CPU_NAME="generic"
+        )
         try:
             client.wait_for_workers(2, timeout=60)
             time.sleep(1)
@@ -237,21 +240,8 @@ def test_deterministic_mode_refuses_a_worker_that_computes_unlike_the_cluster() 
 
 def test_matching_hand_started_worker_is_accepted() -> None:
     with cluster("parallel.processes=1") as client:
-        dask_cli = Path(sys.executable).with_name("dask")
-        proc = subprocess.Popen(
-            [
-                str(dask_cli),
-                "worker",
-                client.scheduler.address,
-                "--nthreads",
-                "1",
-                "--preload",
-                "openclaw_dask.runtime.preload",
-                "--no-dashboard",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        preload = ("--preload", "openclaw_dask.runtime.preload", "--no-dashboard")
+        proc = stranger(client.scheduler.address, *preload, quiet=True)
         try:
             client.wait_for_workers(2, timeout=60)
             time.sleep(1)
