@@ -30,7 +30,7 @@ from openclaw_dask.config.layout import resolve_backend
 from openclaw_dask.config.render import yaml_value
 from openclaw_dask.config.validate import locate
 from openclaw_dask.runtime.build import cluster_class, materialise_kwargs
-from openclaw_dask.runtime.inspect import inspect_workers, refused_workers
+from openclaw_dask.runtime.inspect import inspect_workers, refusals
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
 from openclaw_dask.runtime.state import address_problem, read_state
 from openclaw_dask.runtime.terminal import interrupts_held, quiet_interrupted_sync
@@ -263,8 +263,7 @@ def verify_cluster(
     """
     problems: list[Problem] = []
     warnings: list[str] = []
-    for address, reason in refused_workers(client).items():
-        key = "memory.allocator" if "allocator" in reason else "distributed.sync_interval"
+    for address, (key, reason) in refusals(client).items():
         problems.append(locate(key, config.sources, f"worker {address} refused: {reason}"))
     if problems:  # refused workers are closing: asking them anything more would race
         raise ConfigError(problems)

@@ -86,11 +86,16 @@ def inspect_workers(client: Any) -> dict[str, dict[str, Any]]:
     return client.run(worker_facts)
 
 
-def refused_workers(client: Any) -> dict[str, str]:
-    """``{worker address: reason}`` of workers our plugins refused."""
+def refusals(client: Any) -> dict[str, tuple[str, str]]:
+    """``{worker address: (config key, reason)}`` of workers our plugins refused."""
 
-    def read(dask_scheduler: Any) -> dict[str, str]:
+    def read(dask_scheduler: Any) -> dict[str, dict[str, str]]:
         meta = dask_scheduler.get_metadata(keys=list(REFUSED_KEY), default={})
         return dict(meta or {})
 
-    return client.run_on_scheduler(read)
+    return {a: (r["key"], r["reason"]) for a, r in client.run_on_scheduler(read).items()}
+
+
+def refused_workers(client: Any) -> dict[str, str]:
+    """``{worker address: reason}`` of workers our plugins refused."""
+    return {address: reason for address, (_, reason) in refusals(client).items()}

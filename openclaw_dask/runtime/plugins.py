@@ -27,11 +27,17 @@ REFUSED_KEY = ("openclaw", "refused")
 ALLOCATOR_MARKERS = {"jemalloc": "libjemalloc", "tcmalloc": "libtcmalloc"}
 
 
-async def refuse(worker: Any, reason: str) -> None:
-    """Record ``reason`` on the scheduler and close ``worker`` and its nanny."""
+async def refuse(worker: Any, key: str, reason: str) -> None:
+    """Record ``reason`` on the scheduler and close ``worker`` and its nanny.
+
+    ``key`` is the dotted config key the worker does not honour: where the client's error
+    points in the config file.
+    """
     logger.error("openclaw-dask refused worker %s: %s", worker.address, reason)
     try:
-        await worker.scheduler.set_metadata(keys=[*REFUSED_KEY, worker.address], value=reason)
+        await worker.scheduler.set_metadata(
+            keys=[*REFUSED_KEY, worker.address], value={"key": key, "reason": reason}
+        )
     except Exception:
         logger.exception("could not record the refusal on the scheduler")
     # close after setup returns: closing inside the plugin handler would deadlock it
@@ -83,7 +89,10 @@ class ConfigFingerprint(WorkerPlugin):
         if own_hash == self.fingerprint:
             return
         diff = fingerprint_difference(own_values, self.values)
-        await refuse(worker, "its openclaw.config differs from the client's: " + "; ".join(diff))
+        first = diff[0].split(": ", 1)[0] if diff else "distributed.sync_interval"
+        await refuse(
+            worker, first, "its openclaw.config differs from the client's: " + "; ".join(diff)
+        )
 
 
 def loaded_allocator(maps_text: str) -> str:
@@ -120,6 +129,7 @@ class AllocatorCheck(WorkerPlugin):
         if found != self.allocator:
             await refuse(
                 worker,
+                "memory.allocator",
                 f"memory.allocator is {self.allocator} but the worker runs with {found} "
                 f"(LD_PRELOAD did not take effect: is {ALLOCATOR_MARKERS[self.allocator]} "
                 "installed on this node?)",
@@ -204,6 +214,7 @@ class NumericsCheck(WorkerPlugin):
         if diff:
             await refuse(
                 worker,
+                "parallel.deterministic_mode",
                 "parallel.deterministic_mode is on and this worker computes unlike the "
                 f"cluster's workers: {'; '.join(diff)}. Outputs are bit-identical only among "
                 "workers of one CPU kind with the same numpy and numba: start it on such a "

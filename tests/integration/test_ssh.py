@@ -253,6 +253,18 @@ def _no_python(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
     return {"nodes": [rig.node(a, **NODE_A), rig.node(b, python="/opt/nowhere/bin/python")]}
 
 
+def _other_numerics(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
+    """Node b's python compiles numba's kernels for another CPU (its workers would too)."""
+    a, b, _ = hosts(rig)
+    python = tmp_path / "python-generic-cpu"
+    python.write_text(f'#!/bin/sh\nNUMBA_CPU_NAME=generic exec {rig.python} "$@"\n')
+    python.chmod(0o755)
+    return {
+        "nodes": [rig.node(a, **NODE_A), rig.node(b, python=str(python))],
+        "extra": {"parallel.deterministic_mode": True},
+    }
+
+
 def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
     a, _, odd = hosts(rig)
     return {"nodes": [rig.node(a, **NODE_A), rig.node(odd)]}
@@ -381,18 +393,39 @@ def test_zstd_shrinks_the_bytes_between_hosts(rig: SshRig, tmp_path: Path) -> No
     assert sent["zstd"] < sent["none"] / 3
 
 
+@pytest.mark.parametrize(
+    ("case", "key", "expected"),
+    [
+        (
+            _odd_config,
+            "distributed.sync_interval",
+            "its openclaw.config differs from the client's: distributed.sync_interval: "
+            "worker 50, client 1000",
+        ),
+        (
+            _other_numerics,
+            "parallel.deterministic_mode",
+            "parallel.deterministic_mode is on and this worker computes unlike the cluster's "
+            "workers: cpu generic",
+        ),
+    ],
+    ids=["mismatched-sync-interval", "deterministic-mode-other-cpu"],
+)
 def test_worker_of_a_disagreeing_node_is_refused_even_without_preflight(
-    rig: SshRig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    rig: SshRig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: Any, key: str, expected: str
 ) -> None:
-    """Second line of defence: the node's workers read its own config (the node preload)."""
+    """Second line of defence: the node's workers check themselves (the node preload, the
+    numerics check), and the error points at the config key they do not honour."""
     from openclaw_dask.config import ConfigError, load_config
     from openclaw_dask.runtime import preflight
 
-    a, _, odd = hosts(rig)
     monkeypatch.setattr(preflight, "check_nodes", lambda config: {})
-    config = load_config(rig.config([rig.node(a, **NODE_A), rig.node(odd)], tmp_path / "c"))
+    spec = case(rig, tmp_path)
+    odd = spec["nodes"][1]["host"]
+    config = load_config(rig.config(spec["nodes"], tmp_path / "c", spec.get("extra")))
     with pytest.raises(ConfigError) as info, start_cluster(config):
         pass
-    message = str(info.value)
-    assert f"worker tcp://{odd.host}:" in message
-    assert "distributed.sync_interval: worker 50, client 1000" in message
+    (problem,) = info.value.problems
+    assert problem.key == key, problem
+    assert problem.message.startswith(f"worker tcp://{odd}:"), problem
+    assert expected in problem.message, problem
