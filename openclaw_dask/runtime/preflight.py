@@ -16,6 +16,11 @@ visit each node of ``distributed.nodes`` with the same asyncssh options the clus
    ``~/.config/openclaw/openclaw.config``; or ``OPENCLAW_*`` variables), agrees with this one in
    every node-relevant key (:meth:`Config.fingerprint`). A node without a config of its own
    adopts this one, as its workers do (:mod:`openclaw_dask.runtime.preload`).
+6. in deterministic mode, the node computes like the others: numba's target CPU and vector
+   features and the numpy and numba versions (:func:`~openclaw_dask.runtime.plugins.
+   numerics_kind`, read in the login environment the workers start from) are those most nodes
+   have. The workers' own check (:class:`~openclaw_dask.runtime.plugins.NumericsCheck`) would
+   refuse them after the scheduler started; this names the node before anything starts.
 
 Every failing node becomes one :class:`~openclaw_dask.config.errors.Problem` that starts with
 ``node HOST:PORT`` and says what to do; all nodes are checked at once, in parallel.
@@ -40,6 +45,7 @@ import distributed
 from openclaw_dask.config import Config, ConfigError
 from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.validate import locate
+from openclaw_dask.runtime.plugins import common_kind
 from openclaw_dask.translate.ssh import connect_options
 
 #: Seconds allowed for the TCP connection and the SSH handshake of one node.
@@ -82,6 +88,17 @@ try:
             }
 except ImportError as exc:
     out["missing"] = exc.name or str(exc)
+"""
+#: Appended to :data:`PROBE` in deterministic mode (it imports numba: ~0.2-0.3 s more a node).
+NUMERICS_PROBE = """
+if "missing" not in out:
+    try:
+        from openclaw_dask.runtime.plugins import numerics_kind
+        out["numerics"] = numerics_kind()
+    except ImportError as exc:
+        out["missing"] = exc.name or str(exc)
+"""
+PROBE_END = """
 print("OPENCLAW-PROBE " + json.dumps(out, default=str))
 """
 
@@ -215,6 +232,49 @@ async def _reachable(target: NodeTarget) -> str | None:
     return None
 
 
+def probe_text(config: Config) -> str:
+    """The Python a node runs: what every node reports, and its numerics when they matter."""
+    numerics = NUMERICS_PROBE if config["parallel.deterministic_mode"] else ""
+    return PROBE + numerics + PROBE_END
+
+
+def numerics_outliers(kinds: dict[str, dict[str, str]]) -> dict[str, str]:
+    """Why each node that computes unlike the others may not run deterministic mode (pure).
+
+    Parameters
+    ----------
+    kinds
+        ``{"host:port": numerics_kind()}`` in the order of ``distributed.nodes``.
+
+    Returns
+    -------
+    dict
+        ``{"host:port": reason}`` for every node whose kind is not the one most nodes have
+        (ties: the first node's by ``host:port``, as the workers' own check); empty when all
+        compute alike.
+    """
+    common = common_kind(kinds)
+    if common is None:
+        return {}
+    alike = [label for label, kind in kinds.items() if kind == common]
+    others = f" and {len(alike) - 1} more" if len(alike) > 1 else ""
+    out = {}
+    for label, kind in kinds.items():
+        diff = [
+            f"{k} {kind.get(k)} (node {alike[0]}{others}: {v})"
+            for k, v in common.items()
+            if kind.get(k) != v
+        ]
+        if diff:
+            out[label] = (
+                "parallel.deterministic_mode is on and this node computes unlike the others: "
+                f"{'; '.join(diff)}. Outputs are bit-identical only among workers of one CPU "
+                "kind with the same numpy and numba: leave the node out, or set "
+                "parallel.deterministic_mode: false"
+            )
+    return out
+
+
 async def probe_node(target: NodeTarget, config: Config) -> tuple[str, dict[str, Any] | None]:
     """Visit one node: ``("", facts)`` when the probe ran, else ``(reason, None)``."""
     import asyncssh
@@ -248,7 +308,8 @@ async def probe_node(target: NodeTarget, config: Config) -> tuple[str, dict[str,
     async with conn:
         try:
             result = await asyncio.wait_for(
-                conn.run(f"{shlex.quote(target.python)} -", input=PROBE), PROBE_TIMEOUT
+                conn.run(f"{shlex.quote(target.python)} -", input=probe_text(config)),
+                PROBE_TIMEOUT,
             )
         except TimeoutError:
             return f"its python {target.python} did not answer within {PROBE_TIMEOUT:g} s", None
@@ -317,6 +378,11 @@ def check_nodes(config: Config) -> dict[str, dict[str, Any]]:
             )
         if facts is not None:
             found[target.label] = facts
+    kinds = {label: facts["numerics"] for label, facts in found.items() if "numerics" in facts}
+    index = {t.label: t.index for t in targets}
+    for label, why in numerics_outliers(kinds).items():
+        where = f"distributed.nodes[{index[label]}]"
+        problems.append(locate(where, config.sources, f"node {label}: {why}", config.line_of))
     if problems:
         raise ConfigError(problems)
     return found

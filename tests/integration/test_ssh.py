@@ -278,6 +278,7 @@ def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
         (_wrong_host_key, "its host key is not trusted"),
         (_no_openclaw, "its python /usr/bin/python3 cannot import"),
         (_no_python, "its python /opt/nowhere/bin/python does not exist"),
+        (_other_numerics, "computes unlike the others: cpu generic (node "),
     ],
     ids=[
         "mismatched-sync-interval",
@@ -285,6 +286,7 @@ def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
         "wrong-host-key",
         "no-openclaw-dask",
         "no-python",
+        "deterministic-mode-other-cpu",
     ],
 )
 def test_bad_node_fails_before_any_work_naming_it(

@@ -19,6 +19,8 @@ from openclaw_dask.runtime.preflight import (
     compare,
     local_facts,
     node_targets,
+    numerics_outliers,
+    probe_text,
     wait_for_ssh_workers,
 )
 from openclaw_dask.runtime.preload import has_own_config
@@ -142,3 +144,17 @@ def test_workers_that_never_join_are_named() -> None:
     with pytest.raises(ConfigError) as info:
         wait_for_ssh_workers(Stub(), plan, timeout=1)
     assert "workers 10.0.0.1-22-node1, 10.0.0.2-2222 started but did not join" in str(info.value)
+
+
+def test_deterministic_mode_names_the_nodes_that_compute_unlike_most() -> None:
+    assert "numerics_kind" not in probe_text(config())
+    assert "numerics_kind" in probe_text(config("parallel.deterministic_mode=true"))
+    kind = {"cpu": "znver4", "vector": "avx2 fma", "numpy": "2.3.0", "numba": "0.62.0"}
+    assert numerics_outliers({"a:22": kind, "b:22": dict(kind)}) == {}
+    generic = {**kind, "cpu": "generic", "vector": "none"}
+    odd = numerics_outliers({"a:22": generic, "b:22": kind, "c:22": kind})
+    assert list(odd) == ["a:22"]
+    assert "computes unlike the others: cpu generic (node b:22 and 1 more: znver4); " in odd["a:22"]
+    assert "vector none (node b:22 and 1 more: avx2 fma)." in odd["a:22"]
+    # a tie: the first node by host:port sets the kind
+    assert list(numerics_outliers({"a:22": generic, "b:22": kind})) == ["b:22"]
