@@ -135,10 +135,19 @@ class Tuner:
         return config
 
     def identity(self, config: Config) -> str:
-        """What makes two candidates the same cluster: the planned layout and tuned keys."""
+        """What makes two candidates the same run: the planned layout, the tuned keys, and
+        the graph ``distributed.batch_size`` makes where the workload says (two values of K
+        that give one band and a whole segment per task are one graph)."""
         plan = plan_cluster(config, self.hw)
-        keys = ("memory.allocator", "distributed.batch_size", "distributed.compression")
-        return json.dumps([plan.layout, [config[k] for k in keys]], sort_keys=True, default=str)
+        keys = ("memory.allocator", "distributed.compression")
+        batch: Any = config["distributed.batch_size"]
+        if self.work.graph_shape is not None:
+            nodes = plan.layout.get("nodes", [plan.layout])  # ssh plans: one layout per node
+            threads = sum(int(node["threads"]) for node in nodes)
+            batch = self.work.graph_shape(threads, int(batch))
+        return json.dumps(
+            [plan.layout, [config[k] for k in keys], batch], sort_keys=True, default=str
+        )
 
     def measure(self, stage: str, changes: dict[str, Any], strict: bool = False) -> Trial:
         """Start the candidate's cluster, warm up, time ``repeats`` runs.
@@ -156,7 +165,7 @@ class Tuner:
             config = self.trial_config(changes)
             same = self.seen.get(self.identity(config))
             if same is not None:
-                trial.skipped = f"the same cluster as {same.label()}"
+                trial.skipped = f"the same cluster and task graph as {same.label()}"
                 trial.samples = list(same.samples)
                 self.log(f"{stage:<10} {trial.label():<55} {trial.skipped}")
                 return trial

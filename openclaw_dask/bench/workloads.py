@@ -38,6 +38,11 @@ class Workload:
         ``prepare(client, config) -> run``; ``run()`` does the work once and returns its amount.
     uses_batch_size : bool
         Whether ``distributed.batch_size`` changes what it does (worth sweeping).
+    graph_shape : callable, optional
+        ``graph_shape(threads, batch_size)``: what the work runs as with that ``K`` on that many
+        threads (latitude bands, steps per task); equal shapes are the same task graph, so
+        ``tune`` measures one of them. ``None``: not known before a run (a workflow's grid
+        comes from its own steps).
     """
 
     name: str
@@ -45,21 +50,30 @@ class Workload:
     description: str
     prepare: Callable[[Client, Config], Callable[[], float]]
     uses_batch_size: bool = False
+    graph_shape: Callable[[int, int], tuple[int, int]] | None = None
+
+
+def _stencil_shape(resolution: float) -> Callable[[int, int], tuple[int, int]]:
+    def shape(threads: int, batch_size: int) -> tuple[int, int]:
+        from openclaw_dask.workflows.climate import LatLonGrid
+        from openclaw_dask.workflows.ops.climate import band_count, steps_per_task
+
+        bands = band_count(LatLonGrid(resolution).shape, threads, batch_size)
+        return bands, steps_per_task(batch_size, bands)
+
+    return shape
 
 
 def _stencil(resolution: float, steps: int) -> Callable[[Client, Config], Callable[[], float]]:
     def prepare(client: Client, config: Config) -> Callable[[], float]:
         from openclaw_dask.bench.suites.stencil import model_setup, placed_state, run_placed
         from openclaw_dask.workflows.climate import heat_capacity
-        from openclaw_dask.workflows.ops.climate import band_count, steps_per_task
 
         params, grid, start = model_setup(resolution)
         capacity = heat_capacity(params, grid)  # once, as the workflow's forcing step
         # the bands and steps per task climate.ebm would use with this config and cluster
-        batch_size = int(config["distributed.batch_size"])
         threads = sum(client.nthreads().values())
-        bands = band_count(grid.shape, threads, batch_size)
-        k = steps_per_task(batch_size, bands)
+        bands, k = _stencil_shape(resolution)(threads, int(config["distributed.batch_size"]))
         state, placed_capacity, homes = placed_state(client, start, capacity, bands)
 
         def run() -> float:
@@ -125,6 +139,7 @@ def workload(name: str) -> Workload:
             "climate.ebm time step, 0.25° grid, 512 steps (latitude bands, K-step halos)",
             _stencil(0.25, 512),
             uses_batch_size=True,
+            graph_shape=_stencil_shape(0.25),
         )
     if name == "stencil":
         return Workload(
