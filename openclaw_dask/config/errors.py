@@ -8,6 +8,7 @@ at the first one, so a user sees every mistake of a file at once. The CLI turns 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 #: Longest quoted user value in a message. A value pasted by mistake (a whole file, a generated
 #: list) would otherwise make one problem line as long as the value itself: megabytes.
 QUOTE_LIMIT = 80
+#: characters a message shows escaped (a newline as \\n), so that it stays one line
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -47,8 +50,10 @@ class Problem:
             where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
         elif self.origin:
             where = f"{self.origin}: "
-        # a dotted key is user input too (an unknown key may be any length)
-        key = f"{shorten(self.key, 2 * QUOTE_LIMIT)}: " if self.key else ""
+        # a dotted key is user input too (an unknown key may be any length, or hold a newline
+        # that would break the one line in two)
+        shown = CONTROL_RE.sub(lambda m: repr(m.group())[1:-1], self.key)
+        key = f"{shorten(shown, 2 * QUOTE_LIMIT)}: " if self.key else ""
         return f"{where}{key}{self.message}"
 
 
@@ -74,9 +79,14 @@ class ConfigError(Exception):
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """Return ``"; did you mean 'x'?"`` for the closest choice, or ``""`` when none is close."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else ""
+    """Return ``"; did you mean 'x'?"`` for the closest choice, or ``""`` when none is close.
+
+    Case is ignored (``SEED`` finds ``seed``: difflib alone scores it 0), and ``word`` itself
+    is never suggested.
+    """
+    folded = {str(c).casefold(): str(c) for c in choices if str(c) != word}
+    close = difflib.get_close_matches(word.casefold(), list(folded), n=1, cutoff=0.6)
+    return f"; did you mean '{folded[close[0]]}'?" if close else ""
 
 
 def shorten(text: str, limit: int = QUOTE_LIMIT) -> str:

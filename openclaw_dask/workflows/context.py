@@ -120,6 +120,8 @@ class IterativeOp:
     outputs: tuple[str, ...] = ()
     #: Dimension along which emitted records are appended.
     append_dim: str = "time"
+    #: Arguments whose value names a step the op reads (checked against ``needs:``).
+    step_args: tuple[str, ...] = ()
     #: Whether Dask may optimise (cull, fuse) the graphs of :meth:`advance`. Its low-level
     #: fusion turns a graph into a plain dict and drops the layers' annotations, so an op that
     #: places its tasks with worker restrictions sets this to False.

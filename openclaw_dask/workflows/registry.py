@@ -61,6 +61,11 @@ class OpInfo:
         Output names the op produces, or ``None`` when it does not declare them.
     check
         ``check(args) -> {argument: problem}`` for the ``with:`` values, or ``None``.
+    folders
+        Which of ``outputs`` are folders the op fills (``plots/``); the others are Zarr stores.
+    step_args
+        Arguments whose value names a step the op reads (``source``): it must be among the
+        step's ``needs:``.
     """
 
     name: str
@@ -68,6 +73,8 @@ class OpInfo:
     iterative: bool
     outputs: tuple[str, ...] | None
     check: ArgsCheck | None = None
+    folders: tuple[str, ...] = ()
+    step_args: tuple[str, ...] = ()
 
     @property
     def parameters(self) -> Mapping[str, inspect.Parameter]:
@@ -93,9 +100,16 @@ ITERATIVE_METHODS = ("total_steps", "initial_state", "advance")
 
 
 def _info(
-    name: str, target: Any, outputs: tuple[str, ...] | None, check: ArgsCheck | None = None
+    name: str,
+    target: Any,
+    outputs: tuple[str, ...] | None,
+    check: ArgsCheck | None = None,
+    step_args: tuple[str, ...] = (),
 ) -> OpInfo:
     from openclaw_dask.workflows.context import IterativeOp
+
+    folders = tuple(o[:-1] for o in outputs or () if o.endswith("/"))
+    outputs = None if outputs is None else tuple(o.rstrip("/") for o in outputs)
 
     iterative = inspect.isclass(target) and issubclass(target, IterativeOp)
     if iterative:
@@ -107,30 +121,59 @@ def _info(
             )
         outputs = tuple(target.outputs)
         check = check or target.check_args
+        step_args = step_args or tuple(target.step_args)
+        _check_signature(name, target.__init__, 2)  # (self, ctx)
     elif not callable(target):
         raise OpError(f"{name} is not a function or an IterativeOp subclass")
-    elif not _takes_a_context(target):
-        raise OpError(
-            f"{name} takes no step context: an op is a function `def op(ctx, *, argument=...)` "
-            "that receives the step's context first"
-        )
-    return OpInfo(name, target, iterative, outputs, check)
+    else:
+        _check_signature(name, target, 1)
+    return OpInfo(name, target, iterative, outputs, check, folders, step_args)
 
 
-def _takes_a_context(func: Any) -> bool:
-    """Whether ``func`` can be called with the step context as its first positional argument."""
+def _check_signature(name: str, func: Any, leading: int) -> None:
+    """``func`` takes ``leading`` positional arguments (the step context last), then the
+    ``with:`` arguments by name.
+
+    Raises
+    ------
+    OpError
+        For a signature Python cannot read (a builtin: its arguments could not be checked),
+        no room for the context, or a positional-only argument after it (``with:`` passes
+        every argument by name).
+    """
     try:
         params = list(inspect.signature(func).parameters.values())
-    except (TypeError, ValueError):  # no signature to read (a builtin): let the call tell
-        return True
+    except (TypeError, ValueError):
+        raise OpError(
+            f"{name} has no signature Python can read (a builtin or C function), so its "
+            "arguments cannot be checked: wrap it in a function `def op(ctx, *, argument=...)`"
+        ) from None
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return bool(params) and (
-        params[0].kind in positional or params[0].kind is inspect.Parameter.VAR_POSITIONAL
-    )
+    slots = 0  # how many positional arguments it takes before the first by-name one
+    for p in params:
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            slots = leading
+        if p.kind not in positional:
+            break
+        slots += 1
+    if slots < leading:
+        raise OpError(
+            f"{name} takes no step context: an op is a function "
+            "`def op(ctx, *, argument=...)` that receives the step's context first"
+        )
+    for p in params[leading:]:
+        if p.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise OpError(
+                f"{name}'s argument {p.name!r} is positional-only, but with: passes arguments "
+                f"by name: drop the / from its signature"
+            )
 
 
 def register(
-    name: str, outputs: tuple[str, ...] | None = None, check: ArgsCheck | None = None
+    name: str,
+    outputs: tuple[str, ...] | None = None,
+    check: ArgsCheck | None = None,
+    step_args: tuple[str, ...] = (),
 ) -> Callable[[Any], Any]:
     """Decorator: register a built-in op under ``name`` (``family.op``).
 
@@ -139,14 +182,19 @@ def register(
     name
         The name workflows use in ``op:``.
     outputs
-        The outputs a map op returns (iterative ops declare ``outputs`` as a class attribute).
+        The outputs a map op writes: the names of the datasets it returns (Zarr stores) and,
+        ending in ``/``, the folders it fills itself (``plots/``). Iterative ops declare
+        ``outputs`` as a class attribute (all Zarr stores).
     check
         ``check(args) -> {argument: problem}``: what the op would refuse in its ``with:``
         values, found before the run starts (iterative ops define ``check_args`` instead).
+    step_args
+        Arguments that name a step whose outputs the op reads (``source``); the workflow check
+        requires each among the step's ``needs:`` (iterative ops set ``step_args``).
     """
 
     def decorate(target: Any) -> Any:
-        info = _info(name, target, outputs, check)
+        info = _info(name, target, outputs, check, step_args)
         target.__openclaw_op__ = info
         _REGISTRY[name] = info
         return target
@@ -192,13 +240,25 @@ def resolve_op(name: str) -> OpInfo:
             module = importlib.import_module(module_name)
         except ImportError as exc:
             raise OpError(f"cannot import {module_name!r} for op {name!r}: {exc}") from None
-        except Exception as exc:  # the module's own code failed: a syntax error, say
+        except (Exception, SystemExit) as exc:  # its own code failed: a syntax error, exit()
             raise OpError(
                 f"cannot import {module_name!r} for op {name!r}: {type(exc).__name__}: {exc}"
             ) from None
-        target = getattr(module, attr, None)
-        if target is None:
-            names = [n for n in dir(module) if not n.startswith("_")]
+        missing = object()
+        try:
+            target = getattr(module, attr, missing)
+        except Exception as exc:  # a module __getattr__ that raises
+            raise OpError(
+                f"cannot get {attr!r} from {module_name!r} for op {name!r}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
+        if target is missing:
+            # what an op can be: functions and classes defined there, not imports like np
+            names = [
+                n
+                for n, v in vars(module).items()
+                if not n.startswith("_") and callable(v) and not inspect.ismodule(v)
+            ]
             raise OpError(f"module {module_name!r} has no {attr!r}" + did_you_mean(attr, names))
         info = getattr(target, "__openclaw_op__", None)
         return info if isinstance(info, OpInfo) else _info(name, target, None)

@@ -309,7 +309,15 @@ class Run:
         result = result or {}  # an op with folder outputs only may return nothing
         if not isinstance(result, Mapping) or set(result) != set(expected):
             got = sorted(result) if isinstance(result, Mapping) else type(result).__name__
-            raise TypeError(f"op returned {got}; the workflow expects outputs {expected}")
+            returned = set(result) if isinstance(result, Mapping) else set()
+            folders = sorted(returned & set(step.dir_outputs))
+            hint = (
+                f" (it returned a dataset for {', '.join(folders)}, listed as a folder: list "
+                f"{', '.join(f + '.zarr' for f in folders)} instead)"
+                if folders
+                else ""
+            )
+            raise TypeError(f"op returned {got}; the workflow expects outputs {expected}{hint}")
         for name, ds in result.items():
             if not isinstance(ds, xr.Dataset):
                 kind = type(ds)
@@ -580,6 +588,8 @@ class Run:
 
 
 def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
+    if isinstance(run_dir, str) and not run_dir.strip():  # Path("") is the current folder
+        raise ConfigError([Problem("expected a folder, got an empty path", origin="--run-dir")])
     if run_dir is not None:
         path = Path(run_dir)
         if path.exists() and not path.is_dir():

@@ -22,7 +22,10 @@ when the workflow is read (a ``--set`` value against the current directory, a de
 the workflow file's folder), so the run records, and ``--resume`` reuses, the same file.
 
 Each output is ``NAME.zarr`` (a Zarr store the runner writes) or ``NAME/`` (a folder the op
-fills, e.g. plots); ``NAME`` must be one of the outputs the op declares. Every mistake is one
+fills, e.g. plots); ``NAME`` must be one of the outputs the op declares, as the kind it
+declares. Names (workflow, steps, outputs, parameters) are at most ``NAME_LIMIT`` characters.
+An argument the op reads a step's outputs by (``source``: the op's ``step_args``) names one
+of the step's ``needs:``. Every mistake is one
 :class:`~openclaw_dask.config.Problem` with file, line and dotted key, all reported together.
 """
 
@@ -60,9 +63,13 @@ PARAM_TYPES: dict[str, type | tuple[type, ...]] = {
     "str": str,
     "path": str,  # made absolute when read, so a --resume from elsewhere finds the same file
 }
-NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+#: names become folder and file names (runs/NAME/, .checkpoints/STEP/, OUTPUT.zarr): at most
+#: this many characters, far below the 255 bytes a file name may have
+NAME_LIMIT = 100
+# \Z, not $: $ also matches before a final newline, and "t\n" made a folder runs/t\n/
+NAME_RE = re.compile(rf"^[A-Za-z][A-Za-z0-9_-]{{0,{NAME_LIMIT - 1}}}\Z")
 REF_RE = re.compile(r"\$\{params\.([A-Za-z_][A-Za-z0-9_]*)\}")
-OUTPUT_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*)(\.zarr|/)$")
+OUTPUT_RE = re.compile(rf"^([A-Za-z][A-Za-z0-9_-]{{0,{NAME_LIMIT - 1}}})(\.zarr|/)\Z")
 #: any ``${...}``: one that is not a ``REF_RE`` reference would reach the op as literal text
 ANY_REF_RE = re.compile(r"\$\{([^{}]*)\}")
 
@@ -231,7 +238,11 @@ def _params(chk: _Checker, raw: Any) -> tuple[dict[str, ParamSpec], list[str]]:
     for name, spec in raw.items():
         path = f"params.{name}"
         if not NAME_RE.match(name) or "-" in name:
-            chk.bad(path, "parameter names are letters, digits and _ (they appear in ${...})")
+            chk.bad(
+                path,
+                "parameter names are letters, digits and _ (they appear in ${...}), "
+                f"at most {NAME_LIMIT}",
+            )
             continue
         if not isinstance(spec, dict):
             chk.bad(path, "expected {type: int|float|bool|str|path, default: ...}")
@@ -240,11 +251,11 @@ def _params(chk: _Checker, raw: Any) -> tuple[dict[str, ParamSpec], list[str]]:
             if key not in PARAM_FIELDS:
                 chk.unknown(path, key, PARAM_FIELDS)
         kind = spec.get("type")
-        if kind not in PARAM_TYPES:
+        if not isinstance(kind, str) or kind not in PARAM_TYPES:
             chk.bad(
                 f"{path}.type",
                 f"expected one of {', '.join(PARAM_TYPES)}, got {quote(kind)}"
-                + (did_you_mean(str(kind), PARAM_TYPES) if kind else ""),
+                + (did_you_mean(kind, PARAM_TYPES) if isinstance(kind, str) else ""),
             )
             continue
         if "default" not in spec:
@@ -257,7 +268,11 @@ def _params(chk: _Checker, raw: Any) -> tuple[dict[str, ParamSpec], list[str]]:
             default = float(default)
         if kind == "path" and isinstance(default, str) and default:
             # a default path is relative to the workflow file, as its config: is
-            default = _absolute(default, Path(chk.doc.file).parent)
+            try:
+                default = _absolute(default, Path(chk.doc.file).parent)
+            except ValueError as exc:
+                chk.bad(f"{path}.default", str(exc))
+                continue
         choices = spec.get("choices") or ()
         param = ParamSpec(
             name,
@@ -290,6 +305,8 @@ def _sound_spec(chk: _Checker, path: str, kind: str, spec: Mapping[str, Any]) ->
             continue
         if kind not in ("int", "float"):
             problem: str | None = f"{bound} applies to int and float parameters, not {kind}"
+        elif value != value:  # .nan: every comparison with it is false, so no bound at all
+            problem = f"expected a {kind} bound, got .nan (leave {bound} out for none)"
         else:
             problem = _type_of_param(kind, value)
         if problem:
@@ -300,6 +317,10 @@ def _sound_spec(chk: _Checker, path: str, kind: str, spec: Mapping[str, Any]) ->
         chk.bad(f"{path}.max", f"{high} is below min ({low}): no value would fit")
         sound = False
     choices = spec.get("choices")
+    if choices is not None and kind == "path":
+        # a path is made absolute when read; the choices as written would never match it
+        chk.bad(f"{path}.choices", "choices apply to int, float, bool and str parameters, not path")
+        return False
     if choices is not None and not isinstance(choices, list):
         chk.bad(f"{path}.choices", f"expected a list of {kind} values, got {quote(choices)}")
         return False
@@ -325,13 +346,23 @@ def _outputs(chk: _Checker, path: str, raw: Any, info: OpInfo | None) -> tuple[s
                 f"directory), got {quote(item)}",
             )
             continue
-        if info is not None and info.outputs is not None and m.group(1) not in info.outputs:
+        stem, folder = m.group(1), m.group(2) == "/"
+        if info is not None and info.outputs is not None and stem not in info.outputs:
             chk.bad(
                 f"{path}[{i}]",
-                f"op {info.name} has no output {m.group(1)!r}; it writes "
+                f"op {info.name} has no output {stem!r}; it writes "
                 + ", ".join(info.outputs)
-                + did_you_mean(m.group(1), info.outputs),
+                + did_you_mean(stem, info.outputs),
             )
+        elif info is not None and info.outputs is not None and folder != (stem in info.folders):
+            # found after the cluster started, as "op returned ['field']; the workflow
+            # expects outputs []"
+            kind, listed = (
+                ("fills a folder", f"{stem}/")
+                if not folder
+                else ("writes a Zarr store", f"{stem}.zarr")
+            )
+            chk.bad(f"{path}[{i}]", f"op {info.name} {kind} {stem}: list it as {listed}")
         names.append(item)
     declared = {OUTPUT_RE.match(n).group(1) for n in names}  # type: ignore[union-attr]
     missing = [o for o in (info.outputs if info else None) or () if o not in declared]
@@ -405,6 +436,32 @@ def _check_args(
         chk.bad(f"{path}.with.{name}", f"{problem}{where}")
 
 
+def _check_step_args(
+    chk: _Checker, path: str, args: Mapping[str, Any], info: OpInfo, needs: list[str]
+) -> None:
+    """Each argument that names a step to read (``source``), given or by default, is among
+    ``needs`` (the op would raise KeyError once the cluster had started)."""
+    for name in info.step_args:
+        given = name in args
+        param = info.parameters.get(name)
+        value = args[name] if given else getattr(param, "default", inspect.Parameter.empty)
+        if not isinstance(value, str) or value in needs:
+            continue  # a reference not resolved, or no default: said elsewhere
+        listed = ", ".join(needs) or "no steps"
+        if given:
+            chk.bad(
+                f"{path}.with.{name}",
+                f"{value!r} is not a step this step needs (needs: {listed})"
+                + did_you_mean(value, needs),
+            )
+        else:
+            chk.bad(
+                f"{path}.with",
+                f"op {info.name} reads step {value!r} by default ({name}), which this step does "
+                f"not need (needs: {listed}): set {name}: to one of them, or add it to needs:",
+            )
+
+
 #: annotations whose values a workflow's YAML can give, and the YAML name of each
 _SCALARS = {bool: "bool", int: "int", float: "float", str: "str"}
 
@@ -456,7 +513,11 @@ def apply_param_overrides(
         if spec.type in ("str", "path") and not isinstance(value, str):
             value = str(raw)
         if spec.type == "path" and value:
-            value = _absolute(value, Path.cwd())  # a --set path is relative to where it is typed
+            try:  # a --set path is relative to where it is typed
+                value = _absolute(value, Path.cwd())
+            except ValueError as exc:
+                problems.append(Problem(str(exc), f"params.{name}", origin="--set"))
+                continue
         problem = spec.check(value)
         if problem:
             problems.append(Problem(problem, f"params.{name}", origin="--set"))
@@ -466,8 +527,20 @@ def apply_param_overrides(
 
 
 def _absolute(path: str, base: Path) -> str:
-    """``path`` with ``~`` expanded, made absolute against ``base``."""
-    return str((base / Path(path).expanduser()).resolve())
+    """``path`` with ``~`` expanded, made absolute against ``base``.
+
+    Raises
+    ------
+    ValueError
+        Saying why ``path`` is not a usable path (an unknown ``~user``, a NUL character).
+    """
+    if "\0" in path:
+        raise ValueError(f"expected a path, got {quote(path)} (it contains a NUL character)")
+    try:
+        return str((base / Path(path).expanduser()).resolve())
+    except RuntimeError:  # expanduser: no such user, or no home directory to put for ~
+        user = path.split("/", 1)[0]
+        raise ValueError(f"{user}: no such user's home directory here ({quote(path)})") from None
 
 
 def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> Workflow:
@@ -497,7 +570,11 @@ def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> 
             chk.unknown("", key, TOP_FIELDS)
     name = data.get("name")
     if not isinstance(name, str) or not NAME_RE.match(name):
-        chk.bad("name", f"expected a name of letters, digits, - and _, got {quote(name)}")
+        chk.bad(
+            "name",
+            f"expected a name of letters, digits, - and _ (at most {NAME_LIMIT}), got "
+            + quote(name),
+        )
     description = data.get("description", "")
     config_path = data.get("config")
     if config_path is not None:
@@ -510,6 +587,8 @@ def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> 
                 chk.bad("config", f"file not found: {config_path} (looked at {resolved})")
             config_path = str(resolved)
     param_specs, declared = _params(chk, data.get("params"))
+    # what a "did you mean" may offer: names that pass their rule (not the refused "size-x")
+    named = [d for d in declared if NAME_RE.match(d) and "-" not in d]
     # a --set of a parameter whose spec was refused waits until the spec is fixed
     overrides = {k: v for k, v in (params or {}).items() if k in param_specs or k not in declared}
     values, sources = apply_param_overrides(param_specs, overrides, chk.problems)
@@ -523,7 +602,7 @@ def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> 
     for step, raw in steps_raw.items():
         path = f"steps.{step}"
         if not NAME_RE.match(step):
-            chk.bad(path, "step names are letters, digits, - and _")
+            chk.bad(path, f"step names are letters, digits, - and _ (at most {NAME_LIMIT})")
             continue
         if not isinstance(raw, dict):
             chk.bad(path, "expected {op, with, needs, outputs}")
@@ -533,8 +612,14 @@ def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> 
                 chk.unknown(path, key, STEP_FIELDS)
         op_name = raw.get("op")
         info = None
-        if not isinstance(op_name, str) or not op_name:
+        if op_name is None or op_name == "":
             chk.bad(f"{path}.op", "missing op (a registered name or pkg.module:function)")
+        elif not isinstance(op_name, str):
+            chk.bad(
+                f"{path}.op",
+                "expected an op name (a registered name or pkg.module:function), got "
+                + quote(op_name),
+            )
         else:
             try:
                 info = resolve_op(op_name)
@@ -547,13 +632,13 @@ def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> 
         malformed = False
         for arg, value in args.items():
             for ref in _malformed_references(value):
-                chk.bad(f"{path}.with.{arg}", malformed_reference_problem(ref, declared))
+                chk.bad(f"{path}.with.{arg}", malformed_reference_problem(ref, named))
                 malformed = True
         for ref in _references(args):
             if ref not in declared:
                 chk.bad(
                     f"{path}.with",
-                    f"${{params.{ref}}} is not a parameter" + did_you_mean(ref, declared),
+                    f"${{params.{ref}}} is not a parameter" + did_you_mean(ref, named),
                 )
         needs = raw.get("needs") or []
         if isinstance(needs, str):
@@ -564,12 +649,16 @@ def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> 
         for i, need in enumerate(needs):
             if need not in steps_raw:
                 chk.bad(
-                    f"{path}.needs[{i}]", f"no step named {need!r}" + did_you_mean(need, steps_raw)
+                    f"{path}.needs[{i}]",
+                    f"no step named {need!r}"
+                    + did_you_mean(need, [n for n in steps_raw if NAME_RE.match(str(n))]),
                 )
         outputs = _outputs(chk, f"{path}.outputs", raw.get("outputs"), info)
         for out in outputs:
             stem = OUTPUT_RE.match(out).group(1)  # type: ignore[union-attr]
-            if stem in output_owner:
+            if output_owner.get(stem) == step:
+                chk.bad(f"{path}.outputs", f"output {stem!r} is listed twice")
+            elif stem in output_owner:
                 chk.bad(
                     f"{path}.outputs",
                     f"output {out!r} is also written by step "
@@ -584,6 +673,8 @@ def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> 
         if info is not None:
             # a malformed reference was said above; its text is not a value to type-check
             _check_args(chk, path, resolved_args, info, args, sources, malformed)
+            if all(n in steps_raw for n in needs):  # else the unknown need is the problem
+                _check_step_args(chk, path, resolved_args, info, needs)
         steps[step] = StepSpec(
             step,
             str(op_name),

@@ -210,6 +210,20 @@ def test_an_op_that_returns_no_datasets_is_told_what_to_return(
     assert "Traceback" not in result.stderr
 
 
+def test_a_dataset_for_an_output_listed_as_a_folder_says_how_to_list_it(tmp_path: Path) -> None:
+    """A user op declares no outputs, so the file check cannot tell; the run says which."""
+    wf = tmp_path / "folder.yaml"
+    text = FAILING_WORKFLOW.replace("user_ops:explode", "user_ops:returns_a_dataset")
+    text = text.replace("    with: {message: kaboom}\n", "").replace("nothing.zarr", "nothing/")
+    wf.write_text(text)
+    result = submit(str(wf), "--run-dir", str(tmp_path / "run"), "--no-report", *QUIET)
+    assert result.returncode == 1
+    assert (
+        "TypeError: op returned ['nothing']; the workflow expects outputs [] (it returned a "
+        "dataset for nothing, listed as a folder: list nothing.zarr instead)"
+    ) in result.stderr, result.stderr
+
+
 def test_failing_op_reports_and_keeps_completed_outputs(tmp_path: Path) -> None:
     wf = tmp_path / "fails.yaml"
     wf.write_text(FAILING_WORKFLOW)

@@ -40,6 +40,11 @@ def returns_a_data_array(ctx: StepContext) -> dict[str, xr.DataArray]:
     return {"nothing": ctx.input("field")["temperature"]}
 
 
+def returns_a_dataset(ctx: StepContext) -> dict[str, xr.Dataset]:
+    """A user op that returns a dataset (a Zarr output), declaring no outputs."""
+    return {"nothing": ctx.input("field")}
+
+
 class AdvancesWithoutRecords(IterativeOp):
     """An iterative user op whose ``advance`` returns the state alone."""
 

@@ -139,3 +139,24 @@ def test_submit_takes_a_float_param_in_scientific_notation() -> None:
     )
     assert result.exit_code == 0, result.output
     assert "dry run: nothing started" in result.output
+
+
+def test_an_empty_run_dir_is_not_the_current_folder(tmp_path: Path) -> None:
+    """``--run-dir ''`` wrote the run into the folder the command ran in."""
+    [line] = refused(run("submit", str(ROOT / "workflows/example.yaml"), "--run-dir", ""))
+    assert line == "error: --run-dir: expected a folder, got an empty path"
+    assert not (tmp_path / "run.json").exists() and not (tmp_path / "runs").exists()
+
+
+def test_a_path_param_that_names_an_unknown_user_is_bad_input() -> None:
+    """It was a RuntimeError from Path.expanduser: exit 1."""
+    [line] = refused(
+        run(
+            "submit",
+            "--dry-run",
+            str(ROOT / "workflows/climate.yaml"),
+            "--set",
+            "params.initial=~nosuchuser/x.zarr",
+        )
+    )
+    assert line.startswith("error: --set: params.initial: ~nosuchuser: no such user's home")

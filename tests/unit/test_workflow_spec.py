@@ -242,6 +242,95 @@ BAD: dict[str, tuple[str, int | None, str]] = {
         8,
         "expected int, got 'xxxxxxxx",
     ),
+    # found by an exploratory pass (2026-12-03): each was a traceback-free exit 1, or passed
+    # the dry run and failed once the cluster had started
+    "param-type-a-list": (
+        GOOD.replace("type: int, default: 64", "type: [int], default: 64"),
+        3,
+        "params.size.type: expected one of int, float, bool, str, path, got ['int']",
+    ),
+    "name-ending-in-a-newline": (
+        GOOD.replace("name: demo", 'name: "demo\\n"'),
+        1,
+        "name: expected a name of letters, digits, - and _ (at most 100)",
+    ),
+    "step-name-ending-in-a-newline": (
+        GOOD.replace("  diffuse:", '  "diffuse\\n":'),
+        10,
+        "steps.diffuse\\n: step names are letters, digits, - and _ (at most 100)",
+    ),
+    "output-ending-in-a-newline": (
+        GOOD.replace("[field.zarr]", '["field.zarr\\n"]'),
+        9,
+        "expected NAME.zarr or NAME/",
+    ),
+    "name-too-long": (
+        GOOD.replace("name: demo", "name: " + "a" * 101),
+        1,
+        "(at most 100)",
+    ),
+    "zarr-output-listed-as-a-folder": (
+        GOOD.replace("[field.zarr]", "[field/]"),
+        9,
+        "steps.field.outputs[0]: op example.field writes a Zarr store field: list it as field.zarr",
+    ),
+    "output-listed-twice-in-a-step": (
+        GOOD.replace(
+            "[history.zarr, smoothed.zarr]", "[history.zarr, smoothed.zarr, history.zarr]"
+        ),
+        14,
+        "steps.diffuse.outputs: output 'history' is listed twice",
+    ),
+    "op-not-a-name": (GOOD.replace("op: example.field", "op: 5"), 7, "expected an op name"),
+    "param-min-nan": (
+        GOOD.replace("min: 16", "min: .nan"),
+        3,
+        "params.size.min: expected a int bound, got .nan",
+    ),
+    "path-param-choices": (
+        GOOD.replace(
+            "  label:", "  data: {type: path, default: a.txt, choices: [a.txt]}\n  label:"
+        ),
+        4,
+        "params.data.choices: choices apply to int, float, bool and str parameters, not path",
+    ),
+    "path-param-of-an-unknown-user": (
+        GOOD.replace("  label:", "  data: {type: path, default: ~nosuchuser/x}\n  label:"),
+        4,
+        "params.data.default: ~nosuchuser: no such user's home directory here",
+    ),
+    "path-param-with-a-nul": (
+        GOOD.replace("  label:", '  data: {type: path, default: "a\\0b"}\n  label:'),
+        4,
+        "params.data.default: expected a path, got 'a\\x00b' (it contains a NUL character)",
+    ),
+    "source-not-needed": (
+        GOOD.replace("with: {steps: 10}", "with: {steps: 10, source: feild}"),
+        13,
+        "steps.diffuse.with.source: 'feild' is not a step this step needs (needs: field); "
+        "did you mean 'field'?",
+    ),
+    "default-source-not-needed": (
+        GOOD.replace("  field:", "  seed:").replace("[field]", "[seed]"),
+        13,
+        "steps.diffuse.with: op example.diffuse reads step 'field' by default (source), which "
+        "this step does not need (needs: seed)",
+    ),
+    "example-steps-zero": (
+        GOOD.replace("with: {steps: 10}", "with: {steps: 0}"),
+        13,
+        "steps.diffuse.with.steps: expected an integer >= 1, got 0",
+    ),
+    "example-field-of-one-point": (
+        GOOD.replace('"${params.size}"', "1"),
+        8,
+        "steps.field.with.size: expected an integer >= 2, got 1",
+    ),
+    "ref-in-another-case": (
+        GOOD.replace("${params.size}", "${params.SIZE}"),
+        8,
+        "${params.SIZE} is not a parameter; did you mean 'size'?",
+    ),
 }
 
 
@@ -452,8 +541,24 @@ def test_user_op_modules_that_fail_and_ops_without_a_context_are_refused_at_the_
 ) -> None:
     (tmp_path / "half_written.py").write_text("def op(ctx:\n    pass\n")
     (tmp_path / "raising_at_import.py").write_text("raise RuntimeError('no licence server')\n")
+    (tmp_path / "exiting_at_import.py").write_text("import sys\nsys.exit(3)\n")
+    (tmp_path / "lazy.py").write_text(
+        "import numpy as np\nNOTHING = None\n\ndef field(ctx):\n    pass\n\n"
+        "def by_position(ctx, a, /):\n    pass\n\n"
+        "def __getattr__(name):\n    raise ValueError(f'lazy boom {name}')\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     expected = {
+        # found by an exploratory pass (2026-12-03): exit 3 without a word, exit 1 with a
+        # ValueError, and "did you mean" offering the name itself or an imported module
+        "exiting_at_import:op": "cannot import 'exiting_at_import' for op "
+        "'exiting_at_import:op': SystemExit: 3",
+        "lazy:op": "cannot get 'op' from 'lazy' for op 'lazy:op': ValueError: lazy boom op",
+        "lazy:NOTHING": "lazy:NOTHING is not a function or an IterativeOp subclass",
+        "lazy:by_position": "lazy:by_position's argument 'a' is positional-only, but with: "
+        "passes arguments by name: drop the / from its signature",
+        "builtins:min": "builtins:min has no signature Python can read (a builtin or C "
+        "function), so its arguments cannot be checked",
         "half_written:op": "cannot import 'half_written' for op 'half_written:op': SyntaxError: "
         "'(' was never closed (half_written.py, line 1)",
         "raising_at_import:op": "cannot import 'raising_at_import' for op "
@@ -514,3 +619,10 @@ def test_a_broken_op_of_an_installed_package_stops_only_the_workflows_that_name_
     }.items():
         with pytest.raises(OpError, match=re.escape(said)):
             resolve_op(name)
+
+
+def test_did_you_mean_offers_only_what_an_op_could_be() -> None:
+    """Not the module's imports ('np' for 'nope'), and not the name itself."""
+    with pytest.raises(OpError) as info:
+        resolve_op(f"{OP_PATH}:nope")
+    assert str(info.value) == f"module '{OP_PATH}' has no 'nope'"

@@ -489,7 +489,8 @@ def _plot(
 
 @register(
     "climate.analyse",
-    outputs=("zonal_mean", "global_mean", "ice_edge", "seasonal_amplitude", "plots"),
+    outputs=("zonal_mean", "global_mean", "ice_edge", "seasonal_amplitude", "plots/"),
+    step_args=("source",),
 )
 def analyse(ctx: StepContext, *, source: str = "simulate") -> dict[str, xr.Dataset]:
     """Annual zonal means, global-mean series, ice edge per hemisphere, seasonal amplitude."""

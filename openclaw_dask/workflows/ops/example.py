@@ -57,7 +57,8 @@ def _positive(args: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, str]
 
 def _check_field(args: Mapping[str, Any]) -> dict[str, str]:
     """What ``example.field`` would refuse, found before the run starts."""
-    return _at_least(args, {"size": 1, "chunk": 1}) | _positive(args, ("spacing",))
+    # size >= 2: a grid spacing needs two points (example.diffuse reads it from x)
+    return _at_least(args, {"size": 2, "chunk": 1}) | _positive(args, ("spacing",))
 
 
 def _grid(size: int, chunk: int, spacing: float) -> tuple[da.Array, dict[str, Any]]:
@@ -112,12 +113,14 @@ class Diffuse(IterativeOp):
     """
 
     outputs = ("history", "smoothed")
+    step_args = ("source",)
     append_dim = "time"
 
     @staticmethod
     def check_args(args: Mapping[str, Any]) -> dict[str, str]:
         """Run length, record interval and diffusivity, before the run starts."""
-        return _at_least(args, {"steps": 0, "record_every": 1}) | _positive(args, ("diffusivity",))
+        # steps >= 1: a run of none would record no history.zarr that the workflow lists
+        return _at_least(args, {"steps": 1, "record_every": 1}) | _positive(args, ("diffusivity",))
 
     def __init__(
         self,
@@ -199,7 +202,7 @@ class Diffuse(IterativeOp):
         return {"smoothed": out}
 
 
-@register("example.profile", outputs=("profile",))
+@register("example.profile", outputs=("profile",), step_args=("source",))
 def profile(
     ctx: StepContext, *, source: str = "diffuse", output: str = "smoothed"
 ) -> dict[str, xr.Dataset]:
