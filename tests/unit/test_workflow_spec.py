@@ -626,3 +626,20 @@ def test_did_you_mean_offers_only_what_an_op_could_be() -> None:
     with pytest.raises(OpError) as info:
         resolve_op(f"{OP_PATH}:nope")
     assert str(info.value) == f"module '{OP_PATH}' has no 'nope'"
+
+
+def test_a_renamed_forcing_step_is_read_through_source(tmp_path: Path) -> None:
+    """climate.ebm read the step called "forcing" whatever the file named it: a KeyError once
+    the cluster had started. Now ``source:`` names it, and its default is checked."""
+    text = (ROOT / "workflows/climate.yaml").read_text()
+    renamed = text.replace("  forcing:\n", "  grid:\n").replace("needs: [forcing]", "needs: [grid]")
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, renamed))
+    [problem] = info.value.problems
+    assert problem.key == "steps.simulate.with" and "reads step 'forcing' by default" in str(
+        problem
+    )
+    fixed = renamed.replace(
+        '      years: "${params.years}"', '      source: grid\n      years: "${params.years}"'
+    )
+    assert load_workflow(write(tmp_path, fixed)).steps["simulate"].args["source"] == "grid"

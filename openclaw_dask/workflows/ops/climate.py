@@ -265,6 +265,7 @@ class EnergyBalanceModel(IterativeOp):
     """
 
     outputs = ("monthly", "final")
+    step_args = ("source",)
     append_dim = "time"
     optimize_graphs = False  # keeps the bands' home-worker restrictions (see ``advance``)
 
@@ -293,6 +294,7 @@ class EnergyBalanceModel(IterativeOp):
         initial_temperature: float = 10.0,
         initial: str = "",
         bands: int = 0,
+        source: str = "forcing",
     ) -> None:
         super().__init__(ctx)
         refused = self.check_args(
@@ -300,7 +302,7 @@ class EnergyBalanceModel(IterativeOp):
         )
         if refused:  # called from Python, not through a checked workflow
             raise ValueError("; ".join(f"{k}: {v}" for k, v in refused.items()))
-        forcing_ds = ctx.input("forcing")
+        forcing_ds = ctx.input(source)
         self.attrs = dict(forcing_ds.attrs)
         self.grid = LatLonGrid(float(self.attrs["resolution"]))
         self.params = EBMParams.from_attrs(self.attrs)
