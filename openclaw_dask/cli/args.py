@@ -36,6 +36,8 @@ def output_path(value: str | None, option: str) -> Path | None:
     """A file the command will write: in an existing folder, writable, not a folder."""
     if value is None:
         return None
+    if not value.strip():  # Path("") is the current folder
+        raise ConfigError([Problem("expected a file path, got ''", origin=option)])
     path = Path(value)
     parent = path.parent if str(path.parent) else Path(".")
     reason = None

@@ -59,7 +59,7 @@ def benchmark_cmd(
     json_path = args.output_path(json_out, "--json")
     plot_path = args.output_path(plot_out, "--plot")
     _note_running_cluster()
-    if stress:
+    if stress is not None:  # "" is a bad duration, not "no --stress"
         from openclaw_dask.bench.stress import stress_table, stress_test
 
         seconds = args.duration(stress, "--stress")

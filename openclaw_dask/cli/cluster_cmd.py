@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -26,6 +27,7 @@ from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
 from openclaw_dask.cli.output import err, out
 from openclaw_dask.config import ConfigError
 from openclaw_dask.config.errors import Problem
+from openclaw_dask.config.validate import locate
 from openclaw_dask.exitcodes import EXIT_FAILED
 from openclaw_dask.runtime.processes import wait_gone
 from openclaw_dask.runtime.state import (
@@ -54,6 +56,14 @@ def cluster_group() -> None:
     """Start, inspect and stop a long-lived local cluster that later commands attach to."""
 
 
+def _where(config: Any, key: str, message: str) -> Problem:
+    """``message`` at the file and line (or variable, ``--set``) that set ``key``."""
+    problem = locate(key, config.sources, message, config.line_of)
+    if problem.file is None and problem.origin is None:
+        return replace(problem, origin="cluster up")  # a default: the command is the context
+    return problem
+
+
 @cluster_group.command("up", cls=SetCommand)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Config file.")
 @SET_OPTION
@@ -72,32 +82,14 @@ def up_cmd(config_path: str | None, overrides: tuple[str, ...]) -> None:
     if plan.backend == "attach":
         # the plan attaches because a scheduler address is set: that key is the one to change
         key = "cluster.scheduler_address"
-        source = config.sources.get(key, "")
-        where: dict[str, Any] = (
-            {"file": config.file, "line": config.line_of.get(key)}
-            if config.file and source.startswith(f"{config.file}:")
-            else {"origin": source or "cluster up"}
+        message = (
+            f"cluster up starts a new cluster; it cannot attach to {config[key]} "
+            "(unset this key for cluster up)"
         )
-        raise ConfigError(
-            [
-                Problem(
-                    f"cluster up starts a new cluster; it cannot attach to {config[key]} "
-                    "(unset this key for cluster up)",
-                    key,
-                    **where,
-                )
-            ]
-        )
+        raise ConfigError([_where(config, key, message)])
     if plan.backend not in ("local", "cuda", "ssh"):
-        raise ConfigError(
-            [
-                Problem(
-                    f"cluster up starts local, cuda or ssh clusters, not {plan.backend}",
-                    "cluster.backend",
-                    origin="cluster up",
-                )
-            ]
-        )
+        message = f"cluster up starts local, cuda or ssh clusters, not {plan.backend}"
+        raise ConfigError([_where(config, "cluster.backend", message)])
     log = state_dir() / "cluster.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "openclaw_dask.runtime.daemon"]

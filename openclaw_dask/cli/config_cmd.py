@@ -76,7 +76,11 @@ def validate_cmd(paths: tuple[str, ...], overrides: tuple[str, ...]) -> None:
             config, plan = load_and_plan(path, overrides)
         except ConfigError as exc:
             failed += 1
-            print_problems(exc, title=f"{path or 'openclaw.config'}: invalid")
+            # no path given: the file the search order found ($OPENCLAW_CONFIG, say)
+            found = getattr(exc.partial, "file", None) or next(
+                (p.file for p in exc.problems if p.file), None
+            )
+            print_problems(exc, title=f"{path or found or 'openclaw.config'}: invalid")
             continue
         name = config.file or "built-in defaults"
         layout = plan.layout

@@ -70,8 +70,10 @@ def dask_value_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
             continue
         parse = parse_timedelta if kind == "duration" else parse_bytes
         try:
-            ok = not isinstance(value, bool) and parse(value) is not None
-        except (ValueError, KeyError, TypeError):
+            # dask reads "" as 1 byte, and fails on it with an IndexError as a duration
+            blank = isinstance(value, str) and not value.strip()
+            ok = not blank and not isinstance(value, bool) and parse(value) is not None
+        except (ValueError, KeyError, TypeError, IndexError):
             ok = False
         if not ok:
             example = "10s, 500ms or 2 minutes" if kind == "duration" else "64MiB or 1GB"

@@ -8,6 +8,7 @@ at the first one, so a user sees every mistake of a file at once. The CLI turns 
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -112,3 +113,14 @@ def shorten(text: str, limit: int = QUOTE_LIMIT) -> str:
 def quote(value: Any) -> str:
     """``repr(value)`` for a message, shortened by :func:`shorten`."""
     return shorten(repr(value))
+
+
+def not_a_file(path: str, shown: str | None = None) -> str:
+    """Why ``path``, which is not a file, cannot be read: missing, or a folder.
+
+    ``shown`` is how the message names it (the path as the user wrote it; default ``path``).
+    """
+    name = shown or path
+    if os.path.isdir(os.path.expanduser(path)):
+        return f"is a folder, not a file: {name}"
+    return f"file not found: {name}"

@@ -128,7 +128,7 @@ class Config:
         for name, raw in updates.items():
             path = name.replace("__", ".")
             _assign(path, raw, values, sources, source, problems, None)
-        problems += check_static(values, sources, self.line_of)
+        problems += check_static(values, sources, self.line_of, [p.key for p in problems if p.key])
         if problems:
             raise ConfigError(problems)
         return Config(values, sources, self.file, self.line_of)
@@ -314,7 +314,7 @@ def load_config(
         _assign(dotted, raw, values, sources, "--set", problems, None, params)
     # cross-field rules run even when some values failed their type check (those stay at their
     # defaults), so the user sees every problem in one go
-    problems += check_static(values, sources, line_of)
+    problems += check_static(values, sources, line_of, [p.key for p in problems if p.key])
     config = Config(values, sources, str(file) if file else None, line_of)
     if problems:
         raise ConfigError(problems, partial=config)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from openclaw_dask.config.errors import not_a_file
 from openclaw_dask.config.types import InvalidValueError, check_host
 
 CA_CERT, CA_KEY = "ca.pem", "ca-key.pem"
@@ -424,7 +425,7 @@ def tls_problems(values: Mapping[str, Any], bad: Callable[[str, str], None]) -> 
             )
             continue
         if not os.path.isfile(os.path.expanduser(path)):
-            bad(key, f"file not found: {path}")
+            bad(key, not_a_file(path))
             continue
         data = _read(path)
         if isinstance(data, str):

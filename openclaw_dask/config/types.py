@@ -157,7 +157,7 @@ class Size(ValueType):
             raise _fail(f"expected {self.describe()}, got {_show(value)}")
         if isinstance(value, int) and value > 0:
             return value
-        if isinstance(value, str):
+        if isinstance(value, str) and value.strip():  # dask reads "" as 1 byte
             try:
                 n = parse_bytes(value)
             except (ValueError, TypeError):
@@ -186,7 +186,7 @@ class Duration(ValueType):
         elif isinstance(value, str):
             try:
                 seconds = parse_timedelta(value)
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, IndexError):  # IndexError: dask on ""
                 seconds = None
         if seconds is None or seconds <= 0:
             raise _fail(f"expected {self.describe()}, got {_show(value)}")

@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from itertools import pairwise
 from typing import Any
 
 from openclaw_dask.config.dask_section import dask_value_problems
-from openclaw_dask.config.errors import Problem, did_you_mean, quote
+from openclaw_dask.config.errors import Problem, did_you_mean, not_a_file, quote
 from openclaw_dask.config.hardware import ALLOCATOR_INSTALL, Hardware, format_cpu_list
 from openclaw_dask.config.layout import (
     Layout,
@@ -68,7 +68,10 @@ def transport(values: Mapping[str, Any]) -> str:
 
 
 def check_static(
-    values: Mapping[str, Any], sources: Mapping[str, str], lines: Mapping[str, int] | None = None
+    values: Mapping[str, Any],
+    sources: Mapping[str, str],
+    lines: Mapping[str, int] | None = None,
+    refused: Collection[str] = (),
 ) -> list[Problem]:
     """Rules between keys that hold on any machine.
 
@@ -78,6 +81,9 @@ def check_static(
         Flat resolved values and their sources (see :class:`~openclaw_dask.config.Config`).
     lines
         Line of every dotted path of the config file, to place problems inside a value.
+    refused
+        Keys (or paths inside them) whose values failed their own check and stand at their
+        defaults here: a rule that would only restate that failure is not applied.
 
     Returns
     -------
@@ -135,7 +141,8 @@ def check_static(
         )
 
     backend, nodes = v["cluster.backend"], v["distributed.nodes"]
-    if backend == "ssh" and not nodes:
+    nodes_refused = any(k.startswith("distributed.nodes") for k in refused)
+    if backend == "ssh" and not nodes and not nodes_refused:
         bad("cluster.backend", "ssh needs at least one entry in distributed.nodes")
     if nodes and backend in ("local", "cuda", "mpi"):
         bad(
@@ -188,7 +195,7 @@ def check_static(
     for part in ("known_hosts", "identity_file"):
         path = v[f"distributed.ssh.{part}"]
         if path and not os.path.isfile(os.path.expanduser(path)):
-            bad(f"distributed.ssh.{part}", f"file not found: {path}")
+            bad(f"distributed.ssh.{part}", not_a_file(path))
     for key, message in dask_value_problems(v["dask"]):
         bad(f"dask.{key}", message)
     return out
@@ -475,4 +482,6 @@ def _gb(nbytes: float) -> str:
 
 
 def _mb(nbytes: float) -> str:
+    if nbytes < 1e6:  # "1 MB gives each worker 1 MB" was said of 100 bytes
+        return f"{int(nbytes):,} bytes"
     return f"{math.ceil(nbytes / 1e6):,} MB"

@@ -203,6 +203,8 @@ def parse_yaml(text: str, file: str) -> YamlDocument:
         what = exc.problem or "invalid YAML"
         if exc.context and exc.context_mark:
             what = f"{what} ({exc.context} started on line {exc.context_mark.line + 1})"
+        if "'\\t'" in what:
+            what += ": YAML indents with spaces, not tabs"
         raise ConfigError([Problem(f"YAML syntax error: {what}", "", file, line)]) from None
     except yaml.reader.ReaderError as exc:
         # a character YAML refuses (NUL, other control characters): PyYAML names only its

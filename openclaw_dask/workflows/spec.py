@@ -47,6 +47,7 @@ from openclaw_dask.config.errors import (
     ConfigError,
     Problem,
     did_you_mean,
+    not_a_file,
     quote,
     shorten,
 )
@@ -584,7 +585,9 @@ def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> 
         else:
             resolved = (Path(path).parent / config_path).resolve()
             if not resolved.is_file():
-                chk.bad("config", f"file not found: {config_path} (looked at {resolved})")
+                chk.bad(
+                    "config", f"{not_a_file(str(resolved), config_path)} (looked at {resolved})"
+                )
             config_path = str(resolved)
     param_specs, declared = _params(chk, data.get("params"))
     # what a "did you mean" may offer: names that pass their rule (not the refused "size-x")

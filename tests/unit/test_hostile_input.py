@@ -160,3 +160,82 @@ def test_a_path_param_that_names_an_unknown_user_is_bad_input() -> None:
         )
     )
     assert line.startswith("error: --set: params.initial: ~nosuchuser: no such user's home")
+
+
+# found by an exploratory pass of config and command-line input (2026-12-03)
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (  # dask's parse_timedelta("") raised IndexError: exit 1
+            'distributed:\n  clock_skew_tolerance: ""\n',
+            "c.config:2: distributed.clock_skew_tolerance: expected a positive duration",
+        ),
+        (
+            'dask:\n  distributed:\n    comm:\n      timeouts:\n        connect: ""\n',
+            "c.config:5: dask.distributed.comm.timeouts.connect: expected a duration",
+        ),
+        (  # dask's parse_bytes("") is 1 byte
+            'memory:\n  global_pool: ""\n',
+            "c.config:2: memory.global_pool: expected one of auto | a size",
+        ),
+        (
+            'dask:\n  array:\n    chunk-size: ""\n',
+            "c.config:3: dask.array.chunk-size: expected a size",
+        ),
+        (  # was "1 MB gives each worker 1 MB"
+            "memory:\n  per_thread_pool_size: 100\n",
+            "c.config:2: memory.per_thread_pool_size: 100 bytes gives each worker 100 bytes",
+        ),
+        (
+            "distributed:\n  ssh:\n    known_hosts: .\n",
+            "c.config:3: distributed.ssh.known_hosts: is a folder, not a file:",
+        ),
+        (
+            "parallel:\n\tprocesses: 2\n",
+            "c.config:2: YAML syntax error: found character '\\t' that cannot start any token: "
+            "YAML indents with spaces, not tabs",
+        ),
+        (  # one problem: not also "ssh needs at least one entry in distributed.nodes"
+            "cluster: {backend: ssh}\ndistributed:\n  nodes:\n"
+            '    - {host: a, resources: {memory: ""}}\n',
+            "c.config:4: distributed.nodes[0].resources.memory: expected null or a size",
+        ),
+    ],
+)
+def test_config_values_found_bad_by_exploring(tmp_path: Path, text: str, expected: str) -> None:
+    (tmp_path / "c.config").write_text(text)
+    [line] = refused(run("config", "validate", "c.config"))
+    assert line.startswith(f"error: {expected}"), line
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("tune", "--budget", ""), "error: --budget: expected a positive duration"),
+        # "" was taken for no --stress: the whole benchmark ran
+        (("benchmark", "--stress", ""), "error: --stress: expected a positive duration"),
+        (("benchmark", "--json", ""), "error: --json: expected a file path, got ''"),
+    ],
+)
+def test_empty_option_values_are_bad_input(args: tuple[str, ...], expected: str) -> None:
+    [line] = refused(run(*args))
+    assert line.startswith(expected), line
+
+
+def test_the_config_the_search_order_found_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "x1.config").write_text("parallel:\n\tprocesses: 2\n")
+    monkeypatch.setenv("OPENCLAW_CONFIG", "x1.config")
+    result = run("config", "validate")
+    refused(result)
+    assert "x1.config: invalid" in result.output and "openclaw.config" not in result.output
+
+
+def test_cluster_up_points_at_the_backend_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(tmp_path / "state"))
+    (tmp_path / "c.config").write_text("cluster:\n  backend: mpi\n")
+    [line] = refused(run("cluster", "up", "--config", "c.config"))
+    assert line.startswith("error: c.config:2: cluster.backend: cluster up starts local, cuda")
