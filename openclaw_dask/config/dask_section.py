@@ -5,7 +5,10 @@ values only where it uses them: ``distributed.comm.timeouts.connect: banana`` pa
 ``config validate`` and then failed ``submit`` with ``KeyError: 'Invalid time unit: banana.
 Valid units are: ...'`` (sixty of them) after the run directory was made. A key whose Dask
 default is a duration (``10s``) or a size (``64MiB``) must hold one too, checked with Dask's
-own parsers; other keys and values are left to Dask, which may add keys of its own.
+own parsers; one whose default is a bool, an integer or a number holds one of those (a worker
+memory fraction lies in 0..1 or is false); a key Dask does not know is refused when it is a
+near miss of one it does (``distribted``). Other keys and values are left to Dask, and to the
+libraries that add keys of their own.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from openclaw_dask.config.errors import quote
+from openclaw_dask.config.errors import did_you_mean, quote
 
 _MISSING = object()
 
@@ -44,6 +47,84 @@ def _kind(default: Any) -> str | None:
     return kinds[0] if len(kinds) == 1 else None  # "1m" is a minute and a megabyte
 
 
+#: Dask's memory fractions: a share of the worker's budget, or false for "never"
+_FRACTIONS = ("target", "spill", "pause", "terminate")
+
+
+def _near_miss(key: str, config: Mapping[str, Any]) -> str | None:
+    """For a key Dask does not know: ``"unknown dask key; did you mean ..."`` when a part of
+    it is a near miss of a key Dask has there (``distribted``), else ``None`` (a key of a
+    library not imported here is left to that library)."""
+    from dask.config import canonical_name
+
+    node: Any = config
+    for part in key.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        name = canonical_name(part, node)
+        if name not in node:
+            hint = did_you_mean(part, [str(k) for k in node])
+            return f"unknown dask key{hint}" if hint else None
+        node = node[name]
+    return None
+
+
+def _as_number(value: Any, kind: type) -> float | None:
+    """``value`` as a number of ``kind`` (a string Dask would convert, such as ``inf``, too)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float) and (kind is float or isinstance(value, int)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(kind(value))
+        except ValueError:
+            return None
+    return None
+
+
+def _scalar_problem(key: str, default: Any, value: Any) -> str | None:
+    """Why ``value`` cannot stand where Dask's default is ``True``, an integer or a number.
+
+    A default of ``False`` says nothing of the type (``comm.compression`` takes names), and
+    the environment a nanny sets takes any text; neither is checked.
+    """
+    leaf = key.rsplit(".", 1)[-1]
+    if value is None or ".environ." in key or key.endswith("environ"):
+        return None  # null: Dask's "none", which Dask refuses itself where it must
+    if default is True:
+        ok, expected = isinstance(value, bool), "true or false"
+    elif isinstance(default, bool):
+        return None
+    elif key.startswith("distributed.worker.memory.") and leaf in _FRACTIONS:
+        number = _as_number(value, float)
+        ok = value is False or (number is not None and 0 <= number <= 1)
+        expected = "a fraction of the worker's memory between 0 and 1, or false"
+    elif isinstance(default, int):
+        ok, expected = _as_number(value, int) is not None, "an integer"
+    elif isinstance(default, float):
+        ok, expected = _as_number(value, float) is not None, "a number"
+    else:
+        return None  # names, sizes, durations, lists: Dask's own parsers and _kind
+    if ok:
+        return None
+    return f"expected {expected} (Dask's default {default}), got {quote(value)}"
+
+
+def _compression_problem(key: str, value: Any) -> str | None:
+    """A ``comm.compression`` that names no compressor distributed has."""
+    if key != "distributed.comm.compression" or value is None or value is False:
+        return None
+    from distributed.protocol.compression import compressions
+
+    names = [str(k) for k in compressions if isinstance(k, str)]
+    if value in names:
+        return None
+    return f"expected one of {', '.join(names)} or false, got {quote(value)}" + did_you_mean(
+        str(value), names
+    )
+
+
 def dask_value_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``(dotted dask key, problem)`` for each duration or size value Dask would refuse.
 
@@ -65,7 +146,17 @@ def dask_value_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
 
     problems = []
     for key, value in _flat(raw):
-        kind = _kind(dask.config.get(key, default=_MISSING))
+        default = dask.config.get(key, default=_MISSING)
+        if default is _MISSING:
+            unknown = _near_miss(key, dask.config.config)
+            if unknown:
+                problems.append((key, unknown))
+            continue
+        scalar = _scalar_problem(key, default, value) or _compression_problem(key, value)
+        if scalar:
+            problems.append((key, scalar))
+            continue
+        kind = _kind(default)
         if kind is None or value is None or value is False:
             continue
         parse = parse_timedelta if kind == "duration" else parse_bytes

@@ -162,6 +162,39 @@ def test_a_path_param_that_names_an_unknown_user_is_bad_input() -> None:
     assert line.startswith("error: --set: params.initial: ~nosuchuser: no such user's home")
 
 
+DASK_BAD = {
+    "worker:\n      memory:\n        target: abc": "dask.distributed.worker.memory.target: "
+    "expected a fraction of the worker's memory between 0 and 1, or false",
+    "worker:\n      memory:\n        terminate: 7": "dask.distributed.worker.memory.terminate",
+    "worker:\n      daemon: maybe": "dask.distributed.worker.daemon: expected true or false",
+    "scheduler:\n      allowed-failures: many": "dask.distributed.scheduler.allowed-failures: "
+    "expected an integer (Dask's default 3), got 'many'",
+    "comm:\n      compression: zsdt": "dask.distributed.comm.compression: expected one of",
+}
+
+
+@pytest.mark.parametrize("text", sorted(DASK_BAD))
+def test_raw_dask_values_of_the_wrong_kind(tmp_path: Path, text: str) -> None:
+    """They passed validate and reached Dask (a fraction of 7, allowed-failures 'many')."""
+    (tmp_path / "c.config").write_text(f"dask:\n  distributed:\n    {text}\n")
+    [line] = refused(run("config", "validate", "c.config"))
+    assert f": {DASK_BAD[text]}" in line, line
+
+
+def test_raw_dask_keys_near_a_known_one_are_refused_others_are_not(tmp_path: Path) -> None:
+    (tmp_path / "c.config").write_text("dask:\n  distribted:\n    x: 1\n")
+    [line] = refused(run("config", "validate", "c.config"))
+    assert line.endswith("dask.distribted.x: unknown dask key; did you mean 'distributed'?")
+    # a library's own keys, Dask's strings for numbers, a nanny's environment: accepted
+    (tmp_path / "c.config").write_text(
+        "dask:\n  jobqueue:\n    slurm: {cores: 4}\n  distributed:\n    scheduler:\n"
+        "      worker-saturation: inf\n    nanny:\n      environ:\n"
+        '        OMP_NUM_THREADS: "2"\n    comm:\n      compression: zstd\n'
+    )
+    result = run("config", "validate", "c.config")
+    assert result.exit_code == 0, result.output
+
+
 # found by an exploratory pass of config and command-line input (2026-12-03)
 @pytest.mark.parametrize(
     ("text", "expected"),
