@@ -196,6 +196,7 @@ def check_static(
         path = v[f"distributed.ssh.{part}"]
         if path and not os.path.isfile(os.path.expanduser(path)):
             bad(f"distributed.ssh.{part}", not_a_file(path))
+    out += _node_memory_floor(v, sources, lines)
     for key, message in dask_value_problems(v["dask"]):
         bad(f"dask.{key}", message)
     return out
@@ -418,6 +419,19 @@ def _memory_floor(
     limit = layout.memory_limit
     if not isinstance(limit, int):
         return []
+    need, why = _worker_floor(values, limit)
+    if not need:
+        return []
+    key, need_key = _budget_key(values, layout, need)
+    message = (
+        f"{_mb(values[key])} gives each worker {_mb(limit)}{why} ({key}: {_mb(need_key)} or more)"
+    )
+    return [locate(key, sources, message, lines)]
+
+
+def _worker_floor(values: Mapping[str, Any], limit: int) -> tuple[int, str]:
+    """``(least budget, why)`` when a worker budget of ``limit`` bytes is too small for the
+    worker itself, else ``(0, "")``."""
     floor = WORKER_FOOTPRINT + MIN_TASK_ROOM
     fraction, part = 1.0, None
     for name in ("pause", "terminate"):
@@ -425,22 +439,42 @@ def _memory_floor(
             fraction, part = float(values[f"memory.spill.{name}"]), name
             break
     if limit * fraction >= floor:
-        return []
+        return 0, ""
     need = math.ceil(floor / fraction)
-    key, need_key = _budget_key(values, layout, need)
     fate = {
         "pause": "stops taking tasks",
         "terminate": "is restarted",
         None: "runs out of memory",
     }[part]
     at = f" at {fraction:.0%} of it (memory.spill.{part})" if part else ""
-    message = (
-        f"{_mb(values[key])} gives each worker {_mb(limit)}, and a worker {fate}{at}; a worker "
-        f"process alone holds ~{_mb(WORKER_FOOTPRINT)} (Python, NumPy, Dask, Zarr), which "
-        f"leaves no room for a task: give each worker at least {_mb(need)} ({key}: "
-        f"{_mb(need_key)} or more)"
+    return need, (
+        f", and a worker {fate}{at}; a worker process alone holds ~{_mb(WORKER_FOOTPRINT)} "
+        "(Python, NumPy, Dask, Zarr), which leaves no room for a task: give each worker at "
+        f"least {_mb(need)}"
     )
-    return [locate(key, sources, message, lines)]
+
+
+def _node_memory_floor(
+    values: Mapping[str, Any], sources: Mapping[str, str], lines: Mapping[str, int] | None
+) -> list[Problem]:
+    """:func:`_memory_floor` for each SSH node's ``resources.memory`` (split over its
+    ``parallel.processes`` workers); it holds whatever the node's machine."""
+    procs = values["parallel.processes"]
+    procs = procs if isinstance(procs, int) else 1
+    out = []
+    for i, node in enumerate(values["distributed.nodes"]):
+        memory = (node.get("resources") or {}).get("memory")  # a hand-made values dict
+        if not memory:
+            continue
+        need, why = _worker_floor(values, int(memory) // procs)
+        if need:
+            key = f"distributed.nodes[{i}].resources.memory"
+            message = (
+                f"{_mb(memory)} gives each of the node's {procs} worker(s) "
+                f"{_mb(int(memory) // procs)}{why} ({_mb(need * procs)} for the node)"
+            )
+            out.append(locate(key, sources, message, lines))
+    return out
 
 
 def _memory_ceiling(

@@ -228,6 +228,12 @@ def test_raw_dask_keys_near_a_known_one_are_refused_others_are_not(tmp_path: Pat
             "c.config:2: YAML syntax error: found character '\\t' that cannot start any token: "
             "YAML indents with spaces, not tabs",
         ),
+        (  # a node's budget was planned as it was (memory_limit 100): the local floor holds
+            "cluster: {backend: ssh}\ndistributed:\n  nodes:\n    - {host: a}\n"
+            "    - {host: b, resources: {memory: 100}}\n",
+            "c.config:5: distributed.nodes[1].resources.memory: 100 bytes gives each of the "
+            "node's 1 worker(s) 100 bytes",
+        ),
         (  # one problem: not also "ssh needs at least one entry in distributed.nodes"
             "cluster: {backend: ssh}\ndistributed:\n  nodes:\n"
             '    - {host: a, resources: {memory: ""}}\n',
