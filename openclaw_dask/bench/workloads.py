@@ -17,7 +17,7 @@ from distributed import Client, wait
 
 from openclaw_dask.bench.suite import run_and_forget
 from openclaw_dask.config import Config, ConfigError
-from openclaw_dask.config.errors import Problem, did_you_mean
+from openclaw_dask.config.errors import Problem, did_you_mean, not_a_file
 
 BUILTIN = ("climate", "stencil", "matmul")
 
@@ -164,15 +164,18 @@ def workload(name: str) -> Workload:
         return Workload(
             str(path), "runs", f"workflow {path}", _workflow(path), uses_batch_size=iterative
         )
-    raise ConfigError(
-        [
-            Problem(
-                f"unknown workload {name!r}: expected one of {', '.join(BUILTIN)} or a "
-                f"workflow file{did_you_mean(name, BUILTIN)}",
-                origin="--workload",
-            )
-        ]
-    )
+    if path.suffix in (".yaml", ".yml"):
+        message = not_a_file(name)
+    elif path.is_file() and path.suffix == ".config":
+        message = f"{name} is a config, not a workload: a config is given with --config"
+    elif path.is_file():
+        message = f"{name} is not a workflow file: a workflow is a .yaml file"
+    else:
+        message = (
+            f"unknown workload {name!r}: expected one of {', '.join(BUILTIN)} or a "
+            f"workflow file{did_you_mean(name, BUILTIN)}"
+        )
+    raise ConfigError([Problem(message, origin="--workload")])
 
 
 def describe_rate(rate: float, unit: str) -> str:

@@ -1,4 +1,4 @@
-"""Checks of command-line values that click cannot express: durations and output paths.
+"""Checks of command-line values that click cannot express: durations, output paths, backends.
 
 Both end as a :class:`ConfigError` (exit 2) naming the option, before anything starts.
 """
@@ -6,8 +6,11 @@ Both end as a :class:`ConfigError` (exit 2) naming the option, before anything s
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from openclaw_dask.config.errors import ConfigError, Problem
+import click
+
+from openclaw_dask.config.errors import ConfigError, Problem, did_you_mean
 from openclaw_dask.config.types import Duration, InvalidValueError
 
 
@@ -50,3 +53,24 @@ def output_path(value: str | None, option: str) -> Path | None:
     if reason:
         raise ConfigError([Problem(f"cannot write {value}: {reason}", origin=option)])
     return path
+
+
+class BackendChoice(click.Choice):
+    """``--backend``: a cluster backend, or ``auto`` for what ``cluster.backend`` resolves to.
+
+    A near miss is told its backend (``locl``: did you mean 'local'?); click's own message
+    only lists them.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(["auto", "local", "cuda", "ssh", "mpi"])
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            chosen = super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            hint = did_you_mean(str(value), [str(c) for c in self.choices])
+            if hint:
+                exc.message = exc.message.rstrip(".") + hint
+            raise
+        return None if chosen == "auto" else chosen

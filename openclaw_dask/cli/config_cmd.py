@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from openclaw_dask.cli.args import BackendChoice
 from openclaw_dask.cli.output import out, print_problems, warn
 from openclaw_dask.config import ConfigError, Hardware, detect_hardware, load_config
 from openclaw_dask.config.errors import Problem
@@ -145,8 +146,8 @@ def _load_hardware(path: str | None) -> Hardware:
 @click.argument("path", required=False, type=click.Path(dir_okay=False))
 @click.option(
     "--backend",
-    type=click.Choice(["local", "cuda", "ssh", "mpi"]),
-    help="Plan for this backend instead of cluster.backend.",
+    type=BackendChoice(),
+    help="Plan for this backend instead of cluster.backend (auto: its own choice).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @click.option(

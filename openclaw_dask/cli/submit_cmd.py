@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
+from openclaw_dask.cli.args import BackendChoice
 from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
 from openclaw_dask.cli.output import err, no_space, out
 from openclaw_dask.config.render import yaml_value
@@ -26,7 +27,7 @@ from openclaw_dask.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED
 )
 @click.option("--address", help="Attach to this scheduler instead of starting a cluster.")
 @click.option(
-    "--backend", type=click.Choice(["local", "cuda", "ssh", "mpi"]), help="Force a backend."
+    "--backend", type=BackendChoice(), help="Force a backend (auto: cluster.backend's choice)."
 )
 @click.option("--run-dir", type=click.Path(file_okay=False), help="Where the run writes.")
 @click.option(

@@ -125,6 +125,27 @@ def _compression_problem(key: str, value: Any) -> str | None:
     )
 
 
+def memory_fractions(raw: Mapping[str, Any]) -> dict[str, tuple[str, float | bool]]:
+    """The worker memory fractions the ``dask:`` section sets, each valid one as Dask reads it.
+
+    Returns
+    -------
+    dict
+        ``{"target": ("distributed.worker.memory.target", 0.9), ...}``: the dotted key as
+        written and the fraction (or ``False``); values :func:`dask_value_problems` refuses
+        are left out.
+    """
+    out: dict[str, tuple[str, float | bool]] = {}
+    for key, value in _flat(raw or {}):
+        head, _, leaf = key.rpartition(".")
+        if head != "distributed.worker.memory" or leaf not in _FRACTIONS:
+            continue
+        number = None if value is False else _as_number(value, float)
+        if value is False or (number is not None and 0 <= number <= 1):
+            out[leaf] = (key, False if value is False else number)
+    return out
+
+
 def dask_value_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``(dotted dask key, problem)`` for each duration or size value Dask would refuse.
 

@@ -234,6 +234,22 @@ def _gpu_issues(value: Any) -> list[tuple[str, str]]:
     return issues
 
 
+#: What a hand-written description calls a field ("cpus" is nearest "gpus" by spelling).
+FIELD_WORDS = {
+    "cpus": "logical_cores",
+    "ncpus": "logical_cores",
+    "cores": "logical_cores",
+    "threads": "logical_cores",
+    "ram": "memory",
+    "mem": "memory",
+}
+
+
+def _field_hint(key: str, known: set[str]) -> str:
+    meant = FIELD_WORDS.get(key.casefold())
+    return f"; did you mean '{meant}'?" if meant else did_you_mean(key, known)
+
+
 def hardware_issues(d: Any) -> list[tuple[str, str]]:
     """Every problem of a machine description, as ``(field, message)`` pairs.
 
@@ -256,7 +272,7 @@ def hardware_issues(d: Any) -> list[tuple[str, str]]:
         return [("", f"{what}: expected a JSON object, got {_got(d)}")]
     known = {f.name for f in fields(Hardware)}
     issues: list[tuple[str, str]] = [
-        (str(key), f"unknown field{did_you_mean(str(key), known)}") for key in d if key not in known
+        (str(key), f"unknown field{_field_hint(str(key), known)}") for key in d if key not in known
     ]
     missing = [key for key in ("logical_cores", "memory") if key not in d]
     if missing:

@@ -414,15 +414,19 @@ def tls_problems(values: Mapping[str, Any], bad: Callable[[str, str], None]) -> 
     from cryptography.hazmat.primitives import serialization
 
     paths = {part: values[f"distributed.tls.{part}"] for part in TLS_KEYS}
+    unset = [f"distributed.tls.{part}" for part, path in paths.items() if not path]
+    if unset:
+        # said where tls was chosen: unset keys have no line of their own to point at
+        chosen = values["distributed.communication_backend"]
+        bad(
+            "distributed.communication_backend",
+            f"{chosen}{'' if chosen == 'tls' else ' (tls)'} needs {_and(unset)} set (PEM "
+            "files); make them with `openclaw-dask certs create DIR`",
+        )
     loaded: dict[str, Any] = {}
     for part, path in paths.items():
         key = f"distributed.tls.{part}"
         if not path:
-            bad(
-                key,
-                "required for communication_backend tls (a PEM file); "
-                "make them with `openclaw-dask certs create DIR`",
-            )
             continue
         if not os.path.isfile(os.path.expanduser(path)):
             bad(key, not_a_file(path))
@@ -442,6 +446,10 @@ def tls_problems(values: Mapping[str, Any], bad: Callable[[str, str], None]) -> 
             kind = "private key" if part == "key" else "certificate"
             bad(key, f"{path} is not a PEM {kind}")
     _check_pair(paths, loaded, bad)
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _check_pair(

@@ -343,6 +343,10 @@ class OneOf(ValueType):
             try:
                 return option.check(value)
             except InvalidValueError as exc:
+                if all(sub for sub, _ in exc.issues):
+                    # the option took the value's shape and refused an item inside it (a list
+                    # of core lists with '1-0' in it): that item's own message says more
+                    raise
                 hints += [m for _, m in exc.issues if "did you mean" in m]
         hint = ""
         if hints:
@@ -409,7 +413,9 @@ def parse_cpu_list(text: str) -> list[int]:
             raise _fail(f"expected core ids such as '0-3,8', got {_show(text)}")
         lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
         if hi < lo:
-            raise _fail(f"core range {quote(part.strip())} runs backwards")
+            raise _fail(
+                f"core range {quote(part.strip())} runs backwards; did you mean '{hi}-{lo}'?"
+            )
         if hi > MAX_CORE_ID:
             raise _fail(f"core id {shorten(str(hi))} is beyond {MAX_CORE_ID}, the largest accepted")
         cores.update(range(lo, hi + 1))
@@ -470,7 +476,7 @@ class Record(ValueType):
         issues: list[tuple[str, str]] = []
         for key in value:
             if key not in self.fields:
-                issues.append((str(key), "unknown key" + did_you_mean(str(key), self.fields)))
+                issues.append((str(key), "unknown key" + self._hint(str(key))))
         for key, spec in self.fields.items():
             if key not in value:
                 if spec.required:
@@ -484,6 +490,13 @@ class Record(ValueType):
         if issues:
             raise InvalidValueError(issues)
         return out
+
+    def _hint(self, key: str) -> str:
+        # a field one level down, written a level too high (a node's gpus: is resources.gpus)
+        for name, spec in self.fields.items():
+            if isinstance(spec.type, Record) and key in spec.type.fields:
+                return f"; did you mean '{name}.{key}'?"
+        return did_you_mean(key, self.fields)
 
     def describe(self) -> str:
         return f"a {self.name}"

@@ -15,7 +15,7 @@ from collections.abc import Collection, Mapping
 from itertools import pairwise
 from typing import Any
 
-from openclaw_dask.config.dask_section import dask_value_problems
+from openclaw_dask.config.dask_section import dask_value_problems, memory_fractions
 from openclaw_dask.config.errors import Problem, did_you_mean, not_a_file, quote
 from openclaw_dask.config.hardware import ALLOCATOR_INSTALL, Hardware, format_cpu_list
 from openclaw_dask.config.layout import (
@@ -124,13 +124,16 @@ def check_static(
     if v["distributed.rdma"] and transport(v) != "ucx":
         bad("distributed.rdma", "needs distributed.communication_backend: ucx")
 
-    spill = [(k, v[f"memory.spill.{k}"]) for k in ("target", "spill", "pause", "terminate")]
+    # the raw dask: section wins over memory.spill, so the order holds for what Dask gets
+    raw = {k: (f"dask.{key}", f) for k, (key, f) in memory_fractions(v["dask"]).items()}
+    parts = ("target", "spill", "pause", "terminate")
+    spill = [raw.get(k, (f"memory.spill.{k}", v[f"memory.spill.{k}"])) for k in parts]
     active = [(k, f) for k, f in spill if f is not False]
     for (k1, f1), (k2, f2) in pairwise(active):
         if f1 > f2:
             bad(
-                f"memory.spill.{k2}",
-                f"{f2} is below memory.spill.{k1} ({f1}); the fractions must rise: "
+                k2,
+                f"{f2} is below {k1} ({f1}); the fractions must rise: "
                 "target <= spill <= pause <= terminate",
             )
 
@@ -166,7 +169,16 @@ def check_static(
             "distributed.communication_backend",
             f"mpi launches through dask-mpi and needs cluster.backend: mpi (not {backend})",
         )
-    if v["gpu.devices"] and backend in ("local", "mpi"):
+    devices = v["gpu.devices"]
+    twice = (
+        sorted(d for d, n in Counter(devices).items() if n > 1) if isinstance(devices, list) else []
+    )
+    if twice:
+        bad(
+            "gpu.devices",
+            f"GPU {', '.join(map(str, twice))} listed more than once; one worker runs per GPU",
+        )
+    if devices and backend in ("local", "mpi"):
         bad(
             "gpu.devices",
             f"GPUs are used by the cuda (or ssh) backend, but cluster.backend is {backend}",
@@ -267,7 +279,7 @@ def check_hardware(
                 "the cuda backend needs dask-cuda: pip install 'openclaw-dask[gpu]'",
             )
     if isinstance(devices, list):
-        missing = [d for d in devices if d >= len(hw.gpus)]
+        missing = sorted({d for d in devices if d >= len(hw.gpus)})
         if missing:
             bad(
                 "gpu.devices",
@@ -390,8 +402,8 @@ def _affinity_problems(
     if layout is not None and backend != "cuda" and len(affinity) != layout.processes:
         bad(
             "parallel.thread_affinity",
-            f"{len(affinity)} core lists for {layout.processes} worker processes; "
-            "give one list per worker",
+            f"{len(affinity)} core lists for {layout.processes} worker process"
+            f"{'' if layout.processes == 1 else 'es'}; give one list per worker",
         )
     # counted in one pass: a core list may hold thousands of ids
     counts = Counter(c for cores in affinity for c in cores)

@@ -146,7 +146,10 @@ def load_and_plan(
             chosen = backend or resolve_backend(partial.values, hw)
             known = {p.key for p in exc.problems}
             extra = check_hardware(partial.values, partial.sources, hw, chosen, partial.line_of)
-            exc.problems += [p for p in extra if p.key not in known]
+            # a count beyond the machine is said beside a file rule on the same key (1000
+            # threads over 3 processes): fixing only "a multiple of 3" would meet it next run
+            limit = check_threads(partial.values, partial.sources, hw, chosen, partial.line_of)
+            exc.problems += [p for p in extra if p.key not in known or p in limit]
         raise
     return config, plan_cluster(config, hw, backend=backend)
 

@@ -67,10 +67,8 @@ def plan_mpi(config: Config, hw: Hardware) -> ClusterPlan:
     for name, value in env.items():
         command += ["-x", f"{name}={value}"]
     command += [sys.executable, "-m", MPI_ENTRY]
-    notes.append(
-        f"{ranks} ranks: rank 0 scheduler, rank 1 client (the workflow), "
-        f"ranks 2-{ranks - 1} workers"
-    )
+    workers = "rank 2 the worker" if ranks == 3 else f"ranks 2-{ranks - 1} workers"
+    notes.append(f"{ranks} ranks: rank 0 scheduler, rank 1 client (the workflow), {workers}")
     return ClusterPlan(
         backend="mpi",
         cluster_class="dask_mpi.initialize",

@@ -214,6 +214,14 @@ def common_dask_config(config: Config, env: Mapping[str, Any]) -> tuple[dict[str
     if env.get(AFFINITY_ENV):
         out["distributed.worker.preload"] = [AFFINITY_PRELOAD]
     notes = []
+    unused = [f"distributed.tls.{part}" for part in ("ca_file", "cert", "key")]
+    unused = [key for key in unused if v[key]]
+    if unused and transport(v) != "tls":
+        # checked only for tls: a file that went missing would not stop this transport
+        notes.append(
+            f"{', '.join(unused)} not used: distributed.communication_backend is "
+            f"{v['distributed.communication_backend']}, not tls"
+        )
     for key, value in flatten(v["dask"]).items():
         if key in out and out[key] != value:
             notes.append(f"dask.{key} = {value!r} (raw dask section) overrides {out[key]!r}")

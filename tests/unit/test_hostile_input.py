@@ -239,6 +239,35 @@ def test_raw_dask_keys_near_a_known_one_are_refused_others_are_not(tmp_path: Pat
             '    - {host: a, resources: {memory: ""}}\n',
             "c.config:4: distributed.nodes[0].resources.memory: expected null or a size",
         ),
+        # second part of that pass, mended 2026-12-04
+        (  # was the generic "expected false | one of compact, scatter | a list of ..."
+            "parallel:\n  thread_affinity: ['1-0']\n",
+            "c.config:2: parallel.thread_affinity[0]: core range '1-0' runs backwards; "
+            "did you mean '0-1'?",
+        ),
+        (  # was "GPU 0, 0 not present", or a cluster planning two workers on one GPU
+            "gpu:\n  devices: [0, 0]\n",
+            "c.config:2: gpu.devices: GPU 0 listed more than once",
+        ),
+        (  # was "unknown key" and nothing more
+            "cluster: {backend: ssh}\ndistributed:\n  nodes:\n    - {host: a, gpus: 2}\n",
+            "c.config:4: distributed.nodes[0].gpus: unknown key; did you mean 'resources.gpus'?",
+        ),
+        (  # memory.spill refused this order, the raw dask: section passed it on to Dask
+            "dask:\n  distributed:\n    worker:\n      memory:\n        target: 0.9\n"
+            "        spill: 0.5\n",
+            "c.config:6: dask.distributed.worker.memory.spill: 0.5 is below "
+            "dask.distributed.worker.memory.target (0.9); the fractions must rise",
+        ),
+        (
+            "dask:\n  distributed.worker.memory.pause: 0.5\n",
+            "c.config:2: dask.distributed.worker.memory.pause: 0.5 is below memory.spill.spill",
+        ),
+        (  # was three lines, none with a file or line
+            "distributed:\n  communication_backend: tls\n",
+            "c.config:2: distributed.communication_backend: tls needs distributed.tls.ca_file, "
+            "distributed.tls.cert and distributed.tls.key set (PEM files)",
+        ),
     ],
 )
 def test_config_values_found_bad_by_exploring(tmp_path: Path, text: str, expected: str) -> None:
@@ -278,3 +307,40 @@ def test_cluster_up_points_at_the_backend_line(
     (tmp_path / "c.config").write_text("cluster:\n  backend: mpi\n")
     [line] = refused(run("cluster", "up", "--config", "c.config"))
     assert line.startswith("error: c.config:2: cluster.backend: cluster up starts local, cuda")
+
+
+def test_a_thread_count_beyond_the_machine_is_said_beside_an_uneven_split(
+    tmp_path: Path,
+) -> None:
+    # "use a multiple of 3" alone was met by 999, which the next run refused as too many
+    (tmp_path / "c.config").write_text("parallel:\n  thread_pool_size: 1000\n  processes: 3\n")
+    uneven, too_many = refused(run("config", "validate", "c.config"))
+    assert "1000 threads do not split evenly over 3 processes" in uneven
+    assert "c.config:2: parallel.thread_pool_size: 1000 threads but only" in too_many
+    assert "use at most" in too_many
+
+
+def test_backend_option_suggests_and_takes_auto(tmp_path: Path) -> None:
+    for command in (("config", "plan"), ("submit", "--dry-run")):
+        result = run(*command, "--backend", "locl")
+        assert result.exit_code == 2, result.output
+        assert "'locl' is not one of 'auto', 'local'" in result.output
+        assert "; did you mean 'local'?" in result.output
+    result = run("config", "plan", "--backend", "auto")
+    assert result.exit_code == 0, result.output
+    assert "auto resolved to 'local'" in result.output
+
+
+def test_options_naming_the_wrong_kind_of_file_say_so(tmp_path: Path) -> None:
+    (tmp_path / "bin.config").write_text("parallel:\n  processes: 1\n")
+    [line] = refused(run("tune", "--workload", "bin.config"))
+    assert (
+        line == "error: --workload: bin.config is a config, not a workload: a config is given "
+        "with --config"
+    )
+    [line] = refused(run("tune", "--workload", "nope.yaml"))
+    assert line == "error: --workload: file not found: nope.yaml"
+    # "cpus" is nearest "gpus" by spelling; the field it names is logical_cores
+    (tmp_path / "hw.json").write_text('{"cpus": 4, "logical_cores": 4, "memory": 8000000000}')
+    [line] = refused(run("config", "plan", "--hardware", "hw.json"))
+    assert line == "error: hw.json: cpus: unknown field; did you mean 'logical_cores'?"

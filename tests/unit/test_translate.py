@@ -237,6 +237,16 @@ def test_raw_dask_section_wins_and_says_so() -> None:
     )
 
 
+def test_tls_files_under_another_transport_are_said_unused() -> None:
+    # tls files are checked only for tls, so one that went missing would pass unseen
+    p = plan("distributed.tls.ca_file=/nope/ca.pem", "distributed.tls.key=/nope/key.pem")
+    assert (
+        "distributed.tls.ca_file, distributed.tls.key not used: "
+        "distributed.communication_backend is tcp, not tls"
+    ) in p.notes
+    assert not any("not used" in n for n in plan().notes)
+
+
 # ---- cuda -------------------------------------------------------------------------------------
 
 
@@ -362,6 +372,9 @@ def test_mpi_kwargs_and_command() -> None:
     assert "LD_PRELOAD=/usr/lib/libjemalloc.so" in cmd
     assert cmd[-2:] == ["-m", "openclaw_dask.cli.mpi_entry"]
     assert "--oversubscribe" not in cmd
+    assert "4 ranks: rank 0 scheduler, rank 1 client (the workflow), ranks 2-3 workers" in p.notes
+    one = plan("cluster.backend=mpi", "parallel.processes=1", hw=make_hardware(cores=4))
+    assert "3 ranks: rank 0 scheduler, rank 1 client (the workflow), rank 2 the worker" in one.notes
     assert (
         "--oversubscribe"
         in plan(
