@@ -207,8 +207,10 @@ def malformed_reference_problem(ref: str, declared: Iterable[str]) -> str:
     """
     # the name is what follows the last dot: a misspelt "params." is the usual mistake
     name = ref[2:-1].strip().rsplit(".", 1)[-1].strip()
-    close = difflib.get_close_matches(name, list(declared), n=1, cutoff=0.6)
-    hint = f"; did you mean '${{params.{close[0]}}}'?" if close else ""
+    # case folded, as did_you_mean does; the name itself is kept: ${param.size} means size
+    folded = {str(n).casefold(): str(n) for n in declared}
+    close = difflib.get_close_matches(name.casefold(), list(folded), n=1, cutoff=0.6)
+    hint = f"; did you mean '${{params.{folded[close[0]]}}}'?" if close else ""
     return f"{quote(ref)}: references are written ${{params.NAME}}{hint}"
 
 

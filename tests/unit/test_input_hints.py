@@ -106,6 +106,7 @@ def test_submit_set_param_typo_names_params(tmp_path: Path) -> None:
     [
         ("${param.size}", "; did you mean '${params.size}'?"),
         ("${size}", "; did you mean '${params.size}'?"),
+        ("${param.SIZE}", "; did you mean '${params.size}'?"),  # was no hint: case mattered
         ("${HOME}", ""),
     ],
 )
