@@ -445,10 +445,12 @@ def _worker_floor(values: Mapping[str, Any], limit: int) -> tuple[int, str]:
     """``(least budget, why)`` when a worker budget of ``limit`` bytes is too small for the
     worker itself, else ``(0, "")``."""
     floor = WORKER_FOOTPRINT + MIN_TASK_ROOM
-    fraction, part = 1.0, None
+    raw = {k: (f"dask.{key}", f) for k, (key, f) in memory_fractions(values["dask"]).items()}
+    fraction, part, source = 1.0, None, ""
     for name in ("pause", "terminate"):
-        if values[f"memory.spill.{name}"] is not False:
-            fraction, part = float(values[f"memory.spill.{name}"]), name
+        source, value = raw.get(name, (f"memory.spill.{name}", values[f"memory.spill.{name}"]))
+        if value is not False:
+            fraction, part = float(value), name
             break
     if limit * fraction >= floor:
         return 0, ""
@@ -458,7 +460,7 @@ def _worker_floor(values: Mapping[str, Any], limit: int) -> tuple[int, str]:
         "terminate": "is restarted",
         None: "runs out of memory",
     }[part]
-    at = f" at {fraction:.0%} of it (memory.spill.{part})" if part else ""
+    at = f" at {fraction:.0%} of it ({source})" if part else ""
     return need, (
         f", and a worker {fate}{at}; a worker process alone holds ~{_mb(WORKER_FOOTPRINT)} "
         "(Python, NumPy, Dask, Zarr), which leaves no room for a task: give each worker at "

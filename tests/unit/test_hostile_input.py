@@ -263,6 +263,12 @@ def test_raw_dask_keys_near_a_known_one_are_refused_others_are_not(tmp_path: Pat
             "dask:\n  distributed.worker.memory.pause: 0.5\n",
             "c.config:2: dask.distributed.worker.memory.pause: 0.5 is below memory.spill.spill",
         ),
+        (  # the floor was worked out from memory.spill.pause (0.8), which Dask did not get
+            "memory:\n  per_thread_pool_size: 300MB\ndask:\n"
+            "  distributed.worker.memory: {target: 0.2, spill: 0.25, pause: 0.3}\n",
+            "c.config:2: memory.per_thread_pool_size: 300 MB gives each worker 300 MB, and a "
+            "worker stops taking tasks at 30% of it (dask.distributed.worker.memory.pause)",
+        ),
         (  # was three lines, none with a file or line
             "distributed:\n  communication_backend: tls\n",
             "c.config:2: distributed.communication_backend: tls needs distributed.tls.ca_file, "
