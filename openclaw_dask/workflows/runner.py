@@ -28,7 +28,7 @@ from typing import Any
 
 import dask
 import xarray as xr
-from distributed import KilledWorker
+from distributed import KilledWorker, futures_of
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from openclaw_dask.config import Config, ConfigError, detect_hardware, load_config
@@ -306,9 +306,10 @@ class Run:
         expected = sorted(step.zarr_outputs)
         if result is None and expected:
             raise TypeError(f"op returned None; the workflow expects outputs {expected}")
-        result = result or {}  # an op with folder outputs only may return nothing
+        # an op with folder outputs only may return nothing ("or {}" asked an array its truth)
+        result = {} if result is None else result
         if not isinstance(result, Mapping) or set(result) != set(expected):
-            got = sorted(result) if isinstance(result, Mapping) else type(result).__name__
+            got = sorted(result) if isinstance(result, Mapping) else _type_name(result)
             returned = set(result) if isinstance(result, Mapping) else set()
             folders = sorted(returned & set(step.dir_outputs))
             hint = (
@@ -317,15 +318,16 @@ class Run:
                 if folders
                 else ""
             )
+            if not isinstance(result, Mapping):
+                hint = " as a dict of output name -> xarray.Dataset"
             raise TypeError(f"op returned {got}; the workflow expects outputs {expected}{hint}")
         for name, ds in result.items():
             if not isinstance(ds, xr.Dataset):
-                kind = type(ds)
-                package = kind.__module__.partition(".")[0]  # xarray.DataArray, numpy.ndarray
-                shown = kind.__qualname__ if package == "builtins" else f"{package}.{kind.__name__}"
-                hint = " (DataArray.to_dataset(name=...) makes one)" if kind is xr.DataArray else ""
+                array = type(ds) is xr.DataArray
+                hint = " (DataArray.to_dataset(name=...) makes one)" if array else ""
                 raise TypeError(
-                    f"op returned {shown} for output {name!r}; expected an xarray.Dataset{hint}"
+                    f"op returned {_type_name(ds)} for output {name!r}; expected an "
+                    f"xarray.Dataset{hint}"
                 )
         writes = [
             zarrio.write(ds, self.run_dir / f"{name}.zarr", self.config)
@@ -405,21 +407,7 @@ class Run:
         total = int(op.total_steps)
         interval = int(self.config["distributed.sync_interval"])
         ckpt_dir = self.run_dir / CHECKPOINTS / step.name
-        state = op.initial_state()
-        start = 0
-        saved = self._read_checkpoint(ckpt_dir)
-        if saved and self._same(step, saved, fingerprint):
-            start = int(saved["step"])
-            stored = zarrio.open_output(ckpt_dir / saved["store"])
-            state = stored.chunk(dict(state.chunksizes)) if state.chunksizes else stored
-            for name, length in saved["extents"].items():
-                zarrio.truncate(self.run_dir / f"{name}.zarr", op.append_dim, length)
-            rec["resumed_from_step"] = start
-        else:
-            shutil.rmtree(ckpt_dir, ignore_errors=True)
-            for name in step.zarr_outputs:
-                shutil.rmtree(self.run_dir / f"{name}.zarr", ignore_errors=True)
-        state = client.persist(state)
+        start, state = self._resume_point(step, op, ckpt_dir, fingerprint, rec, client)
         rec.update(total_steps=total, sync_interval=interval)
         progress.update(bar, total=total, completed=start)
         pending: tuple[list[Any], dict[str, Any]] | None = None
@@ -478,6 +466,65 @@ class Run:
             compute_with_progress(client, writes, check=self.check)
         shutil.rmtree(ckpt_dir, ignore_errors=True)
 
+    def _resume_point(
+        self,
+        step: StepSpec,
+        op: IterativeOp,
+        ckpt_dir: Path,
+        fingerprint: str,
+        rec: dict[str, Any],
+        client: Any,
+    ) -> tuple[int, Any]:
+        """The step to start from and its state, persisted: the checkpoint's, or step 0's.
+
+        A checkpoint is used only when its state store and the outputs it counted are as they
+        were committed and the state reads back: zarr reads a missing chunk as its fill value,
+        so a deleted chunk resumed into NaN fields that the run recorded as its result, and a
+        deleted output lost the records before the checkpoint. A damaged one is said, and the
+        step runs from step 0 (slower, never wrong).
+        """
+        initial = op.initial_state()
+        saved = self._read_checkpoint(ckpt_dir)
+        if saved and self._same(step, saved, fingerprint):
+            damage = self._damage(ckpt_dir, saved, op.append_dim)
+            state = None
+            if damage is None:
+                stored = zarrio.open_output(ckpt_dir / saved["store"])
+                state = stored.chunk(dict(initial.chunksizes)) if initial.chunksizes else stored
+                state = client.persist(state)
+                damage = _unreadable(state, self.check)
+            if damage is None:
+                for name, length in saved["extents"].items():
+                    zarrio.truncate(self.run_dir / f"{name}.zarr", op.append_dim, length)
+                rec["resumed_from_step"] = int(saved["step"])
+                return int(saved["step"]), state
+            rec["checkpoint_damaged"] = damage
+            if self.announce:
+                self.announce(
+                    f"{step.name}: the checkpoint at step {int(saved['step']):,} is damaged "
+                    f"({damage}); running the step from step 0"
+                )
+        shutil.rmtree(ckpt_dir, ignore_errors=True)
+        for name in step.zarr_outputs:
+            shutil.rmtree(self.run_dir / f"{name}.zarr", ignore_errors=True)
+        return 0, client.persist(initial)
+
+    def _damage(self, ckpt_dir: Path, saved: dict[str, Any], dim: str | None) -> str | None:
+        """What is missing or changed since the checkpoint was committed, or ``None``."""
+        files = saved.get("files") or {}
+        for rel, size in files.items():
+            path = self.run_dir / rel
+            if not path.is_file():
+                return f"{rel} is missing"
+            # the state store is never written again; an output's chunk may be (appends)
+            if rel.startswith(f"{CHECKPOINTS}/") and path.stat().st_size != size:
+                return f"{rel} changed size since ({path.stat().st_size} bytes, was {size})"
+        for name, length in saved["extents"].items():
+            have = zarrio.extent(self.run_dir / f"{name}.zarr", dim) if dim else length
+            if have < length:
+                return f"{name}.zarr holds {have} of the {length} records it had"
+        return None
+
     def _commit(
         self,
         ckpt_dir: Path,
@@ -496,6 +543,16 @@ class Run:
             for name in step.zarr_outputs
         }
         if info["store"] is not None:  # None: the last window, finished right after
+            # every file the checkpoint stands on, so a resume can tell it is whole
+            stores = [ckpt_dir / info["store"]]
+            stores += [self.run_dir / f"{name}.zarr" for name in step.zarr_outputs]
+            info["files"] = {
+                str(path.relative_to(self.run_dir)): path.stat().st_size
+                for store in stores
+                if store.exists()
+                for path in sorted(store.rglob("*"))
+                if path.is_file()
+            }
             self._write_checkpoint(ckpt_dir, info)
         rec["checkpoint_step"] = info["step"]
         self.save()
@@ -564,11 +621,13 @@ class Run:
                         rec["metrics"] = ctx.metrics
                 except (KeyboardInterrupt, ConfigError):
                     raise
-                except Exception as exc:
+                except (Exception, SystemExit) as exc:
+                    # (an op that calls sys.exit fails its step: the run ended in silence,
+                    # with run.json still saying "running")
                     # a stopped cluster cancels every task with reasons that name futures, and
                     # workers restarted for memory leave the cluster empty or tasks killed
                     gone = cluster_gone(client)
-                    error: Exception = ClusterLostError(gone) if gone else exc
+                    error: BaseException = ClusterLostError(gone) if gone else exc
                     if gone or isinstance(exc, LOST_WORK):
                         limit = self.plan.layout.get("memory_limit")
                         error = out_of_memory(client, rec["started"] - 1.0, limit) or error
@@ -585,6 +644,26 @@ class Run:
                     raise StepFailedError(name, step.op, error) from exc
                 rec["wall_seconds"] = time.perf_counter() - t0
                 self.save()
+
+
+def _type_name(value: Any) -> str:
+    """``xarray.DataArray``, ``numpy.ndarray``, ``list``: a returned value's type, as said."""
+    kind = type(value)
+    package = kind.__module__.partition(".")[0]
+    return kind.__qualname__ if package == "builtins" else f"{package}.{kind.__name__}"
+
+
+def _unreadable(state: Any, check: Any) -> str | None:
+    """Why a persisted checkpoint state could not be read back, or ``None`` when it was."""
+    futures = futures_of(state)
+    wait_checked(futures, check)
+    for future in futures:
+        if future.status == "error":
+            exc = future.exception()
+            if isinstance(exc, KilledWorker):  # the cluster's trouble, not the checkpoint's
+                raise exc
+            return f"its state cannot be read: {type(exc).__name__}: {exc}"
+    return None
 
 
 def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:

@@ -191,6 +191,13 @@ def test_a_task_that_fails_on_a_worker_is_one_line_and_its_traceback_is_kept(
             "TypeError: op returned xarray.DataArray for output 'nothing'; expected an "
             "xarray.Dataset (DataArray.to_dataset(name=...) makes one)",
         ),
+        (  # was "ValueError: The truth value of an array ... is ambiguous"
+            "returns_an_array",
+            "TypeError: op returned dask.Array; the workflow expects outputs ['nothing'] as a "
+            "dict of output name -> xarray.Dataset",
+        ),
+        # the run ended with the op's exit code and nothing said; run.json said "running"
+        ("calls_sys_exit", "SystemExit: 4"),
         (
             "AdvancesWithoutRecords",
             "TypeError: AdvancesWithoutRecords.advance returned Dataset; expected (state, "
@@ -208,6 +215,8 @@ def test_an_op_that_returns_no_datasets_is_told_what_to_return(
     assert result.returncode == 1
     assert f"step 'bad' (op tests.integration.user_ops:{op}): {said}" in result.stderr
     assert "Traceback" not in result.stderr
+    rec = record_of(tmp_path / "run")
+    assert rec["status"] == "failed" and rec["steps"]["bad"]["status"] == "failed"
 
 
 def test_a_dataset_for_an_output_listed_as_a_folder_says_how_to_list_it(tmp_path: Path) -> None:
@@ -585,6 +594,10 @@ def test_sigkill_mid_iteration_then_resume_is_bit_identical(tmp_path: Path) -> N
     proc.wait(timeout=30)
     killed_at = json.loads((run_dir / ".checkpoints/diffuse/checkpoint.json").read_text())["step"]
     assert record_of(run_dir)["status"] == "running"  # nobody could mark it
+    damaged = {
+        kind: shutil.copytree(run_dir, tmp_path / f"damaged-{kind}", symlinks=True)
+        for kind in ("chunk-gone", "chunk-garbled", "output-gone")
+    }
 
     resumed = submit(str(EXAMPLE), "--resume", str(run_dir), *args)
     assert resumed.returncode == 0, resumed.stderr
@@ -597,6 +610,29 @@ def test_sigkill_mid_iteration_then_resume_is_bit_identical(tmp_path: Path) -> N
     assert (run_dir / "performance-report.html").exists()
     for name in ("diffuse", "profile"):
         assert rec["steps"][name]["checksums"] == reference["steps"][name]["checksums"], name
+
+    # a damaged checkpoint is said and the step runs from 0: a deleted chunk (zarr reads it
+    # as NaN) completed with NaN fields, a garbled one failed every resume alike, a deleted
+    # output lost the records before the checkpoint; all three with exit 0 or the same 1
+    for kind, copy in damaged.items():
+        state = copy / f".checkpoints/diffuse/state-{killed_at}.zarr"
+        chunk = next(p for p in sorted(state.rglob("c/*/*")) if p.is_file())
+        if kind == "chunk-gone":
+            chunk.unlink()
+        elif kind == "chunk-garbled":
+            chunk.write_bytes(os.urandom(100))
+        else:
+            shutil.rmtree(copy / "history.zarr")
+        again = submit("--resume", str(copy), *QUIET, "--no-report")
+        assert again.returncode == 0, (kind, again.stderr)
+        said = f"diffuse: the checkpoint at step {killed_at:,} is damaged ("
+        assert said in again.stderr, (kind, again.stderr)
+        diffuse = record_of(copy)["steps"]["diffuse"]
+        assert "resumed_from_step" not in diffuse and diffuse["checkpoint_damaged"], kind
+        for name in ("diffuse", "profile"):
+            assert (
+                record_of(copy)["steps"][name]["checksums"] == reference["steps"][name]["checksums"]
+            ), (kind, name)
 
 
 def test_a_taken_dashboard_port_is_one_clear_line(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,16 @@ def returns_nothing(ctx: StepContext) -> None:
 def returns_a_data_array(ctx: StepContext) -> dict[str, xr.DataArray]:
     """A user op that returns a variable where a dataset is expected."""
     return {"nothing": ctx.input("field")["temperature"]}
+
+
+def returns_an_array(ctx: StepContext) -> Any:
+    """A user op that returns the values where a dict of datasets is expected."""
+    return ctx.input("field")["temperature"].data
+
+
+def calls_sys_exit(ctx: StepContext) -> None:
+    """A user op that ends the process its own way."""
+    sys.exit(4)
 
 
 def returns_a_dataset(ctx: StepContext) -> dict[str, xr.Dataset]:
