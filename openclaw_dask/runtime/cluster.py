@@ -10,6 +10,7 @@ down again. Nothing is left running after an error.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import logging
@@ -18,6 +19,7 @@ import urllib.parse
 import urllib.request
 import warnings
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any
@@ -192,12 +194,54 @@ def connect(address: str, where: Problem | None = None) -> Client:
     if problem:
         raise ConfigError([replace(where, message=problem)])
     try:
+        silent = _silent(address)
+        if silent:
+            raise TimeoutError(silent)
         return Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
     except (OSError, TimeoutError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ConfigError(
             [replace(where, message=f"no scheduler answers at {address}: {reason}")]
         ) from None
+
+
+def _silent(address: str) -> str | None:
+    """Why a scheduler that takes connections does not answer, or ``None`` when it does.
+
+    distributed's ``connect`` bounds the TCP connect by its timeout but not the handshake
+    read after it (distributed 2026.8 ``comm.core.connect``): a port that accepts and never
+    speaks (a stopped scheduler, another program) hung ``cluster status`` and ``submit``
+    for ever. This asks for the scheduler's identity once, with a deadline over all of it, in
+    a thread of its own (a caller's event loop may run here). Other transports (ucx) are
+    left to the client.
+    """
+    if urllib.parse.urlsplit(address).scheme not in ("tcp", "tls"):
+        return None
+    from distributed.comm import connect as comm_connect
+    from distributed.security import Security
+
+    seconds = dask.utils.parse_timedelta(CONNECT_TIMEOUT)
+
+    async def identity() -> None:
+        args = Security().get_connection_args("client")
+        comm = await comm_connect(address, timeout=seconds, **args)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            await comm.read()
+        finally:
+            await comm.close()
+
+    async def bounded() -> None:
+        await asyncio.wait_for(identity(), seconds)
+
+    with ThreadPoolExecutor(1) as pool:
+        try:
+            pool.submit(asyncio.run, bounded()).result()
+        except TimeoutError:
+            return f"it takes connections but did not answer within {seconds:g} s"
+        except Exception:  # refused, unreachable, a tls mismatch: the client says it better
+            return None
+    return None
 
 
 def dashboard_note(client: Client, config: Config) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -74,6 +75,19 @@ def test_bad_input_exits_2_and_starts_nothing(tmp_path: Path) -> None:
     assert unreachable.returncode == 2
     assert "no scheduler answers at tcp://127.0.0.1:1" in unreachable.stderr
     assert "Traceback" not in unreachable.stderr
+
+    # a port that takes connections and never speaks (a stopped scheduler, another program):
+    # distributed's handshake read has no deadline, and status waited for ever
+    with socket.socket() as mute:
+        mute.bind(("127.0.0.1", 0))
+        mute.listen()
+        address = f"tcp://127.0.0.1:{mute.getsockname()[1]}"
+        silent = sh("cluster", "status", "--address", address)
+    assert silent.returncode == 2, silent.stderr
+    assert (
+        f"--address: no scheduler answers at {address}: it takes connections but did not "
+        "answer within 10 s"
+    ) in silent.stderr
 
     # the address of a `cluster up` whose scheduler stopped answering: said as such
     with fake_daemon(tmp_path) as daemon:
