@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from openclaw_dask.config.arguments import check_overrides, check_path
 from openclaw_dask.config.errors import ConfigError, Problem, quote
 from openclaw_dask.config.schema import KEYS, KEYS_BY_PATH, defaults, groups
 from openclaw_dask.config.suggest import suggest_env, suggest_key
@@ -284,7 +285,11 @@ def load_config(
     ------
     ConfigError
         Listing every problem found (unknown keys, wrong types, conflicts).
+    TypeError
+        When ``path`` is not a path or ``overrides`` not a list of strings or a mapping.
     """
+    check_path("load_config", "path", path)
+    check_overrides("load_config", overrides)
     env = os.environ if env is None else env
     values, sources = defaults(), {k.path: "default" for k in KEYS}
     problems: list[Problem] = []

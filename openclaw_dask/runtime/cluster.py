@@ -29,6 +29,7 @@ from distributed import Client
 from distributed.utils import import_term
 
 from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
+from openclaw_dask.config.arguments import check_overrides, check_path
 from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.layout import resolve_backend
 from openclaw_dask.config.render import yaml_value
@@ -78,6 +79,8 @@ def _resolve(
     config: Config | str | os.PathLike[str] | None, overrides: Any, address: str | None
 ) -> Config:
     if not isinstance(config, Config):
+        check_path("start_cluster", "config (a Config or its file)", config)
+        check_overrides("start_cluster", overrides)
         config = load_config(config, overrides)
     elif overrides:
         raise TypeError("pass overrides only with a config path, not with a loaded Config")

@@ -14,6 +14,7 @@ import ctypes
 import gc
 from typing import Any
 
+from openclaw_dask.config.arguments import check_instance
 from openclaw_dask.runtime.plugins import loaded_allocator
 
 #: jemalloc's MALLCTL_ARENAS_ALL: "every arena" in ``arena.<i>.purge``.
@@ -66,7 +67,22 @@ def memory_compact(client: Any) -> dict[str, dict[str, Any]]:
     -------
     dict
         ``{worker address: {"allocator", "call", "rss_before", "rss_after"}}``.
+
+    Raises
+    ------
+    TypeError
+        When ``client`` is not a ``distributed.Client``.
     """
+    from distributed import Client
+
+    check_instance(
+        "memory_compact",
+        "client",
+        client,
+        Client,
+        "a distributed.Client",
+        " (start_cluster yields one)",
+    )
     return client.run(compact_worker)
 
 

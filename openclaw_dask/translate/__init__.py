@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+from openclaw_dask.config.arguments import check_instance
 from openclaw_dask.config.errors import ConfigError
 from openclaw_dask.config.hardware import Hardware, detect_hardware
 from openclaw_dask.config.layout import resolve_backend
@@ -66,6 +67,14 @@ def plan_cluster(
     -------
     ClusterPlan
     """
+    check_instance(
+        "plan_cluster",
+        "config",
+        config,
+        Config,
+        "an openclaw_dask.Config",
+        " (load_config(path) reads one from a file)",
+    )
     hw = hardware or detect_hardware()
     values = config.values
     attach = backend is None and values["cluster.scheduler_address"]

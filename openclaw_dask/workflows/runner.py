@@ -32,6 +32,7 @@ from distributed import KilledWorker, futures_of
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from openclaw_dask.config import Config, ConfigError, detect_hardware, load_config
+from openclaw_dask.config.arguments import check_overrides, check_path
 from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.hardware import software_versions
 from openclaw_dask.config.yamlsource import parse_scalar
@@ -758,6 +759,10 @@ def run_workflow(
         The run record (also in ``run_dir/run.json``); ``status`` is ``completed``,
         ``failed`` (an op raised: :class:`StepFailedError`) or ``interrupted``.
     """
+    check_path("run_workflow", "path", path)
+    check_overrides("run_workflow", overrides, mapping=False)
+    if not isinstance(config, Config):
+        check_path("run_workflow", "config (a Config or its file)", config)
     given = list(overrides or ())
     previous: dict[str, Any] = {}
     if resume is not None:  # the same run: what it was started with comes along

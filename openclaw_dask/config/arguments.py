@@ -1,0 +1,48 @@
+"""Type checks of the public API's arguments, so that a wrong one is a ``TypeError`` naming it.
+
+Without them a string given as ``overrides`` was iterated a character at a time (twenty
+"expected KEY=VALUE, got 'p'" problems) and ``plan_cluster("x.config")`` ended in an
+``AttributeError`` deep inside the planner.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+def _got(value: Any) -> str:
+    return f"got {type(value).__name__} {value!r}"[:120]
+
+
+def check_path(func: str, name: str, value: Any) -> None:
+    """``value`` must be ``None``, a ``str`` or an ``os.PathLike``."""
+    if value is not None and not isinstance(value, str | os.PathLike):
+        raise TypeError(
+            f"{func}: {name} must be a file path (str or os.PathLike) or None, {_got(value)}"
+        )
+
+
+def check_overrides(func: str, value: Any, mapping: bool = True) -> None:
+    """``value`` must be ``None``, a list of ``"key=value"`` strings or (when allowed) a mapping."""
+    if value is None or (mapping and isinstance(value, Mapping)):
+        return
+    expected = "a list of 'section.key=value' strings" + (" or a mapping" if mapping else "")
+    if isinstance(value, str | bytes):
+        raise TypeError(f"{func}: overrides must be {expected}, {_got(value)} (put it in a list)")
+    if not isinstance(value, Iterable):
+        raise TypeError(f"{func}: overrides must be {expected}, {_got(value)}")
+    # a generator is left whole: checking its items would use them up
+    items = value if isinstance(value, list | tuple) else ()
+    bad = [item for item in items if not isinstance(item, str)]
+    if bad:
+        raise TypeError(f"{func}: overrides must be {expected}, an item {_got(bad[0])[4:]}")
+
+
+def check_instance(
+    func: str, name: str, value: Any, kind: type, shown: str, hint: str = ""
+) -> None:
+    """``value`` must be a ``kind``; ``shown`` names it (``an openclaw_dask.Config``)."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{func}: {name} must be {shown}, {_got(value)}{hint}")
