@@ -116,7 +116,7 @@ def test_a_budget_spent_on_the_baseline_says_what_was_not_measured(tmp_path: Pat
         (["--budget", "forever"], "positive duration"),
         (["--out", "/nonexistent-dir/tuned.config"], "does not exist"),
         (["--workload", "climat"], "did you mean 'climate'"),
-        (["--workload", "missing.yaml"], "unknown workload 'missing.yaml'"),
+        (["--workload", "missing.yaml"], "--workload: file not found: missing.yaml"),
     ],
 )
 def test_bad_input_is_refused_before_anything_starts(
