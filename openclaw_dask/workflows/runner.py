@@ -487,7 +487,7 @@ class Run:
         initial = op.initial_state()
         saved = self._read_checkpoint(ckpt_dir)
         if saved and self._same(step, saved, fingerprint):
-            damage = self._damage(ckpt_dir, saved, op.append_dim)
+            damage = self._damage(saved, op.append_dim)
             state = None
             if damage is None:
                 stored = zarrio.open_output(ckpt_dir / saved["store"])
@@ -510,7 +510,7 @@ class Run:
             shutil.rmtree(self.run_dir / f"{name}.zarr", ignore_errors=True)
         return 0, client.persist(initial)
 
-    def _damage(self, ckpt_dir: Path, saved: dict[str, Any], dim: str | None) -> str | None:
+    def _damage(self, saved: dict[str, Any], dim: str | None) -> str | None:
         """What is missing or changed since the checkpoint was committed, or ``None``."""
         files = saved.get("files") or {}
         for rel, size in files.items():
