@@ -176,12 +176,28 @@ def done_before(
     config: Config,
     run_dir: Path,
 ) -> bool:
-    """Whether a resume skips ``step``: completed as this step, and its outputs still there."""
+    """Whether a resume skips ``step``: completed as this step, and its outputs as it left them
+    (:func:`output_damage`)."""
     return (
         recorded.get("status") == "completed"
         and same_step(step, recorded, fingerprint, record, config)
-        and all((run_dir / o.rstrip("/")).exists() for o in step.outputs)
+        and output_damage(step, recorded, run_dir) is None
     )
+
+
+def output_damage(step: StepSpec, recorded: Mapping[str, Any], run_dir: Path) -> str | None:
+    """What is gone or changed of a completed step's outputs (``None``: nothing).
+
+    Every file the step wrote is in its record (``files``, with sizes): a resume used to skip
+    a completed step whose output had lost its ``zarr.json`` or a chunk (zarr reads a missing
+    chunk as its fill value) and said "nothing to run" over the damaged result. A record from
+    before ``files`` has only the outputs' presence to go by.
+    """
+    for output in step.outputs:
+        if not (run_dir / output.rstrip("/")).exists():
+            return f"{output.rstrip('/')} is missing"
+    files = recorded.get("files")
+    return zarrio.manifest_damage(run_dir, files) if isinstance(files, dict) else None
 
 
 def nothing_left(
@@ -295,9 +311,10 @@ class Run:
         rec["checksums"] = {
             name: zarrio.checksums(self.run_dir / f"{name}.zarr") for name in step.zarr_outputs
         }
-        rec["bytes_written"] = sum(
-            zarrio.tree_bytes(self.run_dir / o.rstrip("/")) for o in step.outputs
+        rec["files"] = zarrio.manifest(
+            self.run_dir, [self.run_dir / o.rstrip("/") for o in step.outputs]
         )
+        rec["bytes_written"] = sum(rec["files"].values())
         rec["status"] = "completed"
 
     def run_map_step(
@@ -512,14 +529,12 @@ class Run:
 
     def _damage(self, saved: dict[str, Any], dim: str | None) -> str | None:
         """What is missing or changed since the checkpoint was committed, or ``None``."""
-        files = saved.get("files") or {}
-        for rel, size in files.items():
-            path = self.run_dir / rel
-            if not path.is_file():
-                return f"{rel} is missing"
-            # the state store is never written again; an output's chunk may be (appends)
-            if rel.startswith(f"{CHECKPOINTS}/") and path.stat().st_size != size:
-                return f"{rel} changed size since ({path.stat().st_size} bytes, was {size})"
+        # the state store is never written again; an output's chunk may be (appends)
+        damage = zarrio.manifest_damage(
+            self.run_dir, saved.get("files") or {}, lambda rel: rel.startswith(f"{CHECKPOINTS}/")
+        )
+        if damage is not None:
+            return damage
         for name, length in saved["extents"].items():
             have = zarrio.extent(self.run_dir / f"{name}.zarr", dim) if dim else length
             if have < length:
@@ -547,13 +562,7 @@ class Run:
             # every file the checkpoint stands on, so a resume can tell it is whole
             stores = [ckpt_dir / info["store"]]
             stores += [self.run_dir / f"{name}.zarr" for name in step.zarr_outputs]
-            info["files"] = {
-                str(path.relative_to(self.run_dir)): path.stat().st_size
-                for store in stores
-                if store.exists()
-                for path in sorted(store.rglob("*"))
-                if path.is_file()
-            }
+            info["files"] = zarrio.manifest(self.run_dir, stores)
             self._write_checkpoint(ckpt_dir, info)
         rec["checkpoint_step"] = info["step"]
         self.save()
@@ -598,7 +607,7 @@ class Run:
                     # a resume re-runs a step whose op, arguments or inputs were edited since
                     # (the fix after a failure); its outputs are replaced, so say so
                     why = (
-                        "its outputs are missing"
+                        output_damage(step, rec, self.run_dir) or "its outputs changed"
                         if self._same(step, rec, fingerprint)
                         else ("its op, arguments or inputs changed since")
                     )

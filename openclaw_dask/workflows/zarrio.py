@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import warnings
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,34 @@ def tree_bytes(path: Path) -> int:
     if path.is_file():
         return path.stat().st_size
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def manifest(root: Path, stores: Iterable[Path]) -> dict[str, int]:
+    """Every file under ``stores``, by its path relative to ``root``, and its size in bytes."""
+    return {
+        str(path.relative_to(root)): path.stat().st_size
+        for store in stores
+        if store.exists()
+        for path in sorted(store.rglob("*"))
+        if path.is_file()
+    }
+
+
+def manifest_damage(
+    root: Path, files: Mapping[str, int], sized: Callable[[str], bool] = lambda rel: True
+) -> str | None:
+    """What is missing from a :func:`manifest` of ``root``, or changed size, or ``None``.
+
+    ``sized``: whether a file's size must still be the recorded one (a file that may be
+    written again since, such as a chunk an append extends, only has to be there).
+    """
+    for rel, size in files.items():
+        path = root / rel
+        if not path.is_file():
+            return f"{rel} is missing"
+        if sized(rel) and path.stat().st_size != size:
+            return f"{rel} changed size since ({path.stat().st_size} bytes, was {size})"
+    return None
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -384,12 +384,33 @@ def test_user_op_by_import_path_and_resume_skips_done_steps(tmp_path: Path) -> N
     for name, step in again["steps"].items():
         assert step["checksums"] == rec["steps"][name]["checksums"]
         assert step["fingerprint"] == rec["steps"][name]["fingerprint"]
-    assert "step 'double' completed earlier, but its outputs are missing: running it again" in said
+    assert "step 'double' completed earlier, but doubled.zarr is missing: running it again" in said
+    # a completed output that lost a file or had one rewritten since: not skipped, nor called
+    # "nothing to run" (zarr reads a missing chunk as its fill value, so it looked whole)
+    chunks = sorted((run_dir / "doubled.zarr/temperature").rglob("c/*/*"))
+    damages = {
+        "doubled.zarr/zarr.json": "doubled.zarr/zarr.json is missing",
+        str(chunks[-1].relative_to(run_dir)): f"{chunks[-1].relative_to(run_dir)} is missing",
+    }
+    for rel, message in damages.items():
+        (run_dir / rel).unlink()
+        said.clear()
+        again = run_workflow(wf, overrides=QUIET[1:], resume=run_dir, announce=said.append)
+        assert f"step 'double' completed earlier, but {message}: running it again" in said
+        assert "skipped" in again["steps"]["field"] and "skipped" not in again["steps"]["double"]
+        assert again["steps"]["double"]["checksums"] == rec["steps"]["double"]["checksums"]
+    garbled = run_dir / str(chunks[0].relative_to(run_dir))
+    garbled.write_bytes(garbled.read_bytes()[:-1])
+    said.clear()
+    again = run_workflow(wf, overrides=QUIET[1:], resume=run_dir, announce=said.append)
+    assert f"but {garbled.relative_to(run_dir)} changed size since" in said[-1], said
+    assert again["steps"]["double"]["checksums"] == rec["steps"]["double"]["checksums"]
+    assert again["attempts"] == 5
     # an edited step (the fix after a failure) runs again over its outputs, and says so
     wf.write_text(wf.read_text().replace("factor: 3.0", "factor: 2.0"))
     said.clear()
     again = run_workflow(wf, overrides=QUIET[1:], resume=run_dir, announce=said.append)
-    assert again["attempts"] == 3 and "skipped" not in again["steps"]["double"]
+    assert again["attempts"] == 6 and "skipped" not in again["steps"]["double"]
     rerun = "step 'double' completed earlier, but its op, arguments or inputs changed since"
     assert any(line.startswith(rerun) for line in said), said
     assert not any("'field'" in line for line in said)
