@@ -73,3 +73,43 @@ def _size(nbytes: float) -> str:
             return f"{nbytes:.0f} {unit}"
         nbytes /= 1000
     return f"{nbytes:.0f} TB"
+
+
+#: The most of an op's own error message that ``submit`` prints: characters, and lines. A
+#: message can hold a whole array's repr or a subprocess's output (20 kB filled ~250 rows of an
+#: 80-column terminal); run.json keeps all of it.
+MESSAGE_CHARS = 1000
+MESSAGE_LINES = 15
+
+
+def clipped(text: str, chars: int = MESSAGE_CHARS, lines: int = MESSAGE_LINES) -> tuple[str, int]:
+    """``text`` bounded for a terminal: its head and tail around a note of what was left out.
+
+    Parameters
+    ----------
+    text : str
+        The message.
+    chars : int
+        The most characters shown (the note aside): three quarters from the head, the rest
+        from the tail, which often says what went wrong last.
+    lines : int
+        The most lines shown, split the same way.
+
+    Returns
+    -------
+    tuple of (str, int)
+        What to print, and how many characters were left out (0: ``text`` as it is).
+    """
+    rows = text.splitlines(keepends=True)
+    if len(text) <= chars and len(rows) <= lines:
+        return text, 0
+    head_chars, head_lines = chars * 3 // 4, max(1, lines * 3 // 4)
+    tail_chars, tail_lines = chars - head_chars, max(1, lines - head_lines)
+    # cut at the end of the head's last line or after its characters, whichever comes first
+    head_end = min(sum(len(r) for r in rows[:head_lines]), head_chars)
+    tail_start = max(len(text) - sum(len(r) for r in rows[-tail_lines:]), len(text) - tail_chars)
+    head, tail = text[:head_end].rstrip("\n"), text[tail_start:].strip("\n")
+    left = text[head_end:tail_start]
+    breaks = left.count("\n")
+    what = (f"{breaks:,} lines, " if breaks else "") + f"{len(left):,} characters"
+    return f"{head}\n[... {what} left out ...]\n{tail}", len(left)

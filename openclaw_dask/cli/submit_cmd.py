@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from openclaw_dask.cli.args import BackendChoice
 from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
-from openclaw_dask.cli.output import err, no_space, out
+from openclaw_dask.cli.output import clipped, err, no_space, out
 from openclaw_dask.config.render import yaml_value
 from openclaw_dask.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED
 
@@ -85,7 +85,7 @@ def submit_cmd(
         if mpi_job_scheduler():  # rank 1 of an mpi launch: the launching submit says it
             sys.exit(EXIT_FAILED)
         if isinstance(exc.error, ClusterLostError):  # not the step's fault: no traceback
-            err.print(f"[red]failed:[/] step {exc.step!r}: {exc.error}", markup=True)
+            err.print(f"[red]failed:[/] step {exc.step!r}: {escape(str(exc.error))}", markup=True)
             # lost workers, or an mpi job that ended: --resume starts what it needs itself
             starts = isinstance(exc.error, (WorkersLostError, MpiRunError))
             again = "from it" if starts else "once a cluster runs"
@@ -113,14 +113,20 @@ def submit_cmd(
                 markup=False,
             )
             sys.exit(EXIT_FAILED)
+        # the op's own words, which may be a whole array's repr: bounded here, whole in run.json
+        message, cut = clipped(f"{type(exc.error).__name__}: {exc.error}")
         err.print(
-            f"[red]failed:[/] step {exc.step!r} (op {exc.op}): "
-            f"{type(exc.error).__name__}: {exc.error}",
-            markup=True,
+            f"[red]failed:[/] step {exc.step!r} (op {exc.op}): {escape(message)}", markup=True
         )
+        kept = f"its traceback is in run.json (steps.{exc.step}.traceback)"
+        if cut:
+            kept = (
+                "the whole message and its traceback are in run.json "
+                f"(steps.{exc.step}.error, steps.{exc.step}.traceback)"
+            )
         err.print(
-            f"its traceback is in run.json (steps.{exc.step}.traceback); completed steps and "
-            f"their outputs are kept; fix the step and {resume_command(exc.run_dir)}",
+            f"{kept}; completed steps and their outputs are kept; fix the step and "
+            f"{resume_command(exc.run_dir)}",
             markup=False,
         )
         sys.exit(EXIT_FAILED)

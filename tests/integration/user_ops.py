@@ -32,6 +32,11 @@ def explode(ctx: StepContext, *, message: str = "boom") -> dict[str, xr.Dataset]
     raise ValueError(f"the op's own error: {message}")
 
 
+def explode_at_length(ctx: StepContext, *, length: int = 20_000) -> dict[str, xr.Dataset]:
+    """A user op whose message is ``length`` characters long, with rich markup at both ends."""
+    raise ValueError("[bold]the head[/] " + "x" * length + " the end [/]")
+
+
 def returns_nothing(ctx: StepContext) -> None:
     """A user op that forgets its return statement."""
 

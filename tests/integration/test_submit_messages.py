@@ -1,0 +1,36 @@
+"""What ``openclaw-dask submit`` prints when a run fails: bounded, its own, one voice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.integration.test_workflow_run import QUIET, submit
+from tests.integration.user_ops import FAILING_WORKFLOW
+
+
+def test_a_huge_error_message_is_printed_bounded_and_kept_whole_in_run_json(
+    tmp_path: Path,
+) -> None:
+    """A 20 kB message filled ~250 rows of a terminal; run.json keeps it all."""
+    wf = tmp_path / "long.yaml"
+    text = FAILING_WORKFLOW.replace("user_ops:explode", "user_ops:explode_at_length")
+    wf.write_text(text.replace("{message: kaboom}", "{length: 20000}"))
+    run_dir = tmp_path / "run"
+    result = submit(str(wf), "--run-dir", str(run_dir), "--no-report", *QUIET)
+    assert result.returncode == 1, result.stderr
+    assert len(result.stderr) < 2500, len(result.stderr)
+    # the head, what was left out, and the tail; the op's brackets are its text, not markup
+    said = "(op tests.integration.user_ops:explode_at_length): ValueError: [bold]the head[/] x"
+    assert said in result.stderr
+    assert "\n[... 19,0" in result.stderr and " characters left out ...]\n" in result.stderr
+    assert "x the end [/]\n" in result.stderr
+    assert (
+        "the whole message and its traceback are in run.json (steps.bad.error, "
+        f"steps.bad.traceback); completed steps and their outputs are kept; fix the step and "
+        f"openclaw-dask submit --resume {run_dir}"
+    ) in result.stderr
+    assert "Traceback" not in result.stderr
+    step = json.loads((run_dir / "run.json").read_text())["steps"]["bad"]
+    assert step["error"] == "ValueError: [bold]the head[/] " + "x" * 20000 + " the end [/]"
+    assert "x" * 20000 in step["traceback"]
