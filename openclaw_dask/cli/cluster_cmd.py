@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import click
 import dask
@@ -34,8 +34,12 @@ from openclaw_dask.runtime.state import (
     address_problem,
     clear_state,
     daemon_process,
+    hold_lock,
     load_state,
+    lock_file,
+    lock_holder,
     read_state,
+    scheduler_refuses,
     state_dir,
     state_file,
 )
@@ -47,6 +51,8 @@ if TYPE_CHECKING:
 UP_TIMEOUT = 120.0
 #: Seconds `cluster down` gives the daemon to shut its cluster down before it is killed.
 DOWN_TIMEOUT = 60.0
+#: Seconds `cluster down` gives a daemon whose scheduler refuses connections (nothing to close).
+DEAD_SCHEDULER_TIMEOUT = 3.0
 #: What `status` and `compact` say when they have no scheduler to talk to.
 NO_CLUSTER_HINT = "start one with `openclaw-dask cluster up`, or pass --address"
 
@@ -69,6 +75,17 @@ def _where(config: Any, key: str, message: str) -> Problem:
 @SET_OPTION
 def up_cmd(config_path: str | None, overrides: tuple[str, ...]) -> None:
     """Start the cluster in the background and print its address and dashboard."""
+    # held until the daemon is up, and by the daemon after that: one cluster per state dir
+    lock = hold_lock("`cluster up`")
+    try:
+        _up(lock, config_path, overrides)
+    finally:
+        if lock is not None:
+            lock.close()  # the daemon holds its own copy
+
+
+def _up(lock: IO[str] | None, config_path: str | None, overrides: tuple[str, ...]) -> None:
+    """``cluster up`` once the lock was tried (``lock`` is ``None`` when another holds it)."""
     state, elsewhere = load_state()
     if state or state_file().exists():  # stale files are gone: what is left runs, here or not
         message = (
@@ -76,6 +93,14 @@ def up_cmd(config_path: str | None, overrides: tuple[str, ...]) -> None:
             "stop it with `openclaw-dask cluster down` first"
             if state
             else f"{elsewhere}; or set OPENCLAW_STATE_DIR to a directory of this host's own"
+        )
+        raise ConfigError([Problem(message, origin="cluster up")])
+    if lock is None:
+        # another `cluster up` is starting its cluster (its state file comes when it is up)
+        message = (
+            f"another `openclaw-dask cluster up` is starting a cluster with this state "
+            f"directory: {lock_holder()} holds {lock_file()}; `openclaw-dask cluster status` "
+            "shows it once it is up"
         )
         raise ConfigError([Problem(message, origin="cluster up")])
     config, plan = load_and_plan(config_path, overrides)  # bad input: exit 2, nothing started
@@ -90,9 +115,10 @@ def up_cmd(config_path: str | None, overrides: tuple[str, ...]) -> None:
     if plan.backend not in ("local", "cuda", "ssh"):
         message = f"cluster up starts local, cuda or ssh clusters, not {plan.backend}"
         raise ConfigError([_where(config, "cluster.backend", message)])
-    log = state_dir() / "cluster.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
+    log = state_dir() / "cluster.log"  # the lock made the directory and found it writable
+    # the daemon inherits the locked file and holds the lock for as long as it runs
     command = [sys.executable, "-m", "openclaw_dask.runtime.daemon"]
+    command += ["--lock-fd", str(lock.fileno())]
     if config.file:
         command += ["--config", config.file]
     for item in overrides:
@@ -104,6 +130,7 @@ def up_cmd(config_path: str | None, overrides: tuple[str, ...]) -> None:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            pass_fds=(lock.fileno(),),
         )
     try:
         _wait_up(proc, plan.backend, log)
@@ -222,15 +249,29 @@ def down_cmd() -> None:
     proc = daemon_process(state) if state else None
     if not state or not proc:
         _no_cluster(stale)
+    found: list[str] = []  # what was wrong with it, said on the one line
+    timeout = DOWN_TIMEOUT
     try:
         proc.terminate()  # psutil refuses to signal a pid that now names another process
-        if wait_gone([proc], DOWN_TIMEOUT):
+        if proc.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+            # SIGSTOP or Ctrl-Z: a stopped process acts on the SIGTERM only once continued
+            # (it waited the whole DOWN_TIMEOUT, then was killed without closing its cluster)
+            proc.resume()
+            stopped = f"its daemon, pid {proc.pid}, was stopped (SIGSTOP or Ctrl-Z)"
+            found.append(f"{stopped}: continued it to close")
+        elif scheduler_refuses(state["address"]):
+            # its scheduler is gone: a daemon that closes its cluster waits on it in vain
+            timeout = DEAD_SCHEDULER_TIMEOUT
+            found.append("its scheduler was gone already (connection refused)")
+        if wait_gone([proc], timeout):
             proc.kill()
+            found.append(f"killed its daemon, pid {proc.pid}, after {timeout:g} s")
             # a killed daemon cannot remove its own state file
             clear_state(proc.pid)
     except psutil.NoSuchProcess:
         pass  # it exited on its own meanwhile
-    out.print(f"cluster down: {state['address']} stopped", markup=False)
+    said = "".join(f"; {line}" for line in found)
+    out.print(f"cluster down: {state['address']} stopped{said}", markup=False)
 
 
 @cluster_group.command("status")

@@ -3,6 +3,8 @@
 ``python -m openclaw_dask.runtime.daemon [--config F] [--set K=V]...`` starts the cluster with
 :func:`start_cluster`, writes the state file (address, backend, dashboard, pid) and waits;
 SIGTERM or SIGINT (``cluster down``) shuts the cluster down and removes the state file.
+It holds the state directory's lock for its whole life (see :mod:`openclaw_dask.runtime.state`):
+the one ``cluster up`` took and passed on as ``--lock-fd``, else its own.
 """
 
 from __future__ import annotations
@@ -15,8 +17,17 @@ import threading
 import time
 
 from openclaw_dask.config import ConfigError
+from openclaw_dask.config.errors import Problem
 from openclaw_dask.runtime.cluster import client_settings, start_cluster
-from openclaw_dask.runtime.state import clear_state, this_host, write_state
+from openclaw_dask.runtime.state import (
+    StateError,
+    clear_state,
+    hold_lock,
+    lock_file,
+    lock_holder,
+    this_host,
+    write_state,
+)
 from openclaw_dask.translate import load_and_plan
 
 
@@ -25,11 +36,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="openclaw-dask-cluster-daemon")
     parser.add_argument("--config")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
+    # the locked lock file of the `cluster up` that started this process
+    parser.add_argument("--lock-fd", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
+        if args.lock_fd is not None:
+            # workers must not inherit it: one that outlived this process would keep the lock
+            os.set_inheritable(args.lock_fd, False)
+            # kept in this frame until the end: a collected file object would close the lock
+            lock = hold_lock("cluster daemon", os.fdopen(args.lock_fd, "a+"))
+        else:  # started by hand: one cluster per state directory all the same
+            lock = hold_lock("cluster daemon")
+            if lock is None:
+                message = f"another cluster runs with this state directory ({lock_holder()})"
+                raise StateError([Problem(message, origin=str(lock_file()))])
         config, plan = load_and_plan(args.config, args.overrides)
         # cluster up starts a cluster of its own, never attaches to one
         with start_cluster(config, attach_running=False) as client:
@@ -57,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
             )
             while not stop.wait(0.5):
                 pass
+    except OSError as exc:  # the state file could not be written: say where, in one line
+        if exc.filename is None:
+            raise
+        sys.stderr.write(f"error: {exc.filename}: {exc.strerror or exc}\n")
+        return 2
     except ConfigError as exc:
         for problem in exc.problems:
             sys.stderr.write(f"error: {problem}\n")

@@ -10,23 +10,34 @@ A file is trusted only while its pid is that daemon: a process of this user that
 daemon module and was started before the file was written. A file whose process is gone, or
 whose pid now names another process (a reused pid), is stale and is removed when read; nothing
 is ever signalled through it. A file that cannot be understood (not a JSON object, no integer
-pid, no scheduler address) is damaged: reading it is a :class:`ConfigError` that says to
+pid, no scheduler address) is damaged: reading it is a :class:`StateError` that says to
 remove it, because whether a cluster still runs cannot be told.
 
 A home directory shared by several hosts (a login node and the compute nodes of an HPC
 system) shares the file too. A pid means nothing on another host, so a file that names another
 host is left alone: no command here attaches to its cluster, removes the file or signals
 anything; `cluster up` refuses to replace it and `cluster down` says where to run.
+
+One cluster per state directory: ``cluster up`` takes an exclusive ``flock`` on
+``cluster.lock`` beside the state file before it looks at the state file, and hands the locked
+file to the daemon it starts, which holds it for its whole life. A second ``cluster up`` started
+at the same moment finds the lock taken and says so at once (it used to start a second daemon,
+truncate the first one's log and wait 120 s for a state file that named the other daemon). The
+kernel drops the lock when the daemon ends, even by SIGKILL, so no stale lock is left behind.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import errno
+import fcntl
 import json
 import os
 import socket
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import psutil
 
@@ -45,6 +56,23 @@ START_SLACK = 2.0
 _OPTIONS_WITH_VALUE = frozenset({"-W", "-X", "--check-hash-based-pycs"})
 
 
+#: The lock file beside the state file (see the module docstring).
+LOCK_NAME = "cluster.lock"
+
+
+class StateError(ConfigError):
+    """The state file or its directory cannot be used: damaged, unreadable or not writable.
+
+    Bad input (exit 2) for the cluster commands; a command that only looks for a running
+    cluster to attach to (``submit``, ``benchmark``) warns with :class:`StateFileWarning`
+    and goes on without it.
+    """
+
+
+class StateFileWarning(UserWarning):
+    """A state file that could not be used was ignored (the message says which and why)."""
+
+
 def state_dir() -> Path:
     """Directory of the state file (``OPENCLAW_STATE_DIR`` or ``~/.local/state``)."""
     base = os.environ.get("OPENCLAW_STATE_DIR")
@@ -54,6 +82,119 @@ def state_dir() -> Path:
 def state_file() -> Path:
     """Path of the state file."""
     return state_dir() / "cluster.json"
+
+
+def lock_file() -> Path:
+    """Path of the lock that one ``cluster up`` and then its daemon hold."""
+    return state_dir() / LOCK_NAME
+
+
+def state_dir_error(exc: OSError) -> StateError:
+    """The error for a state directory that cannot be made, read or written.
+
+    Parameters
+    ----------
+    exc : OSError
+        What the file system said.
+
+    Returns
+    -------
+    StateError
+        One problem that names the directory (and ``OPENCLAW_STATE_DIR`` when it is set, as
+        that is the setting to change) and what to do.
+    """
+    where = state_dir()
+    origin = "OPENCLAW_STATE_DIR" if os.environ.get("OPENCLAW_STATE_DIR") else None
+    what = "the state directory " if origin is None else ""
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST):
+        # the directory itself, or a folder above it, is a file: name the file
+        probe = where
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        file = f" ({probe} is a file)" if probe != where else " (it is a file)"
+        message = f"{what}{where} is not a directory{file}"
+        todo = "a directory"
+    else:
+        reason = (exc.strerror or str(exc)).lower()
+        message = f"{what}{where} cannot be written ({reason})"
+        todo = "a writable directory"
+    message += f"; set OPENCLAW_STATE_DIR to {todo}"
+    return StateError([Problem(message, origin=origin)])
+
+
+def make_state_dir() -> Path:
+    """Create the state directory if needed and check that files can be made in it.
+
+    Returns
+    -------
+    Path
+        The state directory.
+
+    Raises
+    ------
+    StateError
+        It is a file, or cannot be created or written (a read-only file system, no permission).
+    """
+    where = state_dir()
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        # mkdir succeeds on an existing read-only directory: only making a file tells
+        probe = where / f".probe-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise state_dir_error(exc) from None
+    return where
+
+
+def hold_lock(role: str, handle: IO[str] | None = None) -> IO[str] | None:
+    """Take the state directory's lock, or rewrite who holds it.
+
+    Parameters
+    ----------
+    role : str
+        Who holds it, as said to a second ``cluster up`` (`` `cluster up` ``, ``cluster
+        daemon``).
+    handle : file, optional
+        The lock file as already locked (the daemon's, inherited from ``cluster up``): only
+        the holder line is rewritten.
+
+    Returns
+    -------
+    file or None
+        The locked file (keep it open while the lock is wanted), or ``None`` when another
+        process holds the lock (:func:`lock_holder` says who).
+
+    Raises
+    ------
+    StateError
+        The state directory cannot be used.
+    """
+    try:
+        if handle is None:
+            handle = make_state_dir().joinpath(LOCK_NAME).open("a+")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                return None
+        # the file stays: removing it would let two later commands lock two different files
+        handle.seek(0)
+        handle.truncate()
+        since = dt.datetime.now().isoformat(timespec="seconds")
+        handle.write(f"{role} (pid {os.getpid()} on {this_host()} since {since})\n")
+        handle.flush()
+    except OSError as exc:
+        raise state_dir_error(exc) from None
+    return handle
+
+
+def lock_holder() -> str:
+    """Who holds the state directory's lock, as its holder wrote it down."""
+    try:
+        return lock_file().read_text().strip() or "another process"
+    except OSError:
+        return "another process"
 
 
 def pid_alive(pid: int) -> bool:
@@ -184,9 +325,9 @@ def other_host(state: Mapping[str, Any]) -> str | None:
     return host if host and host != this_host() else None
 
 
-def damaged(path: Path, reason: str) -> ConfigError:
+def damaged(path: Path, reason: str) -> StateError:
     """The error for a state file that cannot be understood."""
-    return ConfigError([Problem(f"the cluster state file {path} is damaged: {reason}; remove it")])
+    return StateError([Problem(f"the cluster state file {path} is damaged: {reason}; remove it")])
 
 
 def load_state() -> tuple[dict[str, Any] | None, str | None]:
@@ -202,14 +343,17 @@ def load_state() -> tuple[dict[str, Any] | None, str | None]:
 
     Raises
     ------
-    ConfigError
-        The file exists but is damaged (see the module docstring).
+    StateError
+        The file exists but is damaged (see the module docstring), or the state directory is
+        a file.
     """
     path = state_file()
     try:
         text = path.read_text()
     except FileNotFoundError:
         return None, None
+    except NotADirectoryError as exc:  # OPENCLAW_STATE_DIR (or a folder above it) is a file
+        raise state_dir_error(exc) from None
     except OSError as exc:
         raise damaged(path, f"it cannot be read ({exc.strerror or exc})") from None
     try:
@@ -228,10 +372,25 @@ def load_state() -> tuple[dict[str, Any] | None, str | None]:
     if daemon_process(state):
         return state, None
     pid = state["pid"]
-    clear_state(pid)  # only this file: a `cluster up` may have written a new one meanwhile
-    if pid_alive(pid):
-        return None, f"removed the stale state file {path}: pid {pid} is not its cluster daemon"
-    return None, f"removed the stale state file {path}: its cluster daemon (pid {pid}) exited"
+    try:
+        clear_state(pid)  # only this file: a `cluster up` may have written a new one meanwhile
+        done = f"removed the stale state file {path}"
+    except OSError as exc:  # a read-only state directory: say it, and go on without a cluster
+        done = f"the stale state file {path} could not be removed ({exc.strerror or exc})"
+    if _running(pid):
+        return None, f"{done}: pid {pid} is not its cluster daemon"
+    return None, f"{done}: its cluster daemon (pid {pid}) exited"
+
+
+def _running(pid: int) -> bool:
+    """True if a process with this pid runs; a zombie has exited (its parent has not reaped it
+    yet: a daemon killed with SIGKILL, whose parent is a container's init, stays one)."""
+    if not pid_alive(pid):
+        return False
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def read_state() -> dict[str, Any] | None:
@@ -239,10 +398,53 @@ def read_state() -> dict[str, Any] | None:
 
     Raises
     ------
-    ConfigError
-        The state file is damaged.
+    StateError
+        The state file is damaged, or the state directory is a file.
     """
     return load_state()[0]
+
+
+def read_state_or_warn() -> dict[str, Any] | None:
+    """The running cluster's state for a command that only may attach to it, or ``None``.
+
+    ``submit`` and ``benchmark`` run without a ``cluster up`` cluster as well as with one, so a
+    state file they cannot use does not stop them (it did, even for ``submit --dry-run``): it
+    is ignored with a :class:`StateFileWarning` that says why and what to do.
+    """
+    try:
+        return read_state()
+    except StateError as exc:
+        said = "; ".join(str(problem) for problem in exc.problems)
+        # once a process: a run asks when it plans and again when it starts its cluster, and
+        # Python's own once-per-place memory is reset whenever a library adds a filter
+        if said not in _WARNED:
+            _WARNED.add(said)
+            message = f"{said} (ignored: no `cluster up` cluster is used)"
+            warnings.warn(message, StateFileWarning, stacklevel=2)
+        return None
+
+
+#: The state file problems :func:`read_state_or_warn` has warned about in this process.
+_WARNED: set[str] = set()
+
+
+def scheduler_refuses(address: str, timeout: float = 1.0) -> bool:
+    """True if nothing listens at a ``tcp://`` or ``tls://`` scheduler address any more.
+
+    Only a refused connection counts: a scheduler that is slow to accept (a busy or stopped
+    process still has its socket) is not refusing. Other transports are never said to refuse.
+    """
+    scheme, _, rest = address.partition("://")
+    if scheme not in ("tcp", "tls"):
+        return False
+    host, _, port = rest.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return False
+    except ConnectionRefusedError:
+        return True
+    except (OSError, ValueError):  # unreachable, slow, unresolvable: not known to be gone
+        return False
 
 
 def write_state(state: dict[str, Any]) -> Path:

@@ -319,3 +319,195 @@ def test_ctrl_c_while_the_cluster_starts_leaves_no_cluster() -> None:
     assert not daemon.is_running() and read_state() is None
     status = sh("cluster", "status")
     assert status.returncode == 1 and "no cluster is running" in status.stderr
+
+
+def _daemons_here() -> list[psutil.Process]:
+    """The cluster daemons of this test's state directory (any parent)."""
+    from openclaw_dask.runtime.state import runs_daemon
+
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            here = proc.environ().get("OPENCLAW_STATE_DIR") == os.environ["OPENCLAW_STATE_DIR"]
+            if here and runs_daemon(proc.cmdline()):
+                found.append(proc)
+        except psutil.Error:  # gone, or not ours to read
+            continue
+    return found
+
+
+def test_two_cluster_ups_at_once_start_one_cluster() -> None:
+    """The second of two `cluster up` started together waited 120 s for a state file that named
+    the other's daemon, truncated its log, and said 'did not start'; it now says at once that
+    another `cluster up` is starting (or has started) one, and starts nothing."""
+    command = [str(EXE), "cluster", "up", "--set", "cluster.dashboard_address=null"]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    procs = [subprocess.Popen(command, **pipes) for _ in range(2)]  # type: ignore[call-overload]
+    try:
+        done = [(p, *p.communicate(timeout=30)) for p in procs]
+        state = read_state()
+        daemons = _daemons_here()
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        sh("cluster", "down", timeout=90)
+        left = _daemons_here()  # a second daemon, as the loser started one
+        for proc in left:
+            proc.terminate()
+        psutil.wait_procs(left, timeout=60)
+    assert sorted(p.returncode for p, _, _ in done) == [0, 2], done
+    (_, won, _), (_, _, said) = sorted(done, key=lambda d: d[0].returncode)
+    assert state and won.startswith(f"cluster up: {state['address']} (local, pid {state['pid']})")
+    assert [d.pid for d in daemons] == [state["pid"]]
+    starting = "error: cluster up: another `openclaw-dask cluster up` is starting a cluster with "
+    running = f"error: cluster up: a cluster is already running at {state['address']}"
+    assert said.startswith((starting, running)) and "Traceback" not in said, said
+    assert said.count("\n") == 2  # the line and its count
+
+
+def test_cluster_up_refuses_at_once_while_another_starts() -> None:
+    from openclaw_dask.runtime.state import hold_lock, lock_file
+
+    log = state_file().with_name("cluster.log")
+    # this process stands in for a `cluster up` whose cluster is still starting
+    lock = hold_lock("`cluster up`")
+    assert lock is not None
+    log.write_text("the starting cluster's log\n")
+    try:
+        start = time.monotonic()
+        up = sh("cluster", "up", "--set", "cluster.dashboard_address=null", timeout=60)
+        took = time.monotonic() - start
+    finally:
+        lock.close()
+        if read_state():
+            sh("cluster", "down", timeout=90)
+    assert up.returncode == 2 and took < 15, (took, up.stdout, up.stderr)
+    assert up.stderr.splitlines() == [
+        "error: cluster up: another `openclaw-dask cluster up` is starting a cluster with this "
+        f"state directory: `cluster up` (pid {os.getpid()} on {socket.gethostname()} since "
+        + up.stderr.split(" since ", 1)[1].split(")", 1)[0]
+        + f") holds {lock_file()}; `openclaw-dask cluster status` shows it once it is up",
+        "1 problem found",
+    ]
+    assert log.read_text() == "the starting cluster's log\n" and not _daemons_here()
+
+
+def test_down_continues_a_stopped_daemon_and_closes_its_cluster() -> None:
+    """A daemon stopped with SIGSTOP (Ctrl-Z) acts on SIGTERM only once continued: `cluster
+    down` waited its whole 60 s, then killed it without closing the cluster."""
+    up = sh("cluster", "up", "--set", "cluster.dashboard_address=null")
+    assert up.returncode == 0, up.stderr
+    state = read_state()
+    assert state
+    daemon = psutil.Process(state["pid"])
+    daemon.suspend()
+    try:
+        start = time.monotonic()
+        down = sh("cluster", "down", timeout=30)
+        took = time.monotonic() - start
+    finally:
+        if daemon.is_running():
+            daemon.resume()
+            daemon.terminate()
+            psutil.wait_procs([daemon], timeout=30)
+    assert down.returncode == 0 and took < 15, (took, down.stderr)
+    assert down.stdout.splitlines() == [
+        f"cluster down: {state['address']} stopped; its daemon, pid {daemon.pid}, was stopped "
+        "(SIGSTOP or Ctrl-Z): continued it to close"
+    ]
+    assert not state_file().exists() and not _daemons_here()
+
+
+def test_down_of_a_daemon_whose_scheduler_is_gone_is_quick(tmp_path: Path) -> None:
+    """The scheduler refuses connections while its daemon lives on and does not end on SIGTERM
+    (a daemon hanging while it closes a cluster that is gone): `cluster down` waited 60 s."""
+    with fake_daemon(tmp_path, ignore_term=True) as daemon:
+        state = {"address": "tcp://127.0.0.1:1", "pid": daemon.pid, "started": time.time()}
+        write_state({**state, "backend": "local"})
+        start = time.monotonic()
+        down = sh("cluster", "down", timeout=30)
+        took = time.monotonic() - start
+        killed = daemon.wait(timeout=5) == -signal.SIGKILL
+    assert down.returncode == 0 and took < 10 and killed, (took, down.stderr)
+    assert down.stdout.splitlines() == [
+        "cluster down: tcp://127.0.0.1:1 stopped; its scheduler was gone already (connection "
+        f"refused); killed its daemon, pid {daemon.pid}, after 3 s"
+    ]
+    assert not state_file().exists()
+
+
+def test_down_after_the_daemon_was_killed_says_it_exited(tmp_path: Path) -> None:
+    """A killed daemon stays a zombie until its parent reaps it (a container's init may never),
+    and `cluster down` said that its pid 'is not its cluster daemon'."""
+    with fake_daemon(tmp_path) as daemon:
+        write_state({"address": "tcp://127.0.0.1:1", "pid": daemon.pid, "backend": "local"})
+        os.kill(daemon.pid, signal.SIGKILL)  # never reaped here: a zombie, as under a lax init
+        zombie = psutil.Process(daemon.pid)
+        while zombie.status() != psutil.STATUS_ZOMBIE:  # (psutil's wait would reap it)
+            time.sleep(0.01)
+        down = sh("cluster", "down", timeout=30)
+    assert down.returncode == 1 and down.stdout == ""
+    assert down.stderr.splitlines() == [
+        f"no cluster is running (removed the stale state file {state_file()}: its cluster "
+        f"daemon (pid {daemon.pid}) exited)"
+    ]
+    assert not state_file().exists()
+
+
+def test_a_state_dir_that_is_a_file_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It was called a damaged state file (…/cluster.json, which does not exist): 'remove it'."""
+    file = tmp_path / "a-file"
+    file.write_text("")
+    for where, said in ((file, "it is a file"), (file / "sub", f"{file} is a file")):
+        monkeypatch.setenv("OPENCLAW_STATE_DIR", str(where))
+        for command in (["cluster", "up"], ["cluster", "status"], ["cluster", "down"]):
+            done = sh(*command, timeout=60)
+            assert done.returncode == 2, done.stderr
+            assert done.stderr.splitlines() == [
+                f"error: OPENCLAW_STATE_DIR: {where} is not a directory ({said}); set "
+                "OPENCLAW_STATE_DIR to a directory",
+                "1 problem found",
+            ], command
+    assert file.read_text() == ""
+
+
+def _read_only(folder: Path) -> list[str] | None:
+    """A command prefix under which ``folder`` is read-only, or ``None`` where none works.
+
+    Permissions do not stop root: root gets a read-only bind mount in a mount namespace of its
+    own (nothing outside the command sees it).
+    """
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        return []
+    script = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" && exec "$@"'
+    prefix = ["unshare", "-m", "sh", "-c", script, str(folder)]
+    probe = subprocess.run([*prefix, "touch", str(folder / "x")], capture_output=True, text=True)
+    return prefix if "Read-only file system" in probe.stderr else None
+
+
+def test_a_read_only_state_dir_is_one_line(tmp_path: Path) -> None:
+    """`cluster up` ended in 'error: OSError: [Errno 30] Read-only file system: …' (exit 1)."""
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    prefix = _read_only(folder)
+    if prefix is None:
+        pytest.skip("no way to make a read-only directory here (root without unshare -m)")
+    env = {**os.environ, "OPENCLAW_STATE_DIR": str(folder)}
+    try:
+        up = subprocess.run(
+            [*prefix, str(EXE), "cluster", "up"], capture_output=True, text=True, env=env
+        )
+    finally:
+        folder.chmod(0o755)
+    assert up.returncode == 2, up.stderr
+    reason = "read-only file system" if prefix else "permission denied"
+    assert up.stderr.splitlines() == [
+        f"error: OPENCLAW_STATE_DIR: {folder} cannot be written ({reason}); set "
+        "OPENCLAW_STATE_DIR to a writable directory",
+        "1 problem found",
+    ]
+    assert not _daemons_here()

@@ -34,13 +34,13 @@ ADDRESS = "tcp://127.0.0.1:1"
 
 
 @contextmanager
-def fake_daemon(folder: Path) -> Iterator[subprocess.Popen[bytes]]:
+def fake_daemon(folder: Path, ignore_term: bool = False) -> Iterator[subprocess.Popen[bytes]]:
     """A process whose command line is the daemon's (``python -m openclaw_dask.runtime.daemon``)
     but which only sleeps: a cluster daemon whose scheduler does not answer.
 
     A package of the same name earlier on ``sys.path`` stands in for the real module, which
     would start a cluster; the stand-in writes a marker so that the real one is never mistaken
-    for it.
+    for it. ``ignore_term``: it ignores SIGTERM, as a daemon that hangs closing its cluster.
     """
     root = folder / "fake-daemon"
     package = root / "openclaw_dask" / "runtime"
@@ -48,8 +48,9 @@ def fake_daemon(folder: Path) -> Iterator[subprocess.Popen[bytes]]:
     (root / "openclaw_dask" / "__init__.py").write_text("")
     (package / "__init__.py").write_text("")
     marker = root / "started"
+    ignore = "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if ignore_term else ""
     (package / "daemon.py").write_text(
-        f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(120)\n"
+        f"{ignore}import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(120)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(root)}
     env.pop("PYTHONSAFEPATH", None)
