@@ -15,9 +15,9 @@ from openclaw_dask.runtime.terminal import STILL_CLOSING_CLUSTER, interrupts
 
 def _note_running_cluster() -> None:
     """Say so when a ``cluster up`` cluster runs: the measured clusters share the machine."""
-    from openclaw_dask.runtime.state import read_state
+    from openclaw_dask.runtime.state import read_state_or_warn
 
-    state = read_state()
+    state = read_state_or_warn()  # a damaged file is warned about: it measures its own cluster
     if state:
         err.print(
             f"note: the `cluster up` cluster at {state['address']} (pid {state['pid']}) keeps "

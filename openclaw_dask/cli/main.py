@@ -20,7 +20,7 @@ from openclaw_dask.cli.bench_cmd import benchmark_cmd, tune_cmd
 from openclaw_dask.cli.certs_cmd import certs_group
 from openclaw_dask.cli.cluster_cmd import cluster_group, memory_group
 from openclaw_dask.cli.config_cmd import config_group
-from openclaw_dask.cli.output import err, no_space, print_problems
+from openclaw_dask.cli.output import err, no_space, print_problems, show_state_warnings
 from openclaw_dask.cli.submit_cmd import submit_cmd
 from openclaw_dask.config.errors import ConfigError
 from openclaw_dask.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED
@@ -81,6 +81,7 @@ def main() -> None:
     warnings = os.environ.get("PYTHONWARNINGS")
     if QUIET_TRACKER not in (warnings or ""):
         os.environ["PYTHONWARNINGS"] = f"{warnings},{QUIET_TRACKER}" if warnings else QUIET_TRACKER
+    show_state_warnings()
     cli(prog_name="openclaw-dask")
 
 

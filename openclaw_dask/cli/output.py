@@ -7,7 +7,9 @@ import errno
 import os
 import shutil
 import sys
+import warnings
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -33,6 +35,25 @@ def print_problems(exc: ConfigError, title: str | None = None) -> None:
 def warn(message: str) -> None:
     """One warning line on stderr."""
     err.print(f"[yellow]warning:[/] {escape(message)}", emoji=False)
+
+
+def show_state_warnings() -> None:
+    """Print each :class:`~openclaw_dask.runtime.state.StateFileWarning` as one ``warning:`` line.
+
+    Python's own format takes two lines and names a file and line of ours, which tell the user
+    nothing; other warnings keep it.
+    """
+    from openclaw_dask.runtime.state import StateFileWarning
+
+    shown = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, StateFileWarning):
+            warn(str(message))
+        else:
+            shown(message, category, *args, **kwargs)
+
+    warnings.showwarning = show
 
 
 #: A full disk, or a full quota (the usual way an HPC scratch or home directory fills up).

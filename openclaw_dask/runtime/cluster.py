@@ -37,7 +37,7 @@ from openclaw_dask.config.validate import locate
 from openclaw_dask.runtime.build import cluster_class, materialise_kwargs
 from openclaw_dask.runtime.inspect import inspect_workers, refusals
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
-from openclaw_dask.runtime.state import address_problem, read_state
+from openclaw_dask.runtime.state import address_problem, read_state_or_warn
 from openclaw_dask.runtime.terminal import interrupts_held, quiet_interrupted_sync
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 
@@ -110,11 +110,13 @@ def running_cluster(
     A config runs on it when it asks for nothing else (no ``cluster.scheduler_address``, no
     forced ``backend``, not rank 1 of an mpi launch) and plans the same kind of cluster
     (``local``, ``cuda`` or ``ssh``): a config that lists ssh nodes does not run on a local
-    ``cluster up`` cluster.
+    ``cluster up`` cluster. A state file that cannot be used is ignored with a
+    :class:`~openclaw_dask.runtime.state.StateFileWarning`.
     """
     if config["cluster.scheduler_address"] or backend is not None or mpi_job_scheduler():
         return None
-    state = read_state()
+    # a damaged state file is warned about: the config runs on a cluster of its own then
+    state = read_state_or_warn()
     if not state or not state.get("address"):
         return None
     kind = resolve_backend(config.values, hardware or detect_hardware())

@@ -455,6 +455,37 @@ def test_down_after_the_daemon_was_killed_says_it_exited(tmp_path: Path) -> None
     assert not state_file().exists()
 
 
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [("{", "it is not JSON"), ('["tcp://127.0.0.1:1"]', "expected a JSON object, found list")],
+)
+def test_a_damaged_state_file_is_a_warning_where_no_cluster_is_needed(
+    content: str, reason: str
+) -> None:
+    """submit (and its dry run) attach to a `cluster up` cluster when one runs, and start their
+    own otherwise: a damaged state file refused them (exit 2), although they need none."""
+    path = state_file()
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+    dry = sh("submit", str(ROOT / "workflows/example.yaml"), "--dry-run", timeout=60)
+    assert dry.returncode == 0, dry.stderr
+    assert "cluster: local (" in dry.stdout
+    [line] = dry.stderr.splitlines()
+    assert line.startswith(f"warning: the cluster state file {path} is damaged: {reason}")
+    assert line.endswith("; remove it (ignored: no `cluster up` cluster is used)")
+    assert path.read_text() == content  # left for the user to remove
+
+
+def test_a_damaged_state_file_is_a_warning_for_the_benchmark() -> None:
+    from openclaw_dask.cli.bench_cmd import _note_running_cluster
+    from openclaw_dask.runtime.state import StateFileWarning
+
+    state_file().parent.mkdir(parents=True)
+    state_file().write_text("[]")
+    with pytest.warns(StateFileWarning, match="is damaged: expected a JSON object, found list"):
+        _note_running_cluster()
+
+
 def test_a_state_dir_that_is_a_file_is_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
