@@ -15,6 +15,7 @@ import importlib.util
 import json
 import logging
 import os
+import shlex
 import urllib.parse
 import urllib.request
 import warnings
@@ -37,6 +38,7 @@ from openclaw_dask.config.validate import locate
 from openclaw_dask.runtime.build import cluster_class, materialise_kwargs
 from openclaw_dask.runtime.inspect import inspect_workers, refusals
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
+from openclaw_dask.runtime.plugins import OWN_FINGERPRINT
 from openclaw_dask.runtime.state import address_problem, read_state_or_warn
 from openclaw_dask.runtime.terminal import interrupts_held, quiet_interrupted_sync
 from openclaw_dask.translate import ClusterPlan, plan_cluster
@@ -369,41 +371,101 @@ def _check_attached(client: Client, plan: ClusterPlan, config: Config) -> None:
     fingerprint = next(p for p in plan.worker_plugins if p["class"].endswith("Fingerprint"))
     want = fingerprint["kwargs"]["fingerprint"]
     facts = inspect_workers(client)
-    other = {f["config_hash"] for f in facts.values() if f["config_hash"] not in (None, want)}
+    other = {a: f["config_hash"] for a, f in facts.items() if f["config_hash"] not in (None, want)}
     if other:
-        raise ConfigError([attach_refusal(config, ", ".join(sorted(other)))])
+        theirs = ", ".join(sorted(set(other.values())))
+        raise ConfigError([attach_refusal(config, theirs, _fingerprint_values(client, other))])
+
+
+def _fingerprint_values(client: Client, hashes: Mapping[str, str]) -> dict[str, Any] | None:
+    """The values behind the first of the workers' config ``hashes`` (``{address: hash}``), to
+    name the keys that differ; ``None`` when that worker cannot say."""
+    first = min(hashes, key=lambda a: (hashes[a], a))
+    name = OWN_FINGERPRINT
+
+    # a closure, so that it travels by value: a running cluster may have been started by
+    # another openclaw-dask, whose workers lack a function added here since
+    def own(dask_worker: Any) -> Any:
+        return getattr(dask_worker, name, None)
+
+    try:
+        found = client.run(own, workers=[first]).get(first)
+    except Exception:  # a worker that went away meanwhile: the refusal stands without them
+        logger.debug("could not read the fingerprint of worker %s", first, exc_info=True)
+        return None
+    if not found or found[0] != hashes[first]:
+        return None
+    return dict(found[1])
+
+
+#: The most differing keys an attach refusal names with their values (the --set names all).
+SHOWN_KEYS = 3
 
 
 def attach_refusal(config: Config, theirs: str, values: Mapping[str, Any] | None = None) -> Problem:
     """The problem of attaching ``config`` to workers started from another config.
 
+    It names each key that differs (dotted), the value on either side and where this run's
+    came from, and says what to do: start a cluster with this config, or run with the
+    cluster's values (as ``--set``). The problem stays on ``cluster.scheduler_address``, whose
+    source says which cluster it is (``--address``, ``cluster up (pid N)``).
+
     Parameters
     ----------
-    config
+    config : Config
         The config attaching (``cluster.scheduler_address`` set, by the user or by
         :func:`on_running_cluster`).
-    theirs
+    theirs : str
         The workers' config fingerprint(s).
-    values
-        The values behind their fingerprint (``cluster up`` records them), to name the keys
-        that differ; ``None`` when unknown.
+    values : Mapping, optional
+        The values behind their fingerprint (``cluster up`` records them, and the workers
+        hold them), to name the keys that differ; ``None`` when unknown.
+
+    Returns
+    -------
+    Problem
     """
     mine, mine_values = config.fingerprint()
-    differ = ""
-    if values is not None:
-        keys = sorted(k for k in {*values, *mine_values} if values.get(k) != mine_values.get(k))
-        if keys:
-            shown = ", ".join(
-                f"{k} {yaml_value(values.get(k))} there, {yaml_value(mine_values.get(k))} here"
-                for k in keys[:3]
-            )
-            differ = f": {shown}" + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
-    message = (
-        f"the running cluster's workers were started from another openclaw.config (fingerprint "
-        f"{theirs}, this config's {mine}{differ}); use the same config, or `openclaw-dask "
-        "cluster down` and start again"
+    values = values or {}  # unknown: no key can be named
+    keys = sorted(k for k in {*values, *mine_values} if values.get(k) != mine_values.get(k))
+    from_cluster_up = config.sources.get("cluster.scheduler_address", "").startswith("cluster up")
+    start = (
+        "`openclaw-dask cluster down`, then `openclaw-dask cluster up` with this config"
+        if from_cluster_up
+        else "start the cluster's workers from this config"
     )
-    return locate("cluster.scheduler_address", config.sources, message)
+    if not values or not keys:  # which keys is not known (an older openclaw-dask's workers)
+        return locate(
+            "cluster.scheduler_address",
+            config.sources,
+            f"the running cluster's workers were started from another openclaw.config "
+            f"(fingerprint {theirs}, this config's {mine}); {start}, or run with the config "
+            "they were started from",
+        )
+    shown = ", ".join(
+        _side_by_side(k, values, mine_values, config.sources) for k in keys[:SHOWN_KEYS]
+    )
+    more = f" and {len(keys) - SHOWN_KEYS} more" if len(keys) > SHOWN_KEYS else ""
+    theirs_set = " ".join(shlex.quote(f"{k}={yaml_value(values[k])}") for k in keys if k in values)
+    fix = f"{start}, or run with the cluster's values: --set {theirs_set}"
+    if not theirs_set:  # keys this config has and theirs lacks: an older openclaw-dask
+        fix = start
+    return locate(
+        "cluster.scheduler_address",
+        config.sources,
+        f"the running cluster's workers were started from another openclaw.config: "
+        f"{shown}{more}; {fix}",
+    )
+
+
+def _side_by_side(
+    key: str, theirs: Mapping[str, Any], mine: Mapping[str, Any], sources: Mapping[str, str]
+) -> str:
+    """``distributed.sync_interval 1000 there, 7 here (--set)``: a default goes unsaid."""
+    there = yaml_value(theirs[key]) if key in theirs else "unset"
+    here = yaml_value(mine[key]) if key in mine else "unset"
+    source = sources.get(key, "default")
+    return f"{key} {there} there, {here} here" + (f" ({source})" if source != "default" else "")
 
 
 @contextmanager

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.integration.test_workflow_run import QUIET, submit
+from openclaw_dask.runtime.cluster import start_cluster
+from tests.integration.test_workflow_run import EXAMPLE, QUIET, SMALL, submit
 from tests.integration.user_ops import FAILING_WORKFLOW
 
 
@@ -34,3 +35,27 @@ def test_a_huge_error_message_is_printed_bounded_and_kept_whole_in_run_json(
     step = json.loads((run_dir / "run.json").read_text())["steps"]["bad"]
     assert step["error"] == "ValueError: [bold]the head[/] " + "x" * 20000 + " the end [/]"
     assert "x" * 20000 in step["traceback"]
+
+
+def test_attaching_to_workers_of_another_config_names_the_keys_and_the_way_out(
+    tmp_path: Path,
+) -> None:
+    """Refused with the fingerprints alone ('blames cluster.scheduler_address'); now the keys,
+    both values, and a --set that runs on the cluster as it is."""
+    theirs = ["distributed.sync_interval=7", "parallel.processes=1", *QUIET[1:]]
+    with start_cluster(overrides=theirs) as client:
+        address = client.scheduler.address
+        args = [str(EXAMPLE), "--address", address, "--no-report", *SMALL]
+        refused = submit(*args, "--run-dir", str(tmp_path / "refused"), "--set", "storage.level=5")
+        assert refused.returncode == 2, refused.stderr
+        assert (
+            "error: --address: cluster.scheduler_address: the running cluster's workers were "
+            "started from another openclaw.config: distributed.sync_interval 7 there, 1000 here, "
+            "storage.level 3 there, 5 here (--set); start the cluster's workers from this "
+            "config, or run with the cluster's values: --set distributed.sync_interval=7 "
+            "storage.level=3\n1 problem found\n"
+        ) in refused.stderr
+        # the way out it names runs
+        again = ["--set", "distributed.sync_interval=7", "storage.level=3"]
+        done = submit(*args, "--run-dir", str(tmp_path / "run"), *again)
+        assert done.returncode == 0, done.stderr
