@@ -34,8 +34,11 @@ asyncio's "Task exception was never retrieved" for the ``AllExit`` of a gather c
 Ctrl-C (seen in 3 of 5 runs interrupted in the climate workflow's ``analyse`` step, three
 tracebacks each).
 
-:func:`interrupts` makes SIGTERM a Ctrl-C for the length of a run, keeps either from being
-lost in a finaliser, and lets the first one close the cluster and save ``run.json`` in peace.
+:func:`interrupts` makes SIGTERM and a hangup (the terminal closed: an SSH connection that
+dropped) a Ctrl-C for the length of a run, keeps any from being lost in a finaliser, and lets the
+first one close the cluster and save ``run.json`` in peace. A hangup had killed the client where
+it stood: ``run.json`` still said "running" and the step's last minutes were lost. The workers
+ignore hangups as they ignore Ctrl-C (:data:`TERMINAL_SIGNALS`).
 """
 
 from __future__ import annotations
@@ -134,13 +137,21 @@ def _add_filter(name: str, keep: Any) -> None:
         logger.addFilter(keep)
 
 
+#: What a terminal sends its foreground group, client and local workers alike: Ctrl-C, and the
+#: hangup of a terminal that closed (an SSH connection that dropped, a closed window). The
+#: workers ignore both and are closed by the client, which stops the run on either.
+TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGHUP)
+
+
 def dask_setup(worker: Any) -> None:
-    """Preload hook: ignore SIGINT and leave failed tasks to the client in this worker."""
+    """Preload hook: ignore Ctrl-C and hangups, and leave failed tasks to the client, in this
+    worker."""
     # signal handlers can only be set from the main thread; a worker run inside a thread of
     # another process (not how our plans start them) keeps that process's handling
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # also drops one pending since the start
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        for sig in TERMINAL_SIGNALS:  # (also drops one pending since the start)
+            signal.signal(sig, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, set(TERMINAL_SIGNALS))
     _add_filter("distributed.worker", _not_a_task_failure)
     _add_filter("distributed.worker", _not_a_cut_transfer)
     _add_filter("distributed.worker", _not_a_lost_heartbeat)
@@ -149,7 +160,8 @@ def dask_setup(worker: Any) -> None:
 
 @contextmanager
 def interrupts_held() -> Iterator[None]:
-    """Hold Ctrl-C back while local worker processes are started; raise it when they are.
+    """Hold Ctrl-C (and a hangup) back while local worker processes are started; raise it when
+    they are.
 
     SIGINT is blocked in the calling (main) thread for the block. The threads it starts
     meanwhile (Dask's IO loop, which starts the nannies' process watchers) inherit the mask,
@@ -166,7 +178,7 @@ def interrupts_held() -> Iterator[None]:
     # unblocks SIGINT in the thread that asks for it (Dask's IO loop) whatever its mask was:
     # started here first, the tracker is only checked on later calls
     resource_tracker.ensure_running()
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, set(TERMINAL_SIGNALS))
     try:
         yield
     finally:
@@ -197,9 +209,26 @@ STILL_CLOSING = (
 STILL_CLOSING_CLUSTER = "still closing the cluster; Ctrl-C once more quits at once\n"
 
 
+def off_the_dead_terminal() -> None:
+    """Point standard output and error that go to a terminal that hung up at ``/dev/null``.
+
+    Every write to a hung-up terminal fails (``EIO``): after a hangup the run's closing
+    lines would raise in the middle of marking ``run.json`` interrupted and closing the
+    cluster. An empty write tells a dead terminal from a live one (a ``kill -HUP`` from a
+    live terminal keeps its output).
+    """
+    for fd in (1, 2):
+        try:
+            os.write(fd, b"")
+        except OSError:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, fd)
+            os.close(null)
+
+
 @contextmanager
 def interrupts(closing: str = STILL_CLOSING) -> Iterator[None]:
-    """Ctrl-C and SIGTERM stop the run once, cleanly; neither gets lost in a finaliser.
+    """Ctrl-C, SIGTERM and a hangup stop the run once, cleanly; none gets lost in a finaliser.
 
     The first one raises ``KeyboardInterrupt`` in the main thread, and the run closes the
     cluster and marks ``run.json`` interrupted. A second one is not raised: raised, it cut that
@@ -222,6 +251,8 @@ def interrupts(closing: str = STILL_CLOSING) -> Iterator[None]:
 
     def handler(signum: int, frame: Any) -> None:
         nonlocal pressed
+        if signum == signal.SIGHUP:
+            off_the_dead_terminal()
         pressed += 1
         if pressed == 1:
             raise KeyboardInterrupt(f"signal {signum}")
@@ -243,9 +274,10 @@ def interrupts(closing: str = STILL_CLOSING) -> Iterator[None]:
         else:
             hook(unraisable)
 
-    # a SIGINT the run was started ignoring (a shell's background job) stays ignored
-    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    signals = (signal.SIGTERM,) if ignored else (signal.SIGINT, signal.SIGTERM)
+    # a SIGINT the run was started ignoring (a shell's background job) stays ignored, and so
+    # does a SIGHUP (nohup)
+    signals = [signal.SIGTERM]
+    signals += [s for s in TERMINAL_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
     try:
         previous = {sig: signal.signal(sig, handler) for sig in signals}
     except ValueError:  # not the main thread: leave signals alone

@@ -878,75 +878,77 @@ def run_workflow(
         "status": "running",
     }
     run = Run(workflow, cfg, plan, directory, record, progress, announce)
-    held = run_dir_lock.hold(directory)  # before run.json is touched: it may be another run's
-    t0 = time.perf_counter()
-    try:
-        run.save()
-        if announce:  # before the cluster starts: an interrupted start can be resumed too
-            announce(f"run directory: {directory}")
-        with ExitStack() as stack:
-            stack.enter_context(interrupts())
-            client = stack.enter_context(start_cluster(cfg, backend=backend))
-            stack.enter_context(client.as_current())
-            if report:
-                from distributed import performance_report
-
-                html = (directory / PERFORMANCE_REPORT).resolve()
-                stack.enter_context(performance_report(filename=str(html)))
-                record["performance_report"] = str(html)
-            if plan.backend == "attach":  # its dashboard is where that cluster put it, if any
-                link = attached_dashboard(client)
-            else:
-                link = client.dashboard_link if cfg["cluster.dashboard_address"] else None
-            record["dashboard"] = link
-            if announce:
-                if plan.backend == "attach":
-                    announce(_attached_note(client, plan, cfg))
-                if link:
-                    note = link if plan.backend == "attach" else dashboard_note(client, cfg)
-                    announce(f"dashboard: {note}")
-            record["cluster"] = _cluster_summary(client)
-            counter.install(client)
-            run.watch = stack.enter_context(PauseWatch(client))
-            run.save()
-            run.run_steps(client)
-        record["status"] = "completed"
-    except ConfigError as exc:  # refused before any step ran (a bad node, a refused worker)
-        record.update(status="rejected", error={"message": str(exc)})
-        raise
-    except StepFailedError as exc:
-        exc.run_dir = directory
-        record.update(
-            status="failed",
-            error={
-                "step": exc.step,
-                "op": exc.op,
-                "message": f"{type(exc.error).__name__}: {exc.error}",
-            },
-        )
-        raise
-    except KeyboardInterrupt as exc:
-        exc.run_dir = directory  # type: ignore[attr-defined]  # submit's resume hint
-        record["status"] = "interrupted"
-        for rec in record["steps"].values():
-            if rec.get("status") == "running":
-                rec["status"] = "interrupted"
-        raise
-    except Exception as exc:  # outside any step (starting the cluster): not left "running"
-        record.update(status="failed", error={"message": f"{type(exc).__name__}: {exc}"})
-        raise
-    finally:
-        record["wall_seconds"] = time.perf_counter() - t0
-        record["finished"] = time.time()
+    # from before the first save to after the last: a SIGTERM or hangup in between had
+    # ended the process where it stood, run.json still saying "running"
+    with interrupts():
+        held = run_dir_lock.hold(directory)  # before run.json is touched: it may be another run's
+        t0 = time.perf_counter()
         try:
             run.save()
-        except OSError:
-            # a full disk: when a step already failed (often of the same full disk), that error
-            # is the one to report; run.json keeps its last save, which --resume reads
-            if record["status"] not in ("failed", "interrupted", "rejected"):
-                raise
+            if announce:  # before the cluster starts: an interrupted start can be resumed too
+                announce(f"run directory: {directory}")
+            with ExitStack() as stack:
+                client = stack.enter_context(start_cluster(cfg, backend=backend))
+                stack.enter_context(client.as_current())
+                if report:
+                    from distributed import performance_report
+
+                    html = (directory / PERFORMANCE_REPORT).resolve()
+                    stack.enter_context(performance_report(filename=str(html)))
+                    record["performance_report"] = str(html)
+                if plan.backend == "attach":  # its dashboard is where that cluster put it, if any
+                    link = attached_dashboard(client)
+                else:
+                    link = client.dashboard_link if cfg["cluster.dashboard_address"] else None
+                record["dashboard"] = link
+                if announce:
+                    if plan.backend == "attach":
+                        announce(_attached_note(client, plan, cfg))
+                    if link:
+                        note = link if plan.backend == "attach" else dashboard_note(client, cfg)
+                        announce(f"dashboard: {note}")
+                record["cluster"] = _cluster_summary(client)
+                counter.install(client)
+                run.watch = stack.enter_context(PauseWatch(client))
+                run.save()
+                run.run_steps(client)
+            record["status"] = "completed"
+        except ConfigError as exc:  # refused before any step ran (a bad node, a refused worker)
+            record.update(status="rejected", error={"message": str(exc)})
+            raise
+        except StepFailedError as exc:
+            exc.run_dir = directory
+            record.update(
+                status="failed",
+                error={
+                    "step": exc.step,
+                    "op": exc.op,
+                    "message": f"{type(exc.error).__name__}: {exc.error}",
+                },
+            )
+            raise
+        except KeyboardInterrupt as exc:
+            exc.run_dir = directory  # type: ignore[attr-defined]  # submit's resume hint
+            record["status"] = "interrupted"
+            for rec in record["steps"].values():
+                if rec.get("status") == "running":
+                    rec["status"] = "interrupted"
+            raise
+        except Exception as exc:  # outside any step (starting the cluster): not left "running"
+            record.update(status="failed", error={"message": f"{type(exc).__name__}: {exc}"})
+            raise
         finally:
-            held.close()  # also when the record cannot be saved (a full disk)
+            record["wall_seconds"] = time.perf_counter() - t0
+            record["finished"] = time.time()
+            try:
+                run.save()
+            except OSError:
+                # a full disk: when a step already failed (often of the same full disk), that error
+                # is the one to report; run.json keeps its last save, which --resume reads
+                if record["status"] not in ("failed", "interrupted", "rejected"):
+                    raise
+            finally:
+                held.close()  # also when the record cannot be saved (a full disk)
     return record
 
 

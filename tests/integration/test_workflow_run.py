@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import pty
 import re
+import select
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import termios
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -479,6 +483,42 @@ def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Pat
     assert rec["steps"]["diffuse"]["resumed_from_step"] >= 200
     assert rec["workflow"]["params"]["steps"] == 800
     assert rec["config"]["values"]["distributed"]["sync_interval"] == 100
+
+
+def test_a_terminal_that_hangs_up_stops_the_run_cleanly(tmp_path: Path) -> None:
+    """An SSH connection that drops hangs up the run's terminal: SIGHUP from the kernel to the
+    terminal's session leader (the run here), and from a shell to its whole job."""
+    args = [*QUIET, *SMALL[:4], "--set", "params.steps=800"]
+    args += ["--set", "distributed.sync_interval=100", "--no-report"]
+    run_dir = tmp_path / "run"
+    terminal, tty = pty.openpty()
+
+    def own_terminal() -> None:  # the new session's controlling terminal, as a login's is
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = start_in_own_group(
+        run_dir, args, stdin=tty, stdout=tty, stderr=tty, preexec_fn=own_terminal
+    )
+    os.close(tty)
+    said = bytearray()
+    seen = 0
+    while seen < 200 and proc.poll() is None:  # read what it says, as a terminal does
+        if select.select([terminal], [], [], 0.1)[0]:
+            with contextlib.suppress(OSError):
+                said += os.read(terminal, 65536)
+        seen = wait_for_checkpoint(proc, run_dir, 1)
+    assert 200 <= seen < 800, f"the run should be mid-way, checkpoint at {seen}: {said!r}"
+    workers = [p for p in psutil.Process(proc.pid).children(recursive=True)]
+    os.close(terminal)  # the hangup
+    os.killpg(proc.pid, signal.SIGHUP)  # and the shell's, to the whole job
+    assert proc.wait(timeout=90) == 130
+    rec = record_of(run_dir)
+    assert rec["status"] == "interrupted" and rec["steps"]["diffuse"]["status"] == "interrupted"
+    _, alive = psutil.wait_procs(workers, timeout=10)
+    assert not alive, alive
+    resumed = submit("--resume", str(run_dir), "--no-report")
+    assert resumed.returncode == 0, resumed.stderr
+    assert record_of(run_dir)["steps"]["diffuse"]["resumed_from_step"] >= 200
 
 
 @pytest.mark.parametrize("delay", [0.15, 0.4])
