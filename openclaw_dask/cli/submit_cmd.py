@@ -170,6 +170,8 @@ def submit_cmd(
             out.print(f"  note: {note}", markup=False)
         if record.get("mpirun"):
             out.print(f"mpirun: {record['mpirun']}", markup=False)
+        for step, what in record.get("resume", {}).items():
+            out.print(f"resume: {step}: {what}", markup=False)
         out.print("dry run: nothing started, nothing written")
         return
     if mpi_job_scheduler():  # rank 1 of an mpi launch: the launching submit prints the summary

@@ -216,6 +216,46 @@ def nothing_left(
     return True
 
 
+def resume_plan(
+    workflow: Workflow, config: Config, record: Mapping[str, Any], run_dir: Path
+) -> dict[str, str]:
+    """What a resume of the run in ``run_dir`` would do with each step, said for its dry run.
+
+    As the run decides it (:func:`done_before`, the step's checkpoint); a checkpoint is
+    checked for damage only when the step runs (its state must be read back on a cluster).
+    """
+    plan = {}
+    steps = record.get("steps", {})
+    for name in workflow.order:
+        step, recorded = workflow.steps[name], steps.get(name, {})
+        fingerprint = step_fingerprint(step, record, config)
+        same = same_step(step, recorded, fingerprint, record, config)
+        if done_before(step, recorded, fingerprint, record, config, run_dir):
+            plan[name] = "skip: completed in an earlier attempt"
+            continue
+        if recorded.get("status") == "completed":
+            why = output_damage(step, recorded, run_dir) if same else None
+            plan[name] = f"run again: {why or 'its op, arguments or inputs changed since'}"
+            continue
+        saved = read_checkpoint(run_dir / CHECKPOINTS / name)
+        if saved is not None and same_step(step, saved, fingerprint, record, config):
+            plan[name] = f"continue from its checkpoint at step {int(saved['step']):,}"
+        else:
+            plan[name] = "run"
+    return plan
+
+
+def read_checkpoint(ckpt_dir: Path) -> dict[str, Any] | None:
+    """A step's committed checkpoint (``checkpoint.json``) with its state store, or ``None``."""
+    try:
+        saved = json.loads((ckpt_dir / "checkpoint.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(saved, dict) or not isinstance(saved.get("store"), str):
+        return None
+    return saved if (ckpt_dir / saved["store"]).exists() else None
+
+
 class ProgressNews:
     """A line about an iterative step's progress at most every :attr:`every` seconds.
 
@@ -382,7 +422,7 @@ class Run:
                 lost = sorted(before - worker_addresses(client))
                 if not lost:
                     raise
-                saved = self._read_checkpoint(ckpt_dir)
+                saved = read_checkpoint(ckpt_dir)
                 at = int(saved["step"]) if saved and self._same(step, saved, fingerprint) else 0
                 if len(recoveries) >= MAX_RECOVERIES:
                     raise WorkersLostError(
@@ -502,7 +542,7 @@ class Run:
         step runs from step 0 (slower, never wrong).
         """
         initial = op.initial_state()
-        saved = self._read_checkpoint(ckpt_dir)
+        saved = read_checkpoint(ckpt_dir)
         if saved and self._same(step, saved, fingerprint):
             damage = self._damage(saved, op.append_dim)
             state = None
@@ -515,6 +555,11 @@ class Run:
                 for name, length in saved["extents"].items():
                     zarrio.truncate(self.run_dir / f"{name}.zarr", op.append_dim, length)
                 rec["resumed_from_step"] = int(saved["step"])
+                if self.announce:
+                    self.announce(
+                        f"{step.name}: continuing from its checkpoint at step "
+                        f"{int(saved['step']):,}"
+                    )
                 return int(saved["step"]), state
             rec["checkpoint_damaged"] = damage
             if self.announce:
@@ -568,14 +613,6 @@ class Run:
         self.save()
 
     @staticmethod
-    def _read_checkpoint(ckpt_dir: Path) -> dict[str, Any] | None:
-        try:
-            saved = json.loads((ckpt_dir / "checkpoint.json").read_text())
-        except (OSError, ValueError):
-            return None
-        return saved if (ckpt_dir / saved.get("store", "")).exists() else None
-
-    @staticmethod
     def _write_checkpoint(ckpt_dir: Path, info: dict[str, Any]) -> None:
         """Commit a checkpoint: its state store is complete; then drop older ones."""
         zarrio.atomic_write_text(ckpt_dir / "checkpoint.json", json.dumps(info))
@@ -601,6 +638,8 @@ class Run:
                 bar = progress.add_task(name, total=None)
                 if done_before(step, rec, fingerprint, self.record, self.config, self.run_dir):
                     rec["skipped"] = "completed in an earlier attempt (resume)"
+                    if self.announce:
+                        self.announce(f"{name}: completed in an earlier attempt, skipped")
                     progress.update(bar, total=1, completed=1, description=f"{name} (resumed)")
                     continue
                 if rec.get("status") == "completed" and self.announce:
@@ -847,6 +886,8 @@ def run_workflow(
                 report=report,
             )
     if dry_run:
+        if resume is not None:
+            summary["resume"] = resume_plan(workflow, cfg, previous, resume_path)
         return {"status": "dry-run", **summary}
 
     directory = resume_path if resume is not None else _new_run_dir(workflow, run_dir)

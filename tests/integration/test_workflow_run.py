@@ -410,6 +410,13 @@ def test_user_op_by_import_path_and_resume_skips_done_steps(tmp_path: Path) -> N
     assert f"but {garbled.relative_to(run_dir)} changed size since" in said[-1], said
     assert again["steps"]["double"]["checksums"] == rec["steps"]["double"]["checksums"]
     assert again["attempts"] == 5
+    # the dry run of a resume says a damaged output's step runs again, and why
+    (run_dir / "doubled.zarr/zarr.json").unlink()
+    plan = run_workflow(wf, overrides=QUIET[1:], resume=run_dir, dry_run=True)["resume"]
+    assert plan == {
+        "field": "skip: completed in an earlier attempt",
+        "double": "run again: doubled.zarr/zarr.json is missing",
+    }
     # an edited step (the fix after a failure) runs again over its outputs, and says so
     wf.write_text(wf.read_text().replace("factor: 3.0", "factor: 2.0"))
     said.clear()
@@ -474,10 +481,24 @@ def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Pat
     rec = record_of(run_dir)
     assert rec["status"] == "interrupted" and rec["steps"]["diffuse"]["status"] == "interrupted"
 
+    # its dry run says what the resume does with each step; the resume says it as it goes
+    checkpoint = json.loads((run_dir / ".checkpoints/diffuse/checkpoint.json").read_text())
+    dry = submit("--resume", str(run_dir), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    said = [line for line in dry.stdout.splitlines() if line.startswith("resume: ")]
+    assert said == [
+        "resume: field: skip: completed in an earlier attempt",
+        f"resume: diffuse: continue from its checkpoint at step {checkpoint['step']:,}",
+        "resume: profile: run",
+    ], dry.stdout
     # the --set values of the interrupted run come along, and so does its workflow file: the
     # hint's command alone continues it
     resumed = submit("--resume", str(run_dir), "--no-report")
     assert resumed.returncode == 0, resumed.stderr
+    assert "field: completed in an earlier attempt, skipped\n" in resumed.stderr
+    assert f"diffuse: continuing from its checkpoint at step {checkpoint['step']:,}\n" in (
+        resumed.stderr
+    )
     rec = record_of(run_dir)
     assert rec["status"] == "completed" and rec["attempts"] == 2
     assert rec["steps"]["diffuse"]["resumed_from_step"] >= 200
