@@ -39,11 +39,7 @@ def hold(directory: Path) -> IO[str]:
         handle.seek(0)
         holder = handle.read().strip() or "another process"
         handle.close()
-        message = (
-            f"another openclaw-dask run is using this run directory ({holder}); let it end "
-            "(or stop it) before running or resuming here"
-        )
-        raise ConfigError([Problem(message, "", str(directory))]) from None
+        raise in_use(directory, holder) from None
     handle.seek(0)
     handle.truncate()
     since = dt.datetime.now().isoformat(timespec="seconds")
@@ -55,3 +51,26 @@ def hold(directory: Path) -> IO[str]:
             handle.close()
         raise OSError(exc.errno, exc.strerror, str(directory / LOCK)) from exc
     return handle
+
+
+def holder(directory: Path) -> str | None:
+    """Who holds ``directory``'s lock, as it wrote itself down (``None``: nobody does)."""
+    try:
+        handle = (directory / LOCK).open()
+    except OSError:  # no lock file: no run ever held it
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return handle.read().strip() or "another process"
+        return None  # closing the file lets the shared lock go
+
+
+def in_use(directory: Path, holder: str) -> ConfigError:
+    """The refusal of a run directory another run holds."""
+    message = (
+        f"another openclaw-dask run is using this run directory ({holder}); let it end "
+        "(or stop it) before running or resuming here"
+    )
+    return ConfigError([Problem(message, "", str(directory))])

@@ -722,6 +722,9 @@ def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
         path = Path(run_dir)
         if path.exists() and not path.is_dir():
             raise ConfigError([Problem("is a file, not a folder", "", str(path))])
+        using = run_dir_lock.holder(path) if path.is_dir() else None
+        if using is not None:  # a run started there a moment ago: not one to resume
+            raise run_dir_lock.in_use(path, using)
         if path.exists() and any(path.iterdir()):
             raise ConfigError(
                 [
@@ -738,7 +741,9 @@ def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
         base = Path("runs") / workflow.name
         path = base / stamp
         n = 1
-        while path.exists():
+        # claimed by making it: two runs started in the same second had both chosen the
+        # first free name, and the second was refused as a run directory in use
+        while not _claimed(path):
             n += 1
             path = base / f"{stamp}-{n}"
     probe = path / ".openclaw-write-test"
@@ -752,6 +757,17 @@ def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
             [Problem(f"cannot write a run directory here: {reason}", "", str(path))]
         ) from None
     return path
+
+
+def _claimed(path: Path) -> bool:
+    """Make ``path`` unless it exists (an error to make it is said by the write test after)."""
+    try:
+        path.mkdir(parents=True)
+    except FileExistsError:
+        return False
+    except OSError:
+        pass
+    return True
 
 
 def run_workflow(

@@ -456,12 +456,15 @@ def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Pat
     os.killpg(proc.pid, signal.SIGSTOP)
     try:
         second = submit(str(EXAMPLE), "--resume", str(run_dir), "--no-report")
+        # nor a fresh run given the same --run-dir (it was told to pass --resume)
+        fresh = submit(str(EXAMPLE), "--run-dir", str(run_dir), "--no-report")
     finally:
         os.killpg(proc.pid, signal.SIGCONT)
-    assert second.returncode == 2, second.stderr
-    assert f"another openclaw-dask run is using this run directory (pid {proc.pid} on " in (
-        second.stderr
-    )
+    for refused in (second, fresh):
+        assert refused.returncode == 2, refused.stderr
+        assert f"another openclaw-dask run is using this run directory (pid {proc.pid} on " in (
+            refused.stderr
+        )
     assert record_of(run_dir)["status"] == "running" and proc.poll() is None
     # SIGINT must be caught by the run, not ignored (a disposition a child inherits)
     status = Path(f"/proc/{proc.pid}/status").read_text()
