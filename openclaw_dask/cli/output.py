@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import shutil
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +136,77 @@ def clipped(text: str, chars: int = MESSAGE_CHARS, lines: int = MESSAGE_LINES) -
     breaks = left.count("\n")
     what = (f"{breaks:,} lines, " if breaks else "") + f"{len(left):,} characters"
     return f"{head}\n[... {what} left out ...]\n{tail}", len(left)
+
+
+#: Set (to anything) for tracebacks of unexpected errors, and Dask's own logs during a run.
+DEBUG_ENV = "OPENCLAW_DEBUG"
+#: Where distributed's terminal handler sits; its loggers below it have none of their own.
+DASK_LOGGER = "distributed"
+#: What an SSH cluster's remote workers write, forwarded line by line (``runtime/ssh_process``):
+#: their output, not a log of this process.
+FORWARDED = "distributed.deploy.ssh"
+#: Dask's config of the logging of processes started meanwhile (read when they import it).
+WORKER_LOGGING_ENV = "DASK_LOGGING"
+
+
+def _not_dask_chatter(record: logging.LogRecord) -> bool:
+    name = record.name
+    if name != DASK_LOGGER and not name.startswith(f"{DASK_LOGGER}."):
+        return True  # on the root's handlers: other loggers' records are not ours to drop
+    return record.levelno >= logging.CRITICAL or name.startswith(FORWARDED)
+
+
+def _to_terminal(handler: logging.Handler) -> bool:
+    # a FileHandler is a StreamHandler too: a log file a user set up keeps everything
+    return isinstance(handler, logging.StreamHandler) and not isinstance(
+        handler, logging.FileHandler
+    )
+
+
+@contextlib.contextmanager
+def dask_logs_quieted() -> Iterator[None]:
+    """Keep Dask's own log lines off the terminal for a run; the run reports what happened.
+
+    A worker that dies (``os._exit``, killed for memory) made the scheduler and the nannies,
+    which run in this process for a local cluster, log ~10-30 lines ("Removing worker ...
+    caused the cluster to lose already computed task(s)", "Restarting worker", "... marked as
+    failed because 4 workers died", at close "Worker process still alive after 4 s, killing")
+    around the one line the run prints itself, and the worker processes, whose stderr is this
+    terminal, their memory warnings ("Unmanaged memory use is high", "Pausing worker").
+
+    In this process a filter on the terminal handlers that distributed's records reach drops
+    all of them but critical ones (what SSH workers write, forwarded through
+    ``distributed.deploy.ssh``, still passes); log files are left alone. Worker processes
+    started meanwhile (a local cluster's, and those their nannies restart) inherit
+    ``DASK_LOGGING``, which Dask reads as they import it, with the same level, unless Dask's
+    logging is configured already. With ``OPENCLAW_DEBUG`` set nothing changes. A ``cluster
+    up`` cluster logs to its own file, as before.
+    """
+    if os.environ.get(DEBUG_ENV):
+        yield
+        return
+    import dask
+    import distributed  # noqa: F401  (its import installs the handler filtered here)
+
+    # distributed adds its handler only where no ancestor has one (the root, when the
+    # process set up logging first); its records then reach the root's
+    dask_logger = logging.getLogger(DASK_LOGGER)
+    loggers = [dask_logger, logging.getLogger()] if dask_logger.propagate else [dask_logger]
+    handlers = [h for logger in loggers for h in logger.handlers if _to_terminal(h)]
+    for handler in handlers:
+        handler.addFilter(_not_dask_chatter)
+    # a logging section of the user's own (Dask's YAML or env) decides for the workers
+    configured = any(
+        dask.config.get(key, None) is not None
+        for key in ("logging", "distributed.logging", "distributed.logging-file-config")
+    )
+    worker_env = WORKER_LOGGING_ENV not in os.environ and not configured
+    if worker_env:
+        os.environ[WORKER_LOGGING_ENV] = repr({DASK_LOGGER: "critical"})
+    try:
+        yield
+    finally:
+        if worker_env:
+            os.environ.pop(WORKER_LOGGING_ENV, None)
+        for handler in handlers:
+            handler.removeFilter(_not_dask_chatter)

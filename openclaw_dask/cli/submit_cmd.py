@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from openclaw_dask.cli.args import BackendChoice
 from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
-from openclaw_dask.cli.output import clipped, err, no_space, out
+from openclaw_dask.cli.output import clipped, dask_logs_quieted, err, no_space, out
 from openclaw_dask.config.render import yaml_value
 from openclaw_dask.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED
 
@@ -68,19 +68,20 @@ def submit_cmd(
         raise click.UsageError("Missing argument 'WORKFLOW'.")
     began = time.time()
     try:
-        record = run_workflow(
-            workflow,
-            config_path,
-            list(overrides),
-            address=address,
-            backend=backend,
-            run_dir=run_dir,
-            resume=resume,
-            dry_run=dry_run,
-            progress=sys.stderr.isatty(),
-            announce=lambda line: err.print(line, markup=False),
-            report=not no_report,
-        )
+        with dask_logs_quieted():  # the run says what happened, in one line
+            record = run_workflow(
+                workflow,
+                config_path,
+                list(overrides),
+                address=address,
+                backend=backend,
+                run_dir=run_dir,
+                resume=resume,
+                dry_run=dry_run,
+                progress=sys.stderr.isatty(),
+                announce=lambda line: err.print(line, markup=False),
+                report=not no_report,
+            )
     except StepFailedError as exc:
         if mpi_job_scheduler():  # rank 1 of an mpi launch: the launching submit says it
             sys.exit(EXIT_FAILED)

@@ -59,3 +59,19 @@ def test_attaching_to_workers_of_another_config_names_the_keys_and_the_way_out(
         again = ["--set", "distributed.sync_interval=7", "storage.level=3"]
         done = submit(*args, "--run-dir", str(tmp_path / "run"), *again)
         assert done.returncode == 0, done.stderr
+
+
+def test_a_worker_that_dies_leaves_the_run_s_own_message_alone(tmp_path: Path) -> None:
+    """The scheduler's and the nannies' logs (this process) and the workers' own (their stderr
+    is the terminal's) came around the one line the run prints: ~10-30 lines of Dask's."""
+    wf = tmp_path / "exits.yaml"
+    text = FAILING_WORKFLOW.replace("user_ops:explode", "user_ops:exits_in_task")
+    wf.write_text(text.replace("    with: {message: kaboom}\n", ""))
+    once = ["--set", "dask.distributed.scheduler.allowed-failures=0"]  # fail at the first death
+    result = submit(str(wf), "--run-dir", str(tmp_path / "run"), "--no-report", *QUIET, *once)
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("run directory: ") and lines[1].startswith("dashboard: ")
+    # the worker's death: Dask's KilledWorker, or no workers left when both died at once
+    assert lines[2].startswith("failed: step 'bad'"), result.stderr
+    assert len(lines) == 4, result.stderr

@@ -85,6 +85,23 @@ def explode_in_task(ctx: StepContext, *, message: str = "boom") -> dict[str, xr.
     return {"nothing": broken.to_dataset()}
 
 
+def _log_and_exit(block: np.ndarray) -> np.ndarray:
+    import logging
+    import os
+
+    if block.size:  # not dask's call on an empty block in the client, for the result's type
+        logging.getLogger("distributed.worker").warning("a worker's own warning, then exit")
+        os._exit(3)
+    return block
+
+
+def exits_in_task(ctx: StepContext) -> dict[str, xr.Dataset]:
+    """A user op whose tasks end their worker process (a crash, a C library's ``exit``)."""
+    field = ctx.input("field")["temperature"]
+    data = field.data.map_blocks(_log_and_exit, dtype=float)
+    return {"nothing": field.copy(data=data).to_dataset()}
+
+
 #: A workflow whose second step's tasks each need ``megabytes`` of memory for a second.
 HUNGRY_WORKFLOW = (
     "name: hungry\nsteps:\n"
