@@ -13,6 +13,7 @@ iterative step restarts from its last complete checkpoint.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -759,6 +760,16 @@ def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
     return path
 
 
+def _discard(directory: Path, made: bool) -> None:
+    """Remove what a first run wrote in ``directory`` before it was refused, and ``directory``
+    itself if the run ``made`` it."""
+    for name in (RUN_RECORD, run_dir_lock.LOCK):
+        (directory / name).unlink(missing_ok=True)
+    if made:
+        with contextlib.suppress(OSError):  # not empty after all: leave it
+            directory.rmdir()
+
+
 def _claimed(path: Path) -> bool:
     """Make ``path`` unless it exists (an error to make it is said by the write test after)."""
     try:
@@ -906,7 +917,12 @@ def run_workflow(
             summary["resume"] = resume_plan(workflow, cfg, previous, resume_path)
         return {"status": "dry-run", **summary}
 
-    directory = resume_path if resume is not None else _new_run_dir(workflow, run_dir)
+    made = False  # whether this run made its directory (a --resume's, a user's empty one: not)
+    if resume is not None:
+        directory = resume_path
+    else:
+        made = run_dir is None or not Path(run_dir).exists()
+        directory = _new_run_dir(workflow, run_dir)
     record: dict[str, Any] = {
         "workflow": {
             "name": workflow.name,
@@ -972,6 +988,11 @@ def run_workflow(
             record["status"] = "completed"
         except ConfigError as exc:  # refused before any step ran (a bad node, a refused worker)
             record.update(status="rejected", error={"message": str(exc)})
+            if resume is None and not record["steps"]:
+                # a first run that nothing ran of leaves nothing behind: its run.json had made
+                # the directory a run's, and the same --run-dir was then refused as not empty
+                held.close()
+                _discard(directory, made)
             raise
         except StepFailedError as exc:
             exc.run_dir = directory
@@ -998,7 +1019,8 @@ def run_workflow(
             record["wall_seconds"] = time.perf_counter() - t0
             record["finished"] = time.time()
             try:
-                run.save()
+                if not held.closed:  # (closed: a rejected first run, discarded)
+                    run.save()
             except OSError:
                 # a full disk: when a step already failed (often of the same full disk), that error
                 # is the one to report; run.json keeps its last save, which --resume reads

@@ -55,7 +55,13 @@ def test_attaching_to_workers_of_another_config_names_the_keys_and_the_way_out(
             "config, or run with the cluster's values: --set distributed.sync_interval=7 "
             "storage.level=3\n1 problem found\n"
         ) in refused.stderr
-        # the way out it names runs
+        # nothing ran: the run directory it made is gone (its run.json had made the same
+        # --run-dir "not empty; pass --resume"), and a user's empty one stays, empty
+        assert not (tmp_path / "refused").exists()
+        (tmp_path / "run").mkdir()
+        refused = submit(*args, "--run-dir", str(tmp_path / "run"), "--set", "storage.level=5")
+        assert refused.returncode == 2 and not any((tmp_path / "run").iterdir())
+        # the way out it names runs, in the same directory
         again = ["--set", "distributed.sync_interval=7", "storage.level=3"]
         done = submit(*args, "--run-dir", str(tmp_path / "run"), *again)
         assert done.returncode == 0, done.stderr
