@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import shlex
+import time
 import urllib.parse
 import urllib.request
 import warnings
@@ -142,16 +143,32 @@ def cluster_gone(client: Client) -> str | None:
 
     Asked after a step failed: a scheduler that stopped (``cluster down``, its process killed,
     a lost network) cancels every task with reasons that name futures, not the cluster.
+
+    A cluster whose workers all died at once (an op that ends its process, the kernel's OOM
+    killer) is given :data:`WORKERS_RETURN` seconds to get them back: their nannies restart
+    them in a few seconds, and it was said to have "no workers left" (with advice to resume
+    once a cluster runs) in 2 of 5 runs of an op that called ``os._exit``, where the step's
+    own failure (Dask's ``KilledWorker``) is the one to report.
     """
     address = getattr(client.scheduler, "address", None) or "?"
     gone = f"the scheduler at {address} stopped answering"
-    if client.status != "running":  # closed, or trying to reconnect
-        return gone
-    try:
-        workers = client.nthreads()
-    except OSError:
-        return gone
-    return None if workers else f"the cluster at {address} has no workers left"
+    deadline = time.monotonic() + WORKERS_RETURN
+    while True:
+        if client.status != "running":  # closed, or trying to reconnect
+            return gone
+        try:
+            workers = client.nthreads()
+        except OSError:
+            return gone
+        if workers:
+            return None
+        if time.monotonic() > deadline:
+            return f"the cluster at {address} has no workers left"
+        time.sleep(0.2)
+
+
+#: Seconds a cluster without workers has to get some back before it is called lost.
+WORKERS_RETURN = 10.0
 
 
 #: The dask settings a client needs to reach a scheduler: its transport's security (TLS) and

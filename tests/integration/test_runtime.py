@@ -15,6 +15,7 @@ from distributed import get_worker
 
 from openclaw_dask.config import ConfigError, detect_hardware, load_config
 from openclaw_dask.runtime import inspect_workers, memory_compact, refused_workers, start_cluster
+from openclaw_dask.runtime.cluster import cluster_gone
 from openclaw_dask.runtime.plugins import numerics_kind
 from openclaw_dask.translate.plan import QUIET_MONITORS
 
@@ -294,3 +295,19 @@ def test_attach_to_running_cluster_checks_the_config() -> None:
         with pytest.raises(ConfigError, match=other_config), start_cluster(config, address=address):
             pass
         assert len(client.scheduler_info()["workers"]) == 1  # nobody was refused for it
+
+
+def test_a_cluster_whose_workers_all_died_at_once_is_not_called_lost() -> None:
+    """Their nannies restart them: the step's own failure is the one to report (it had been
+    'the cluster has no workers left', with advice to resume once a cluster runs)."""
+    with cluster() as client:
+        pids = client.run(os.getpid)
+        for pid in pids.values():
+            os.kill(pid, 9)
+        deadline = time.monotonic() + 30
+        while client.nthreads() and time.monotonic() < deadline:  # the scheduler saw them go
+            time.sleep(0.01)
+        assert not client.nthreads()
+        assert cluster_gone(client) is None
+        assert client.nthreads()  # restarted ones (the other may still be starting)
+        assert set(client.run(os.getpid).values()).isdisjoint(pids.values())
