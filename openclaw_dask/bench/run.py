@@ -16,6 +16,29 @@ from openclaw_dask.config.errors import Problem, did_you_mean
 from openclaw_dask.runtime import start_cluster
 
 
+class BenchmarkSuiteError(Exception):
+    """A suite of :func:`benchmark` raised: the report of the suites that finished before it.
+
+    Parameters
+    ----------
+    report : dict
+        As :func:`benchmark` returns, with ``"failed": {"suite", "error"}`` and the names of
+        the suites ``"not_run"``.
+    suite : str
+        The suite that failed.
+    error : BaseException
+        What it raised.
+    workdir : Path
+        The suites' scratch folder (removed by now), for a message about its free space.
+    """
+
+    def __init__(
+        self, report: dict[str, Any], suite: str, error: BaseException, workdir: Path
+    ) -> None:
+        super().__init__(f"suite {suite} failed: {type(error).__name__}: {error}")
+        self.report, self.suite, self.error, self.workdir = report, suite, error, workdir
+
+
 class BenchmarkInterrupted(KeyboardInterrupt):
     """Ctrl-C during :func:`benchmark`, with the report of the suites that had finished."""
 
@@ -75,6 +98,10 @@ def benchmark(
     BenchmarkInterrupted
         On Ctrl-C after at least one suite finished: its ``report`` holds those suites,
         ``"interrupted": True`` and the names of the suites ``"not_run"``.
+    BenchmarkSuiteError
+        When a suite raises: its ``report`` holds the suites that finished before it, the
+        failure and the suites not run (the suites measure independent things, but a suite
+        that failed may have left the cluster short of workers or memory, so none follows).
     """
     names = check_suites(suites)
     if not isinstance(config, Config):
@@ -89,10 +116,13 @@ def benchmark(
         "suites": {},
     }
     t0 = time.perf_counter()
+    # the scratch folder outlives the cluster: after a failed suite its other tasks may still
+    # write there until the workers stop, and removing it first failed ("Directory not empty"),
+    # an error that replaced the suite's own; a leftover file never hides the results either
     with (
+        tempfile.TemporaryDirectory(prefix="openclaw-bench-", ignore_cleanup_errors=True) as tmp,
         start_cluster(config, hardware=hw, attach_running=False) as client,
         client.as_current(),
-        tempfile.TemporaryDirectory(prefix="openclaw-bench-") as tmp,
     ):
         report["cluster"] = {
             "workers": len(client.nthreads()),
@@ -114,5 +144,10 @@ def benchmark(
             report["wall_seconds"] = time.perf_counter() - t0
             report["not_run"] = [n for n in names if n not in report["suites"]]
             raise BenchmarkInterrupted({**report, "interrupted": True}) from None
+        except Exception as exc:  # what finished before stays measured (it used to be lost)
+            report["wall_seconds"] = time.perf_counter() - t0
+            report["failed"] = {"suite": name, "error": f"{type(exc).__name__}: {exc}"}
+            report["not_run"] = names[names.index(name) + 1 :]
+            raise BenchmarkSuiteError(report, name, exc, Path(tmp)) from exc
     report["wall_seconds"] = time.perf_counter() - t0
     return report

@@ -6,10 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from openclaw_dask.cli import args
 from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
-from openclaw_dask.cli.output import err, out
+from openclaw_dask.cli.output import clipped, err, no_space, out
+from openclaw_dask.config.errors import ConfigError, Problem
+from openclaw_dask.exitcodes import EXIT_FAILED
 from openclaw_dask.runtime.terminal import STILL_CLOSING_CLUSTER, interrupts
 
 
@@ -54,7 +57,12 @@ def benchmark_cmd(
 ) -> None:
     """Measure the cluster a config plans: every figure a ratio measured side by side."""
     from openclaw_dask.bench import report
-    from openclaw_dask.bench.run import BenchmarkInterrupted, benchmark, check_suites
+    from openclaw_dask.bench.run import (
+        BenchmarkInterrupted,
+        BenchmarkSuiteError,
+        benchmark,
+        check_suites,
+    )
 
     json_path = args.output_path(json_out, "--json")
     plot_path = args.output_path(plot_out, "--plot")
@@ -70,7 +78,7 @@ def benchmark_cmd(
             report.write_json(result, json_path)
             out.print(f"json: {json_path}", markup=False)
         return
-    names = check_suites([s.strip() for s in suites.split(",") if s.strip()] if suites else None)
+    names = check_suites(suite_names(suites))
     try:
         with interrupts(STILL_CLOSING_CLUSTER):  # a Ctrl-C is never lost in a finaliser
             result = benchmark(
@@ -84,7 +92,50 @@ def benchmark_cmd(
         _show(exc.report, json_path, plot_path)
         err.print(f"not run (Ctrl-C): {', '.join(exc.report['not_run'])}", markup=False)
         raise
+    except BenchmarkSuiteError as exc:
+        _failed(exc, json_path, plot_path)
     _show(result, json_path, plot_path)
+
+
+def suite_names(value: str | None) -> list[str] | None:
+    """The names in ``--suite``'s comma-separated ``value`` (``None``: not given, every suite).
+
+    Given but naming none (``--suite ,``, ``--suite ""``, an unset shell variable) is bad
+    input: it used to run every suite, minutes of full load the user did not ask for.
+    """
+    if value is None:
+        return None
+    names = [s.strip() for s in value.split(",") if s.strip()]
+    if not names:
+        from openclaw_dask.bench.suites import NAMES
+
+        message = f"expected suite names separated by commas ({', '.join(NAMES)}), got {value!r}"
+        raise ConfigError([Problem(message, origin="--suite")])
+    return names
+
+
+def _failed(exc: Any, json_path: Path | None, plot_path: Path | None) -> None:
+    """A suite raised (a ``BenchmarkSuiteError``): show and keep what finished, one line, exit 1.
+
+    An existing ``--json`` file is replaced only when a suite finished: a report of nothing
+    measured is not worth an earlier run's figures.
+    """
+    if exc.report["suites"]:
+        _show(exc.report, json_path, plot_path)
+    else:
+        json_path = None
+    # a full disk inside a task comes back without its file name: say which folder filled
+    full = no_space(exc.error, exc.workdir)
+    if full:
+        what = f"{full}: the suites' scratch folder (TMPDIR) is {exc.workdir.parent}"
+    else:
+        what, _ = clipped(f"{type(exc.error).__name__}: {exc.error}", chars=600, lines=6)
+    kept = f"; the suites that finished are above and in {json_path}" if json_path else ""
+    # escaped: "[Errno 28]" in a message is rich markup otherwise, and vanishes
+    err.print(f"[red]error:[/] suite {exc.suite} failed: {escape(what + kept)}", highlight=False)
+    if exc.report["not_run"]:
+        err.print(f"not run: {', '.join(exc.report['not_run'])}", markup=False)
+    raise SystemExit(EXIT_FAILED)
 
 
 def _show(result: dict[str, Any], json_path: Path | None, plot_path: Path | None) -> None:

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import resource
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +159,43 @@ def test_ctrl_c_shows_and_keeps_the_suites_that_finished(tmp_path: Path) -> None
     assert report["not_run"] == ["stencil", "reduce", "zarr", "overhead", "graph"]
 
 
+def _file_size_limit(nbytes: int) -> Callable[[], None]:
+    def limit() -> None:  # in the child: its writes past nbytes fail with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, nbytes))
+
+    return limit
+
+
+def test_a_suite_that_fails_keeps_the_suites_that_finished(tmp_path: Path) -> None:
+    """A real failure mid-way: the zarr suite's chunks cannot be written (a file size limit,
+    inherited by the workers; Python ignores SIGXFSZ, so a write fails with EFBIG). The matmul
+    figures used to be lost with a one-line error; the JSON file kept an earlier run's."""
+    out = tmp_path / "b.json"
+    out.write_text('{"earlier": true}\n')
+    command = [sys.executable, "-m", "openclaw_dask", "benchmark", "--quick", "--json", "b.json"]
+    command += ["--suite", "matmul,zarr,graph", "--set", "cluster.dashboard_address=127.0.0.1:0"]
+    proc = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, **isolated_env(tmp_path)},
+        preexec_fn=_file_size_limit(64 * 1024),  # a zarr chunk of random floats is larger
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "error: suite zarr failed: OSError: [Errno 27] File too large; the suites that " in (
+        proc.stderr
+    )
+    assert "not run: graph" in proc.stderr
+    assert "dask_vs_blas" in proc.stdout  # the table of what finished
+    report = json.loads(out.read_text())
+    assert list(report["suites"]) == ["matmul"]
+    assert report["failed"] == {"suite": "zarr", "error": "OSError: [Errno 27] File too large"}
+    assert report["not_run"] == ["graph"]
+
+
 def test_a_batch_deeper_than_the_bands_is_measured_at_their_height(tmp_path: Path) -> None:
     """``tune`` sweeps K=128; the quick grid's bands are 90 rows (a halo comes from the next band
     only), and the suite failed on it with the stepper's ValueError."""
@@ -174,6 +216,8 @@ def test_a_batch_deeper_than_the_bands_is_measured_at_their_height(tmp_path: Pat
     [
         (["--suite", "matmull"], "did you mean 'matmul'"),
         (["--suite", "stencil,bogus"], "unknown suite 'bogus'"),
+        (["--suite", ","], "expected suite names separated by commas"),
+        (["--suite", ""], "expected suite names separated by commas"),
         (["--json", "/nonexistent-dir/out.json"], "does not exist"),
         (["--plot", "/proc/out.png"], "is not writable"),
         (["--json", "."], "is a folder"),
