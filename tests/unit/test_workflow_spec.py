@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -448,7 +449,7 @@ def test_ops_check_their_argument_values_before_anything_runs(tmp_path: Path) ->
     [problem] = [str(p) for p in info.value.problems]
     assert problem.endswith(":29: steps.simulate.with.bands: expected an integer >= 0, got -2")
     # a path that is not a run's state (climate.ebm's initial), from a parameter
-    for given, said in ((tmp_path / "none", "no such"), (tmp_path, "not a climate run's final")):
+    for given, said in ((tmp_path / "none", "no such"), (tmp_path, "neither a run directory")):
         with pytest.raises(ConfigError) as info:
             load_workflow(CLIMATE, {"initial": str(given)})
         [problem] = [str(p) for p in info.value.problems]
@@ -457,6 +458,41 @@ def test_ops_check_their_argument_values_before_anything_runs(tmp_path: Path) ->
     assert (
         load_workflow(CLIMATE, {"resolution": "0.25"}).steps["forcing"].args["resolution"] == 0.25
     )
+
+
+def _run_dir(folder: Path, workflow: str, status: str) -> Path:
+    folder.mkdir()
+    record = {"workflow": {"name": workflow}, "status": status}
+    (folder / "run.json").write_text(json.dumps(record))
+    return folder
+
+
+def test_an_initial_state_that_is_no_climate_state_says_what_it_is(tmp_path: Path) -> None:
+    """``params.initial`` naming a run that has not finished, another workflow's run, or a
+    ``final.zarr`` that is empty: each was "No group found in store '...' at path ''"."""
+    unfinished = _run_dir(tmp_path / "cut", "climate-ebm", "interrupted")
+    (_run_dir(tmp_path / "half", "climate-ebm", "failed") / "final.zarr").mkdir()
+    cases = {
+        unfinished: (
+            "a run of climate-ebm that has not finished (status: interrupted), so it has no "
+            f"final.zarr yet; continue it with `openclaw-dask submit --resume {unfinished}`, "
+            "or name a run that completed"
+        ),
+        _run_dir(tmp_path / "other", "example-smoothing", "completed"): (
+            "a completed run of workflow 'example-smoothing', which wrote no final.zarr; "
+            "expected a climate run's final.zarr, or the run directory that holds it"
+        ),
+        tmp_path / "half": (
+            "final.zarr is not a Zarr store (no zarr.json: empty, or its writing did not "
+            "finish); expected a climate run's final.zarr"
+        ),
+    }
+    for given, said in cases.items():
+        with pytest.raises(ConfigError) as info:
+            load_workflow(CLIMATE, {"initial": str(given)})
+        [problem] = [str(p) for p in info.value.problems]
+        where = f"{CLIMATE}:31: steps.simulate.with.initial: {given}: "
+        assert problem == f"{where}{said} (from params.initial, set by --set)"
 
 
 def _breaks(args: Any) -> dict[str, str]:

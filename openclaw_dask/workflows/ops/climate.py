@@ -229,7 +229,38 @@ def initial_store(path: str) -> Path:
             f"{path}: no such Zarr store or run directory{where}; expected a run's final.zarr, "
             "or the run directory that holds it"
         )
+    if not (store / "zarr.json").is_file() and not (store / ".zgroup").is_file():
+        # said in workflow terms: zarr's own "No group found in store" named neither the run
+        # that had not finished nor the run of another workflow
+        if store.name == "final.zarr":  # in a run directory, or named itself
+            raise ValueError(
+                f"{path}: {store.name} is not a Zarr store (no zarr.json: empty, or its writing "
+                "did not finish); expected a climate run's final.zarr"
+            )
+        raise ValueError(f"{path}: {_not_a_state(store)}")
     return store
+
+
+def _not_a_state(folder: Path) -> str:
+    """Why ``folder``, a directory that is no Zarr store and holds no ``final.zarr``, is not a
+    state to start from: a run that has not finished, another workflow's run, or neither."""
+    import json
+
+    expected = "expected a climate run's final.zarr, or the run directory that holds it"
+    try:
+        record = json.loads((folder / "run.json").read_text())
+        name, status = str(record["workflow"]["name"]), str(record.get("status", "unknown"))
+    except FileNotFoundError:
+        return f"neither a run directory (no run.json) nor a Zarr store; {expected}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"a run directory whose run.json cannot be read, and no final.zarr; {expected}"
+    if status != "completed":
+        return (
+            f"a run of {name} that has not finished (status: {status}), so it has no "
+            f"final.zarr yet; continue it with `openclaw-dask submit --resume {folder}`, or "
+            "name a run that completed"
+        )
+    return f"a completed run of workflow {name!r}, which wrote no final.zarr; {expected}"
 
 
 def initial_field(path: str) -> xr.DataArray:
