@@ -6,7 +6,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from openclaw_dask.config import Hardware
+from openclaw_dask.config import Config, Hardware
 from openclaw_dask.config.hardware import software_versions as versions
 
 __all__ = ["cpu_model", "machine_facts", "versions"]
@@ -70,3 +70,39 @@ def machine_facts(hw: Hardware) -> dict[str, Any]:
         "gpus": [g.name for g in hw.gpus],
         "allocators": sorted(hw.allocators),
     }
+
+
+def config_facts(config: Config) -> dict[str, Any]:
+    """What a benchmark or tune measured: the config's file, hash and every value.
+
+    A report carried only the hash and the file, so a run with ``--set`` or ``OPENCLAW_*``
+    values said neither them nor what the hash stood for. ``set`` holds each value not at
+    its default and where it came from (the file, a variable, ``--set``).
+    """
+    values = config.to_nested()
+    chosen = {k: v for k, v in config.sources.items() if v != "default"}
+    return {
+        "file": str(Path(config.file).resolve()) if config.file else None,
+        "hash": config.config_hash(),
+        "values": values,
+        "set": {k: {"value": _rendered(values, k), "source": v} for k, v in chosen.items()},
+    }
+
+
+def _rendered(nested: dict[str, Any], path: str) -> Any:
+    node: Any = nested
+    for part in path.split("."):
+        node = node[part]
+    return node
+
+
+def overrides_text(config: Config) -> str:
+    """``a.b=1 (--set), c.d=2 (env OPENCLAW_C__D)``: the values set neither by the config file
+    nor by default (empty when there are none)."""
+    from_file = f"{config.file}:" if config.file else None
+    values = config.to_nested()
+    return ", ".join(
+        f"{k}={_rendered(values, k)} ({v})"
+        for k, v in config.sources.items()
+        if v != "default" and not (from_file and v.startswith(from_file))
+    )

@@ -32,8 +32,8 @@ def table(report: dict[str, Any]) -> Table:
     for name, suite in report["suites"].items():
         timings = suite["timings"]
         for fig, tp in suite["throughput"].items():
-            spread = timings.get(fig, {}).get("spread")
-            t.add_row(name, fig, _fmt(tp["value"], tp["unit"]), _spread(spread), "")
+            timing = timings.get(fig, {})
+            t.add_row(name, fig, _fmt(tp["value"], tp["unit"]), _spread(timing), "")
         for fig, value in suite["ratios"].items():
             goal = suite["goals"].get(fig)
             mark = ""
@@ -49,7 +49,11 @@ def table(report: dict[str, Any]) -> Table:
     return t
 
 
-def _spread(spread: float | None) -> str:
+def _spread(timing: dict[str, Any]) -> str:
+    # one run has no spread to show: "±0%" read as a precise figure (every --quick row)
+    if len(timing.get("samples_s", ())) == 1:
+        return "1 run"
+    spread = timing.get("spread")
     return "" if spread is None else f"±{100 * spread / 2:.0f}%"
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from openclaw_dask.bench.machine import machine_facts, versions
+from openclaw_dask.bench.machine import config_facts, machine_facts, versions
 from openclaw_dask.bench.suite import BenchContext
 from openclaw_dask.bench.suites import NAMES, suite
 from openclaw_dask.config import Config, ConfigError, detect_hardware, load_config
@@ -90,8 +90,9 @@ def benchmark(
     Returns
     -------
     dict
-        ``{"config_hash", "machine", "versions", "cluster", "quick", "suites": {name: ...},
-        "wall_seconds"}``; each suite as :meth:`SuiteResult.to_dict`.
+        ``{"config_hash", "config", "suites_requested", "machine", "versions", "cluster",
+        "quick", "suites": {name: ...}, "wall_seconds"}``; each suite as
+        :meth:`SuiteResult.to_dict`; ``config`` as :func:`~.machine.config_facts`.
 
     Raises
     ------
@@ -110,6 +111,8 @@ def benchmark(
     report: dict[str, Any] = {
         "config_hash": config.config_hash(),
         "config_file": str(config.file) if config.file else None,
+        "config": config_facts(config),  # the values measured, and any --set among them
+        "suites_requested": names,
         "machine": machine_facts(hw),
         "versions": versions(),
         "quick": quick,

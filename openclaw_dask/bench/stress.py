@@ -17,7 +17,7 @@ import psutil
 from distributed import futures_of, wait
 from rich.table import Table
 
-from openclaw_dask.bench.machine import machine_facts, versions
+from openclaw_dask.bench.machine import config_facts, machine_facts, versions
 from openclaw_dask.bench.suites.stencil import model_setup
 from openclaw_dask.config import Config, detect_hardware, load_config
 from openclaw_dask.runtime import start_cluster
@@ -81,6 +81,7 @@ def stress_test(
     first, last = statistics.median(rates[:quarter]), statistics.median(rates[-quarter:])
     return {
         "config_hash": config.config_hash(),
+        "config": config_facts(config),
         "machine": machine_facts(hw),
         "versions": versions(),
         "seconds": seconds,

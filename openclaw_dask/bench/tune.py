@@ -34,7 +34,12 @@ from typing import Any
 import psutil
 from distributed import Client
 
-from openclaw_dask.bench.machine import machine_facts, versions
+from openclaw_dask.bench.machine import (
+    config_facts,
+    machine_facts,
+    overrides_text,
+    versions,
+)
 from openclaw_dask.bench.workloads import Workload, describe_rate, workload
 from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
 from openclaw_dask.config.render import yaml_value
@@ -385,6 +390,7 @@ def _report(
         "wall_s": time.monotonic() - started,
         "config_file": str(config.file) if config.file else None,
         "config_hash": config.config_hash(),
+        "config": config_facts(config),  # the baseline's values, and any --set among them
         "machine": machine_facts(tuner.hw),
         "versions": versions(),
         "trials": [t.to_dict() for t in tuner.trials],
@@ -437,10 +443,13 @@ def tuned_config_text(config: Config, report: dict[str, Any]) -> str:
     changes = report["recommended"]
     tuned = config.with_values(**{k.replace(".", "__"): v for k, v in changes.items()})
     comp = report["comparison"]
+    # the baseline said "defaults" even when --set or OPENCLAW_* values made it
+    extra = overrides_text(config)
     lines = [
         f"# openclaw.config tuned by `openclaw-dask tune --workload {report['workload']['name']}`",
         f"# on {report['machine']['host']} ({report['machine']['usable_cores']} cores), "
-        f"baseline {report['config_file'] or 'defaults'} (config hash {report['config_hash']})",
+        f"baseline {report['config_file'] or 'defaults'}{f' with {extra}' if extra else ''} "
+        f"(config hash {report['config_hash']})",
     ]
     if comp and changes:
         lines.append(

@@ -29,7 +29,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"Workload: {report['workload']['description']}.  ",
         f"Machine: {report['machine']['host']}, {report['machine']['usable_cores']} cores; "
         f"budget {report['budget_s']:.0f} s, used {report['wall_s']:.0f} s.  ",
-        f"Baseline: {report['config_file'] or 'defaults'} (config hash {report['config_hash']}).",
+        f"Baseline: {report['config_file'] or 'defaults'}{_overrides(report)} "
+        f"(config hash {report['config_hash']}).",
         "",
     ]
     if report.get("interrupted"):
@@ -88,6 +89,17 @@ def markdown(report: dict[str, Any]) -> str:
     if note:
         lines += ["", f"{note[0].upper()}{note[1:]}."]
     return "\n".join(lines) + "\n"
+
+
+def _overrides(report: dict[str, Any]) -> str:
+    """`` with a.b=1 (--set)``: the baseline's values from neither its file nor the defaults."""
+    facts = report.get("config") or {}
+    shown = [
+        f"`{k}={v['value']}` ({v['source']})"
+        for k, v in facts.get("set", {}).items()
+        if not str(v["source"]).startswith(f"{report['config_file']}:")
+    ]
+    return f" with {', '.join(shown)}" if shown else ""
 
 
 def plot(report: dict[str, Any], path: Path) -> None:

@@ -194,6 +194,11 @@ def test_a_suite_that_fails_keeps_the_suites_that_finished(tmp_path: Path) -> No
     assert list(report["suites"]) == ["matmul"]
     assert report["failed"] == {"suite": "zarr", "error": "OSError: [Errno 27] File too large"}
     assert report["not_run"] == ["graph"]
+    # what was run: the suites asked for and the values measured, the --set among them
+    assert report["suites_requested"] == ["matmul", "zarr", "graph"]
+    address = {"value": "127.0.0.1:0", "source": "--set"}
+    assert report["config"]["set"] == {"cluster.dashboard_address": address}
+    assert "1 run" in proc.stdout and "±0%" not in proc.stdout  # --quick: one run a figure
 
 
 def test_a_batch_deeper_than_the_bands_is_measured_at_their_height(tmp_path: Path) -> None:

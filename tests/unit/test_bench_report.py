@@ -1,0 +1,73 @@
+"""What benchmark and tune reports say about the config they measured, and about one run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from openclaw_dask.bench.machine import config_facts, overrides_text
+from openclaw_dask.bench.report import table
+from openclaw_dask.bench.tune import tuned_config_text
+from openclaw_dask.bench.tune_report import markdown
+from openclaw_dask.config import load_config
+
+
+def _tune_report(config: Any) -> dict[str, Any]:
+    # what tune() returns when the budget measured no candidate (the parts these texts read)
+    return {
+        "workload": {"name": "stencil", "unit": "cell-updates", "description": "a stencil"},
+        "budget_s": 1.0,
+        "wall_s": 9.0,
+        "config_file": None,
+        "config_hash": config.config_hash(),
+        "config": config_facts(config),
+        "machine": {"host": "vm", "usable_cores": 2},
+        "trials": [],
+        "comparison": None,
+        "recommended": {},
+        "reasons": {},
+        "skipped": [],
+        "unmeasured": None,
+    }
+
+
+def test_reports_name_the_values_set_beside_the_file() -> None:
+    """The reports gave only a hash and "baseline defaults", even for a --set baseline."""
+    config = load_config(None, ["distributed.batch_size=32"], use_search_path=False)
+    facts = config_facts(config)
+    assert facts["hash"] == config.config_hash() and facts["file"] is None
+    assert facts["values"]["distributed"]["batch_size"] == 32
+    assert facts["set"] == {"distributed.batch_size": {"value": 32, "source": "--set"}}
+    assert overrides_text(config) == "distributed.batch_size=32 (--set)"
+    report = _tune_report(config)
+    header = tuned_config_text(config, report).splitlines()[1]
+    assert header.endswith(
+        f"baseline defaults with distributed.batch_size=32 (--set) (config hash {facts['hash']})"
+    )
+    assert "Baseline: defaults with `distributed.batch_size=32` (--set) (config" in markdown(report)
+    plain = load_config(None, use_search_path=False)
+    assert overrides_text(plain) == "" and config_facts(plain)["set"] == {}
+    assert "baseline defaults (config hash" in tuned_config_text(plain, _tune_report(plain))
+
+
+def test_a_figure_of_one_run_shows_no_spread() -> None:
+    """--quick times each figure once; the table showed "±0%", a precision never measured."""
+    timing = {"median_s": 0.5, "min_s": 0.5, "max_s": 0.5, "spread": 0.0, "samples_s": [0.5]}
+    three = {**timing, "min_s": 0.4, "max_s": 0.6, "spread": 0.4, "samples_s": [0.4, 0.5, 0.6]}
+    suite = {
+        "timings": {"once": timing, "thrice": three},
+        "throughput": {
+            "once": {"value": 2e9, "unit": "FLOP/s"},
+            "thrice": {"value": 2e9, "unit": "FLOP/s"},
+        },
+        "ratios": {},
+        "goals": {},
+        "notes": [],
+    }
+    console = Console(width=200, record=True)
+    console.print(table({"config_hash": "0" * 16, "suites": {"matmul": suite}}))
+    lines = [line for line in console.export_text().splitlines() if "│ matmul" in line]
+    rows = {line.split("│")[2].strip(): line for line in lines}
+    assert "1 run" in rows["once"] and "±0%" not in rows["once"]
+    assert "±20%" in rows["thrice"]
