@@ -511,6 +511,12 @@ def apply_param_overrides(
             continue
         value = parse_scalar(raw) if isinstance(raw, str) else raw
         spec = params[name]
+        if isinstance(raw, str) and not raw.strip() and spec.type not in ("str", "path"):
+            # YAML reads nothing as null, which the type check called "None", a Python word
+            # for what the user never typed
+            message = f"expected {spec.type}, got nothing after '='"
+            problems.append(Problem(message, f"params.{name}", origin="--set"))
+            continue
         if spec.type == "float" and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if spec.type in ("str", "path") and not isinstance(value, str):

@@ -356,6 +356,9 @@ def test_bad_workflow_is_refused(kind: str, tmp_path: Path) -> None:
         ({"size": "abc"}, "params.size: expected int, got 'abc'"),
         ({"size": "8"}, "expected int >= 16"),
         ({"sise": "100"}, "params.sise: unknown parameter; did you mean 'size'?"),
+        # --set params.size= (nothing typed) was "expected int, got None", a Python word
+        ({"size": ""}, "params.size: expected int, got nothing after '='"),
+        ({"size": " "}, "params.size: expected int, got nothing after '='"),
     ],
 )
 def test_bad_param_overrides(params: dict[str, Any], fragment: str, tmp_path: Path) -> None:
