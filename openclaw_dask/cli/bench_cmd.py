@@ -181,6 +181,7 @@ def tune_cmd(
     seconds = args.duration(budget, "--budget")
     target = args.output_path(out_path, "--out")
     assert target is not None  # out_path has a default
+    _not_an_input(target, {"--workload": workload, "--config": config_path})
     for kind in ("report", "interrupted"):
         for path in report_paths(target, kind).values():
             args.output_path(str(path), "--out")
@@ -222,3 +223,19 @@ def tune_cmd(
     out.print(f"config: {target}", markup=False)
     for kind, path in paths.items():
         out.print(f"report ({kind}): {path}", markup=False)
+
+
+def _not_an_input(target: Path, inputs: dict[str, str | None]) -> None:
+    """Refuse an ``--out`` that is one of the command's own input files.
+
+    ``tune --workload run.yaml --out run.yaml`` replaced the workflow with a config once the
+    tuning was done, and ``--config my.config --out my.config`` the baseline with a rewrite
+    that keeps its values but not its comments.
+    """
+    for option, given in inputs.items():
+        if given and Path(given).is_file() and Path(given).resolve() == target.resolve():
+            message = (
+                f"{target} is also the {option} file; tune would replace it with the tuned "
+                "config: write it to another file (then compare, or copy it over)"
+            )
+            raise ConfigError([Problem(message, origin="--out")])

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from openclaw_dask.config import load_config
+from tests.conftest import ROOT
 from tests.integration.conftest import isolated_env
 from tests.integration.test_workflow_run import EXE, ctrl_c_after, foreground
 from tests.unit.test_cli import run_cli
@@ -127,3 +128,24 @@ def test_bad_input_is_refused_before_anything_starts(
     assert expected in proc.stderr
     assert "Traceback" not in proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("option", ["--workload", "--config"])
+def test_an_out_that_is_an_input_is_refused_before_anything_starts(
+    option: str, tmp_path: Path
+) -> None:
+    """``--out`` naming the workflow or the config being tuned: it was replaced by the tuned
+    config once the tuning was done (the workflow's steps, the config's comments: gone)."""
+    source = ROOT / (
+        "workflows/example.yaml" if option == "--workload" else "configs/tuned-example.config"
+    )
+    given = tmp_path / source.name
+    given.write_text(source.read_text())
+    args = ["tune", "--budget", "1s", "--workload", "stencil", option, given.name]
+    proc = run_cli(*args, "--out", f"./{given.name}", env=isolated_env(tmp_path), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert f"error: --out: {given.name} is also the {option} file; tune would replace it" in (
+        proc.stderr
+    )
+    assert given.read_text() == source.read_text()
+    assert list(tmp_path.iterdir()) == [given]
