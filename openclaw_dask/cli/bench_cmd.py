@@ -71,6 +71,18 @@ def benchmark_cmd(
         from openclaw_dask.bench.stress import stress_table, stress_test
 
         seconds = args.duration(stress, "--stress")
+        # they shape the suites, which a stress run replaces: accepted, they changed nothing
+        ignored = [
+            option
+            for option, given in (("--suite", suites), ("--quick", quick), ("--plot", plot_out))
+            if given not in (None, False)
+        ]
+        if ignored:
+            message = (
+                f"{', '.join(ignored)} shape the benchmark suites, which --stress runs instead "
+                f"of (it runs the climate stencil at full load): drop {', '.join(ignored)}"
+            )
+            raise ConfigError([Problem(message, origin="--stress")])
         with interrupts(STILL_CLOSING_CLUSTER):
             result = stress_test(config_path, overrides=list(overrides), seconds=seconds)
         out.print(stress_table(result))

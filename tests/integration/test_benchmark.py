@@ -228,6 +228,9 @@ def test_a_batch_deeper_than_the_bands_is_measured_at_their_height(tmp_path: Pat
         (["--json", "."], "is a folder"),
         (["--stress", "0s"], "positive duration"),
         (["--stress", "soon"], "positive duration"),
+        # what shapes the suites is not taken silently by a stress run (--quick: every case)
+        (["--stress", "4s", "--suite", "stencil"], "--stress: --suite, --quick shape the "),
+        (["--stress", "4s"], "suites, which --stress runs instead of"),
     ],
 )
 def test_bad_input_is_refused_before_anything_starts(
