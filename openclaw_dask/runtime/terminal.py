@@ -194,9 +194,15 @@ def quiet_after_interrupt() -> None:
     hand at 2.3-3.4 s). When the interpreter finalises them at exit
     it printed "Exception ignored in BaseEventLoop.__del__" with a traceback and "coroutine
     ... was never awaited" under the one line that had reported the interrupt.
+
+    Dask's own log records go too (below critical): a SIGTERM while the local workers
+    started left one of "process ... exit status was already read, will report exitcode 255"
+    under that line in 3 of 8 tries, logged as the half-started worker was reaped at exit.
     """
     sys.unraisablehook = lambda unraisable: None
     warnings.filterwarnings("ignore", r"coroutine .* was never awaited", RuntimeWarning)
+    if not os.environ.get("OPENCLAW_DEBUG"):  # (cli.output.DEBUG_ENV: it keeps everything)
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)
 
 
 #: Said once when Ctrl-C comes again while the first one is still being handled.
