@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -96,13 +97,13 @@ def _rendered(nested: dict[str, Any], path: str) -> Any:
     return node
 
 
-def overrides_text(config: Config) -> str:
-    """``a.b=1 (--set), c.d=2 (env OPENCLAW_C__D)``: the values set neither by the config file
-    nor by default (empty when there are none)."""
-    from_file = f"{config.file}:" if config.file else None
-    values = config.to_nested()
-    return ", ".join(
-        f"{k}={_rendered(values, k)} ({v})"
-        for k, v in config.sources.items()
-        if v != "default" and not (from_file and v.startswith(from_file))
-    )
+def values_set(report: Mapping[str, Any]) -> list[tuple[str, Any, str]]:
+    """``(key, value, source)`` of a report's config (:func:`config_facts`) for each value set
+    neither by its config file nor by default (``--set``, ``OPENCLAW_*``)."""
+    facts = report.get("config") or {}
+    in_file = f"{report.get('config_file')}:" if report.get("config_file") else None
+    return [
+        (key, fact["value"], str(fact["source"]))
+        for key, fact in facts.get("set", {}).items()
+        if not (in_file and str(fact["source"]).startswith(in_file))
+    ]

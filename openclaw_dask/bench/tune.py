@@ -34,12 +34,7 @@ from typing import Any
 import psutil
 from distributed import Client
 
-from openclaw_dask.bench.machine import (
-    config_facts,
-    machine_facts,
-    overrides_text,
-    versions,
-)
+from openclaw_dask.bench.machine import config_facts, machine_facts, values_set, versions
 from openclaw_dask.bench.workloads import Workload, describe_rate, workload
 from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
 from openclaw_dask.config.render import yaml_value
@@ -444,7 +439,7 @@ def tuned_config_text(config: Config, report: dict[str, Any]) -> str:
     tuned = config.with_values(**{k.replace(".", "__"): v for k, v in changes.items()})
     comp = report["comparison"]
     # the baseline said "defaults" even when --set or OPENCLAW_* values made it
-    extra = overrides_text(config)
+    extra = ", ".join(f"{key}={value} ({source})" for key, value, source in values_set(report))
     lines = [
         f"# openclaw.config tuned by `openclaw-dask tune --workload {report['workload']['name']}`",
         f"# on {report['machine']['host']} ({report['machine']['usable_cores']} cores), "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from openclaw_dask.bench.machine import values_set
 from openclaw_dask.bench.report import write_json
 from openclaw_dask.bench.tune import budget_note
 from openclaw_dask.bench.workloads import describe_rate
@@ -92,13 +93,8 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def _overrides(report: dict[str, Any]) -> str:
-    """`` with a.b=1 (--set)``: the baseline's values from neither its file nor the defaults."""
-    facts = report.get("config") or {}
-    shown = [
-        f"`{k}={v['value']}` ({v['source']})"
-        for k, v in facts.get("set", {}).items()
-        if not str(v["source"]).startswith(f"{report['config_file']}:")
-    ]
+    """`` with `a.b=1` (--set)``: the baseline's values from neither its file nor the defaults."""
+    shown = [f"`{key}={value}` ({source})" for key, value, source in values_set(report)]
     return f" with {', '.join(shown)}" if shown else ""
 
 

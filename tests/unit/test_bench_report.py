@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from openclaw_dask.bench.machine import config_facts, overrides_text
+from openclaw_dask.bench.machine import config_facts, values_set
 from openclaw_dask.bench.report import table
 from openclaw_dask.bench.tune import tuned_config_text
 from openclaw_dask.bench.tune_report import markdown
@@ -39,15 +40,15 @@ def test_reports_name_the_values_set_beside_the_file() -> None:
     assert facts["hash"] == config.config_hash() and facts["file"] is None
     assert facts["values"]["distributed"]["batch_size"] == 32
     assert facts["set"] == {"distributed.batch_size": {"value": 32, "source": "--set"}}
-    assert overrides_text(config) == "distributed.batch_size=32 (--set)"
     report = _tune_report(config)
+    assert values_set(report) == [("distributed.batch_size", 32, "--set")]
     header = tuned_config_text(config, report).splitlines()[1]
     assert header.endswith(
         f"baseline defaults with distributed.batch_size=32 (--set) (config hash {facts['hash']})"
     )
     assert "Baseline: defaults with `distributed.batch_size=32` (--set) (config" in markdown(report)
     plain = load_config(None, use_search_path=False)
-    assert overrides_text(plain) == "" and config_facts(plain)["set"] == {}
+    assert values_set(_tune_report(plain)) == [] and config_facts(plain)["set"] == {}
     assert "baseline defaults (config hash" in tuned_config_text(plain, _tune_report(plain))
 
 
@@ -71,3 +72,12 @@ def test_a_figure_of_one_run_shows_no_spread() -> None:
     rows = {line.split("│")[2].strip(): line for line in lines}
     assert "1 run" in rows["once"] and "±0%" not in rows["once"]
     assert "±20%" in rows["thrice"]
+
+
+def test_values_from_the_config_file_are_not_said_twice(tmp_path: Path) -> None:
+    """The baseline names its file; only what came from elsewhere is listed beside it."""
+    file = tmp_path / "base.config"
+    file.write_text("distributed:\n  batch_size: 16\n")
+    config = load_config(file, ["storage.level=5"], use_search_path=False)
+    report = {**_tune_report(config), "config_file": str(config.file)}
+    assert values_set(report) == [("storage.level", 5, "--set")]
