@@ -210,6 +210,20 @@ def test_a_ctrl_c_while_workers_start_is_held_for_them_and_raised_after() -> Non
     assert not _sigint_blocked()
 
 
+@pytest.mark.usefixtures("python_sigint")
+def test_a_sigterm_while_workers_start_is_noted_and_raised_after() -> None:
+    seen: list[bool] = []
+    with pytest.raises(KeyboardInterrupt), terminal.interrupts(), terminal.interrupts_held():
+        # not blocked: the workers started now would inherit the mask, and their nannies stop
+        # them with SIGTERM
+        assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, ())
+        signal.raise_signal(signal.SIGTERM)  # raised here, it cut the nannies' start short
+        time.sleep(0.05)
+        seen.append(True)
+    assert seen == [True]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # (interrupts() restored it)
+
+
 LEFT_HALF_MADE = """
 import atexit
 import logging
