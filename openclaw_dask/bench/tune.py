@@ -182,7 +182,9 @@ class Tuner:
                     amount = run()
                     trial.samples.append(amount / (time.perf_counter() - t0))
                 after = client.run(_ctx_switches)
-                per_run = {w: (after[w] - before[w]) // self.repeats for w in after}
+                # a worker restarted meanwhile (killed, out of memory) has another address and
+                # counts from zero: only the workers that ran every timed run are counted
+                per_run = {w: (after[w] - before[w]) // self.repeats for w in after if w in before}
                 trial.ctx_switches = per_run
         except ConfigError as exc:
             if strict:

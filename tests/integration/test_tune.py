@@ -10,6 +10,7 @@ import pytest
 from openclaw_dask.config import load_config
 from tests.conftest import ROOT
 from tests.integration.conftest import isolated_env
+from tests.integration.dies_once import AFTER_RUN_ENV, DIES_ONCE_SETS, MARKER_ENV
 from tests.integration.test_workflow_run import EXE, ctrl_c_after, foreground
 from tests.unit.test_cli import run_cli
 
@@ -108,6 +109,23 @@ def test_a_budget_spent_on_the_baseline_says_what_was_not_measured(tmp_path: Pat
     assert load_config(out).config_hash() == load_config(None, use_search_path=False).config_hash()
     md = (tmp_path / "tuned.report.md").read_text()
     assert "no candidate was measured within the budget" in md and note[1:] in md
+
+
+def test_a_worker_restarted_during_a_trial_does_not_end_the_tune(tmp_path: Path) -> None:
+    """A worker that died between the trial's two context-switch counts (killed, out of memory)
+    came back under another address, and the trial ended in ``error: KeyError: 'tcp://...'``."""
+    died = tmp_path / "died"
+    env = isolated_env(tmp_path) | {MARKER_ENV: str(died), AFTER_RUN_ENV: "_ctx_switches"}
+    args = ["--workload", "matmul", "--budget", "1s", "--out", str(tmp_path / "tuned.config")]
+    args += ["--set", "cluster.dashboard_address=127.0.0.1:0", "parallel.processes=2"]
+    proc = run_cli("tune", *args, *DIES_ONCE_SETS, env=env, cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert died.exists()  # a worker did die, in the timed runs
+    baseline = json.loads((tmp_path / "tuned.report.json").read_text())["trials"][0]
+    assert len(baseline["rate_samples"]) == 3
+    # of the two workers, the one restarted did not run every timed run: it is not counted
+    counted = baseline["ctx_switches_per_worker"]
+    assert len(counted) == 1 and all(n >= 0 for n in counted.values()), counted
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,62 @@
+"""Worker preload for tests: a task ends its worker's process, once.
+
+Named by file path in a config's ``dask:`` section (``distributed.worker.preload``), it kills
+one worker, once, in the middle of whatever a command runs on a cluster it starts itself
+(``benchmark``, ``tune``): a real death, as a crash or the kernel's OOM killer would cause,
+which the nanny then restarts (under another address).
+
+``DIES_ONCE_MARKER`` names a file that does not exist yet; the worker that creates it is the
+one that dies, at the first task it starts (the marker keeps the restarted workers, and the
+clusters started after it, alive). With ``DIES_ONCE_AFTER_RUN`` set to a function's name, a
+worker dies only at a task it starts after a ``Client.run`` of that function: a place in a
+command's sequence, where the first task would be too early.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+from typing import Any
+
+from distributed import WorkerPlugin
+
+MARKER_ENV = "DIES_ONCE_MARKER"
+AFTER_RUN_ENV = "DIES_ONCE_AFTER_RUN"
+
+#: ``--set`` arguments that load this preload in the workers of the clusters a command starts.
+DIES_ONCE_SETS = ["--set", f'dask.distributed.worker.preload=["{__file__}"]']
+
+
+class _DiesOnce(WorkerPlugin):
+    def __init__(self, marker: str, armed: bool) -> None:
+        self.marker, self.armed = marker, armed
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        if finish != "executing" or not self.armed:
+            return
+        try:  # O_EXCL: of all the workers of all the clusters, only the first one dies
+            os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+        logging.getLogger("distributed.worker").warning("a worker's own warning, then exit")
+        os._exit(3)
+
+
+async def dask_setup(worker: Any) -> None:
+    """Add the plugin when ``DIES_ONCE_MARKER`` is set (the test's environment)."""
+    marker = os.environ.get(MARKER_ENV)
+    if not marker:
+        return
+    after = os.environ.get(AFTER_RUN_ENV)
+    plugin = _DiesOnce(marker, armed=not after)
+    if after:
+        serve_run = worker.handlers["run"]
+
+        def run(comm: Any, function: bytes, *args: Any, **kwargs: Any) -> Any:
+            if getattr(pickle.loads(function), "__name__", None) == after:
+                plugin.armed = True
+            return serve_run(comm, function, *args, **kwargs)
+
+        worker.handlers["run"] = run
+    await worker.plugin_add(plugin=plugin, name="dies-once")
