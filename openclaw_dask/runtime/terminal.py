@@ -216,14 +216,20 @@ def quiet_after_interrupt() -> None:
         logging.getLogger("distributed").setLevel(logging.CRITICAL)
 
 
-#: Said once when Ctrl-C comes again while the first one is still being handled.
+#: Said once when Ctrl-C (or SIGTERM) comes again while the first one is still being handled;
+#: ``{again}`` names the signal that came (:data:`AGAIN`).
 STILL_CLOSING = (
-    "still closing the cluster and saving run.json; Ctrl-C once more quits at once "
+    "still closing the cluster and saving run.json; {again} quits at once "
     "(run.json may then still say running; --resume continues it all the same)\n"
 )
 
 #: Said instead by commands that save nothing while they close (benchmark, tune).
-STILL_CLOSING_CLUSTER = "still closing the cluster; Ctrl-C once more quits at once\n"
+STILL_CLOSING_CLUSTER = "still closing the cluster; {again} quits at once\n"
+
+#: How the second-signal message names the third: the way the user sent the second (a batch
+#: system's or ``kill``'s SIGTERM had been answered "Ctrl-C once more"). A hangup's is not
+#: seen: its terminal is gone.
+AGAIN = {signal.SIGINT: "Ctrl-C once more", signal.SIGTERM: "SIGTERM once more"}
 
 
 def off_the_dead_terminal() -> None:
@@ -274,7 +280,7 @@ def interrupts(closing: str = STILL_CLOSING) -> Iterator[None]:
         if pressed == 1:
             raise KeyboardInterrupt(f"signal {signum}")
         if pressed == 2:
-            sys.stderr.write(closing)
+            sys.stderr.write(closing.format(again=AGAIN.get(signum, "Ctrl-C once more")))
             sys.stderr.flush()
         else:
             os._exit(EXIT_INTERRUPTED)  # a run quit by a third Ctrl-C

@@ -164,7 +164,8 @@ def test_a_second_ctrl_c_lets_the_closing_finish_and_a_third_quits(tmp_path: Pat
     proc.send_signal(signal.SIGINT)  # impatient: the closing goes on
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 7 and out == "closed\n", (out, err)
-    assert err == terminal.STILL_CLOSING and "Traceback" not in err
+    assert err == terminal.STILL_CLOSING.format(again="Ctrl-C once more"), err
+    assert "Traceback" not in err
 
     proc = closing_run(tmp_path)
     assert proc.stdout is not None
@@ -177,6 +178,18 @@ def test_a_second_ctrl_c_lets_the_closing_finish_and_a_third_quits(tmp_path: Pat
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == EXIT_INTERRUPTED and out == "", (out, err)
     assert time.monotonic() - t0 < 1.2 and "Traceback" not in err
+
+
+def test_a_second_sigterm_is_answered_in_its_own_words(tmp_path: Path) -> None:
+    proc = closing_run(tmp_path)
+    assert proc.stdout is not None
+    proc.send_signal(signal.SIGTERM)  # kill, or a batch system's end of the job
+    assert proc.stdout.readline() == "closing\n"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 7 and out == "closed\n", (out, err)
+    assert err.startswith("still closing") and "; SIGTERM once more quits" in err, err
+    assert "Ctrl-C" not in err
 
 
 def test_a_run_started_ignoring_sigint_keeps_ignoring_it(tmp_path: Path) -> None:
