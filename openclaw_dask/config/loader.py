@@ -28,7 +28,7 @@ from openclaw_dask.config.schema import KEYS, KEYS_BY_PATH, defaults, groups
 from openclaw_dask.config.suggest import suggest_env, suggest_key
 from openclaw_dask.config.types import InvalidValueError, absolute_path, is_file_path, join_path
 from openclaw_dask.config.validate import check_static
-from openclaw_dask.config.yamlsource import YamlDocument, parse_scalar, read_yaml
+from openclaw_dask.config.yamlsource import YamlDocument, nothing_typed, parse_scalar, read_yaml
 
 ENV_PREFIX = "OPENCLAW_"
 #: Environment variables of ours that are not config keys.
@@ -159,10 +159,12 @@ def _assign(
     problems: list[Problem],
     doc: YamlDocument | None,
     params: Collection[str] = (),
+    text: str | None = None,
 ) -> None:
     """Type-check ``raw`` for ``path`` and store it, or record problems.
 
     ``params``: the submitted workflow's parameter names, for the hint of an unknown key.
+    ``text``: the value as typed (``--set``, a variable), which ``raw`` was parsed from.
     """
 
     def problem(message: str, sub_path: str) -> Problem:
@@ -199,6 +201,10 @@ def _assign(
         values[path] = value
         sources[path] = source
     except InvalidValueError as exc:
+        empty = nothing_typed(text, key.type.describe())
+        if empty:  # not "got null": YAML's word for what nobody typed
+            problems.append(problem(empty, path))
+            return
         for sub, message in exc.issues:
             problems.append(problem(message, join_path(path, sub)))
 
@@ -237,19 +243,23 @@ def _walk(
 
 def parse_overrides(
     items: Iterable[str] | Mapping[str, Any] | None,
-) -> tuple[list[tuple[str, Any]], list[Problem]]:
-    """Turn ``["a.b=1", ...]`` (or a mapping) into ``[(path, value)]`` plus problems."""
+) -> tuple[list[tuple[str, Any, str | None]], list[Problem]]:
+    """Turn ``["a.b=1", ...]`` (or a mapping) into ``[(path, value, text)]`` plus problems.
+
+    ``text`` is the value as typed after ``=`` (``None`` for a mapping's values).
+    """
     if items is None:
         return [], []
     if isinstance(items, Mapping):
-        return list(items.items()), []
-    out, problems = [], []
+        return [(path, value, None) for path, value in items.items()], []
+    out: list[tuple[str, Any, str | None]] = []
+    problems = []
     for item in items:
         path, sep, text = item.partition("=")
         if not sep or not path.strip():
             problems.append(Problem(f"expected KEY=VALUE, got {quote(item)}", origin="--set"))
             continue
-        out.append((path.strip(), parse_scalar(text)))
+        out.append((path.strip(), parse_scalar(text), text))
     return out, problems
 
 
@@ -312,11 +322,13 @@ def load_config(
                 )
             )
             continue
-        _assign(dotted, parse_scalar(env[name]), values, sources, f"env {name}", problems, None)
+        text = env[name]
+        source = f"env {name}"
+        _assign(dotted, parse_scalar(text), values, sources, source, problems, None, text=text)
     pairs, set_problems = parse_overrides(overrides)
     problems += set_problems
-    for dotted, raw in pairs:
-        _assign(dotted, raw, values, sources, "--set", problems, None, params)
+    for dotted, raw, text in pairs:
+        _assign(dotted, raw, values, sources, "--set", problems, None, params, text)
     # cross-field rules run even when some values failed their type check (those stay at their
     # defaults), so the user sees every problem in one go
     problems += check_static(values, sources, line_of, [p.key for p in problems if p.key])

@@ -284,6 +284,25 @@ def _unreadable(path: Path, message: str) -> ConfigError:
     return ConfigError([Problem(message, "", str(path))])
 
 
+def nothing_typed(text: Any, expected: str) -> str | None:
+    """The message for a ``--set``/environment value with nothing after ``=``, else ``None``.
+
+    YAML reads an empty value as null, and a refusal then said "got null" (or Python's
+    "None"): words for what the user never typed (an unset shell variable, say). Config keys
+    and workflow parameters both say it this way.
+
+    Parameters
+    ----------
+    text
+        The value as typed after ``=``; anything but a blank string is ``None`` here.
+    expected
+        What the key or parameter takes (``int``, ``an integer >= 1``).
+    """
+    if isinstance(text, str) and not text.strip():
+        return f"expected {expected}, got nothing after '='"
+    return None
+
+
 def parse_scalar(text: str) -> Any:
     """Interpret a ``--set``/environment value the way YAML would (``3`` -> 3, ``[0,1]``).
 

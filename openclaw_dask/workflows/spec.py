@@ -51,7 +51,12 @@ from openclaw_dask.config.errors import (
     quote,
     shorten,
 )
-from openclaw_dask.config.yamlsource import YamlDocument, parse_scalar, read_yaml
+from openclaw_dask.config.yamlsource import (
+    YamlDocument,
+    nothing_typed,
+    parse_scalar,
+    read_yaml,
+)
 from openclaw_dask.workflows.registry import OpError, OpInfo, resolve_op
 
 TOP_FIELDS = ("name", "description", "config", "params", "steps")
@@ -511,11 +516,9 @@ def apply_param_overrides(
             continue
         value = parse_scalar(raw) if isinstance(raw, str) else raw
         spec = params[name]
-        if isinstance(raw, str) and not raw.strip() and spec.type not in ("str", "path"):
-            # YAML reads nothing as null, which the type check called "None", a Python word
-            # for what the user never typed
-            message = f"expected {spec.type}, got nothing after '='"
-            problems.append(Problem(message, f"params.{name}", origin="--set"))
+        empty = nothing_typed(raw, spec.type)
+        if empty and spec.type not in ("str", "path"):  # a string may be empty
+            problems.append(Problem(empty, f"params.{name}", origin="--set"))
             continue
         if spec.type == "float" and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)

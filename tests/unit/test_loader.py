@@ -337,6 +337,26 @@ def test_env_values_are_checked(write_config: Any) -> None:
     assert any("env OPENCLAW_PARALEL__X: paralel.x: unknown key" in m for m in msgs)
 
 
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("distributed.sync_interval", "an integer >= 1"),
+        ("parallel.thread_pool_size", "one of auto, physical | an integer >= 1"),
+        ("memory.allocator", "one of system, jemalloc, tcmalloc"),
+    ],
+)
+def test_nothing_after_the_equals_sign_says_so(write_config: Any, key: str, expected: str) -> None:
+    # "got null" was YAML's word for a value nobody typed (an unset shell variable, say);
+    # workflow parameters already said "nothing after '='"
+    want = f"{key}: expected {expected}, got nothing after '='"
+    for text in ("", " "):
+        assert problems_of("", write_config, overrides=[f"{key}={text}"]) == [f"--set: {want}"]
+        variable = "OPENCLAW_" + key.upper().replace(".", "__")
+        assert problems_of("", write_config, env={variable: text}) == [f"env {variable}: {want}"]
+    # a key that takes null still does: a config file's `key:` is null as well
+    assert load_config(write_config(""), ["cluster.interface="])["cluster.interface"] is None
+
+
 def test_bad_set_syntax(write_config: Any) -> None:
     with pytest.raises(ConfigError, match="expected KEY=VALUE"):
         load_config(write_config(""), ["parallel.processes"])
