@@ -301,10 +301,12 @@ def test_a_cluster_stopped_mid_run_is_one_line_and_resume_continues(tmp_path: Pa
     assert record["steps"]["diffuse"]["resumed_from_step"] >= 200
 
 
-def test_ctrl_c_while_the_cluster_starts_leaves_no_cluster() -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_while_the_cluster_starts_leaves_no_cluster(sig: signal.Signals) -> None:
     """The cluster process has a session of its own (it outlives the terminal), so a Ctrl-C on
     `cluster up` reached only the command: it said "interrupted" and the cluster came up in
-    the background all the same."""
+    the background all the same. A SIGTERM (``kill``) ended it silently (exit 143), with the
+    same cluster left behind."""
     proc = foreground([str(EXE), "cluster", "up", "--set", "cluster.dashboard_address=null"])
     daemon = None
     deadline = time.monotonic() + 60
@@ -313,7 +315,7 @@ def test_ctrl_c_while_the_cluster_starts_leaves_no_cluster() -> None:
         daemon = next((c for c in children if "openclaw_dask.runtime.daemon" in c.cmdline()), None)
         time.sleep(0.05)
     assert daemon is not None, proc.communicate()
-    os.killpg(proc.pid, signal.SIGINT)  # while the cluster starts (~2 s)
+    os.killpg(proc.pid, sig)  # while the cluster starts (~2 s)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130 and stderr.strip() == "interrupted", stderr
     assert not daemon.is_running() and read_state() is None

@@ -557,6 +557,26 @@ def test_ctrl_c_while_python_imports_is_one_line(tmp_path: Path, delay: float) -
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
 
 
+def test_sigterm_before_the_run_began_is_one_line(tmp_path: Path) -> None:
+    """``kill`` (or a batch system ending the job) in the first seconds, while the command
+    imports: it had ended silently with exit 143."""
+    run_dir = tmp_path / "run"
+    proc = start_in_own_group(run_dir, QUIET, stderr=subprocess.PIPE)
+    sigterm = 1 << (signal.SIGTERM - 1)
+    caught = 0
+    deadline = time.monotonic() + 30
+    while not caught and time.monotonic() < deadline and proc.poll() is None:
+        with contextlib.suppress(OSError):  # (between the wrapper's exec and the command's)
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            caught = int(re.findall(r"^SigCgt:\s*(\w+)$", status, re.M)[0], 16) & sigterm
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGTERM)  # as soon as the command handles it: mid-import
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert stderr.startswith("interrupted") and len(stderr.splitlines()) == 1, stderr
+    assert not run_dir.exists()
+
+
 @pytest.mark.parametrize("delay", [0.3, 0.8, 1.3])
 def test_ctrl_c_while_local_workers_start_is_one_line(tmp_path: Path, delay: float) -> None:
     """The workers are children in the terminal's group: the press reaches them mid-import."""
