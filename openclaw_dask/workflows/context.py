@@ -3,6 +3,11 @@
 A **map op** is ``fn(ctx, **args)`` returning ``{output name: xarray.Dataset}`` whose variables
 are dask arrays; the runner writes each to ``<run dir>/<name>.zarr`` with the configured codec.
 Folder outputs (``plots/``) are filled by the op itself under ``ctx.output_dir(name)``.
+The op itself runs in the client process (``submit``'s) and builds a graph; its tasks run on
+the workers. Give ``map_blocks`` and ``blockwise`` the result's ``meta=``, or a function
+that copes with an empty block: without ``meta`` (``dtype=`` is not enough), Dask calls the
+function once in the client on an empty block to learn the result's type, and a function
+that crashes or exits there ends ``submit`` with it, with no step to blame.
 
 An **iterative op** subclasses :class:`IterativeOp`. The runner asks it for its initial state,
 then calls :meth:`IterativeOp.advance` with at most ``distributed.sync_interval`` steps at a
