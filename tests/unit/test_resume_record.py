@@ -65,3 +65,27 @@ def test_resume_without_a_workflow_uses_the_recorded_file_while_it_is_there(
     assert f"give it, as in `openclaw-dask submit WORKFLOW --resume {tmp_path}`" in str(
         caught.value
     )
+
+
+def test_runs_started_in_the_same_second_get_a_directory_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Default run directories are named by the second and claimed by making them (atomic:
+    two processes cannot both make one; their race itself is not staged here)."""
+    from openclaw_dask.workflows.runner import _claimed, _new_run_dir
+    from openclaw_dask.workflows.spec import load_workflow
+
+    workflow = load_workflow(Path(__file__).parents[2] / "workflows" / "example.yaml")
+    monkeypatch.chdir(tmp_path)
+    made = [_new_run_dir(workflow, None) for _ in range(3)]
+    assert all(path.parent == Path("runs") / workflow.name and path.is_dir() for path in made)
+    # STAMP, STAMP-2, STAMP-3 (YYYYmmdd-HHMMSS); a second that ticks over between them starts
+    # its own count
+    names = [path.name for path in made]
+    stamp = names[0][:15]
+    same = [name[15:] for name in names if name[:15] == stamp]
+    assert same == ["", "-2", "-3"][: len(same)], names
+    assert len(set(names)) == 3
+    # a name another run made first is not claimed again (its test and its making are one
+    # mkdir)
+    assert not _claimed(made[0]) and _claimed(made[0].with_name("free"))
