@@ -19,6 +19,7 @@ from typing import Any
 from dask.utils import parse_bytes, parse_timedelta
 
 from openclaw_dask.config.errors import did_you_mean, quote, shorten
+from openclaw_dask.config.yamlsource import number_hint
 
 
 class InvalidValueError(Exception):
@@ -86,7 +87,8 @@ class Int(ValueType):
 
     def check(self, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise _fail(f"expected {self.describe()}, got {_show(value)}")
+            hint = number_hint(value, integer=True)
+            raise _fail(f"expected {self.describe()}, got {_show(value)}{hint}")
         if (self.min is not None and value < self.min) or (
             self.max is not None and value > self.max
         ):
@@ -107,7 +109,7 @@ class Fraction(ValueType):
 
     def check(self, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise _fail(f"expected {self.describe()}, got {_show(value)}")
+            raise _fail(f"expected {self.describe()}, got {_show(value)}{number_hint(value)}")
         if not 0 < value <= 1:
             raise _fail(f"expected {self.describe()}, got {value}")
         return float(value)

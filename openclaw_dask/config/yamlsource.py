@@ -6,9 +6,20 @@ and non-standard tags (``!!python/object``) are refused, and a syntax error beco
 ``file:line`` problem instead of a traceback.
 
 Anchors and aliases (``&a``, ``*a``) are refused as well: each alias is a copy of its anchor's
-value, so a few lines of nested aliases (a "billion laughs") expand into gigabytes. Numbers in
-scientific notation are floats as in YAML 1.2 (``2e0``, ``1.0e4``, ``6e-1``); PyYAML's YAML 1.1
-rules read them as strings unless they have a dot and a signed exponent.
+value, so a few lines of nested aliases (a "billion laughs") expand into gigabytes.
+
+Numbers and dates follow YAML 1.2's core schema, in config files, workflow files, ``--set``
+values and variables alike (PyYAML implements YAML 1.1):
+
+- integers are decimal (``017`` is 17, not 1.1's octal 15), ``0o17`` (15) or ``0x1F`` (31);
+  ``1_000``, ``0b101``, ``-0x10`` and base 60 (``1:30``) are text, which a key or parameter
+  that takes a number refuses, saying what was read and the number meant (:func:`number_hint`);
+- floats have a dot or an exponent (``2e0``, ``1.0e4``, ``6e-1``: 1.1 reads these as text
+  unless they have a dot and a signed exponent), or are ``.inf``/``.nan``; no ``_`` either;
+- dates (``2026-12-04``) are text, not timestamps (refused before as a disallowed tag).
+
+Booleans keep YAML 1.1's words (``yes``/``no``/``on``/``off``): a number or a name key refuses
+them by name ("a YAML boolean"), where reading them as text would let ``on`` through as a word.
 """
 
 from __future__ import annotations
@@ -27,16 +38,26 @@ from openclaw_dask.config.errors import ConfigError, Problem, quote
 _STD = "tag:yaml.org,2002:"
 _SAFE_SCALAR_TAGS = {_STD + t for t in ("str", "int", "float", "bool", "null")}
 
-#: PyYAML's YAML 1.1 float pattern with YAML 1.2's exponents: the sign of an exponent is
-#: optional and a dot is not needed when there is one (``2e0``). A float still needs a dot or an
-#: exponent, so ``3`` stays an int; ``.inf``, ``.nan`` and base 60 (``1:30.0``) are unchanged.
+#: YAML 1.2 core schema floats. PyYAML tries its float pattern before its int one, so a float
+#: here needs a dot or an exponent (``3`` stays an int, ``2e0`` is a float).
 _FLOAT_RE = re.compile(
-    r"""^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-    |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
-    |[-+]?\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?
-    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+    r"""^(?:[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?
+    |[-+]?[0-9]+[eE][-+]?[0-9]+
     |[-+]?\.(?:inf|Inf|INF)
     |\.(?:nan|NaN|NAN))$""",
+    re.X,
+)
+#: YAML 1.2 core schema integers: decimal (leading zeros are decimal too), 0o octal, 0x hex
+_INT_RE = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+#: what YAML 1.1 (PyYAML) read as a number and YAML 1.2 reads as text, for the hint when such
+#: a text is refused where a number belongs: digits with ``_``, ``0b`` binary, a signed hex or
+#: octal number (base 60 gets no hint: ``1:30`` may be a time of day as much as 90)
+_YAML11_NUMBER_RE = re.compile(
+    r"""^(?P<sign>[-+]?)(?:
+        (?P<digits>[0-9][0-9_]*_[0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?)
+        |0b(?P<binary>[01_]+)
+        |0x(?P<hex>[0-9a-fA-F_]+)
+        |0o(?P<octal>[0-7_]+))$""",
     re.X,
 )
 _ANCHORS_REFUSED = "YAML anchors and aliases are not supported: write the value out"
@@ -65,12 +86,79 @@ class _Loader(yaml.SafeLoader):
         return super().compose_node(parent, index)  # type: ignore[no-any-return]
 
 
-# a copy per first character, the float pattern swapped in where it was (order matters: the
-# first pattern that matches wins)
+_CORE = {_STD + "float": _FLOAT_RE, _STD + "int": _INT_RE}
+# a copy per first character with YAML 1.2's number patterns swapped in where they were (order
+# matters: the first pattern that matches wins) and no timestamps (1.2 has none: a date is text)
 _Loader.yaml_implicit_resolvers = {
-    first: [(tag, _FLOAT_RE if tag == _STD + "float" else regexp) for tag, regexp in resolvers]
+    first: [(tag, _CORE.get(tag, regexp)) for tag, regexp in resolvers if tag != _STD + "timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+
+
+def _core_int(text: str) -> int:
+    """A YAML 1.2 core integer's value (PyYAML's constructor reads ``017`` as octal 15).
+
+    Raises
+    ------
+    ValueError
+        Not such an integer (an explicit ``!!int`` tag on other text), or more digits than
+        Python converts.
+    """
+    if not _INT_RE.match(text):
+        raise ValueError(f"expected an integer, got {quote(text)}")
+    if text.startswith(("0o", "0x")):
+        return int(text[2:], 8 if text[1] == "o" else 16)
+    return int(text)
+
+
+def number_hint(value: Any, integer: bool = False) -> str:
+    """What to add to a refusal of ``value`` where a number (``integer``: an int) belongs.
+
+    ``"1_000"`` and ``"0b101"`` were numbers in YAML 1.1 and are text in YAML 1.2; a float
+    with no fraction (``1e3`` reads as ``1000.0``) is no integer. The hint says what was
+    read and the number meant, in the project's "did you mean" form; ``""`` when none fits.
+
+    Parameters
+    ----------
+    value
+        The value as read (after YAML).
+    integer
+        Whether an integer is expected (a whole float then gets a hint too).
+
+    Returns
+    -------
+    str
+        ``" (text in YAML 1.2: no _ in numbers); did you mean 1000?"``, or ``""``.
+    """
+    if integer and isinstance(value, float) and value.is_integer():
+        return f" (a float); did you mean {int(value)}?"
+    m = _YAML11_NUMBER_RE.match(value) if isinstance(value, str) else None
+    if not m:
+        return ""
+    try:
+        return _yaml11_hint(m, integer)
+    except ValueError:  # more digits than Python converts: no number to offer
+        return ""
+
+
+def _yaml11_hint(m: re.Match[str], integer: bool) -> str:
+    """:func:`number_hint` of a text that YAML 1.1 read as a number (``m``: its match)."""
+    sign = -1 if m["sign"] == "-" else 1
+    if m["digits"]:
+        plain = m["digits"].replace("_", "")
+        number: float = float(plain) if any(c in plain for c in ".eE") else int(plain)
+        why = "no _ in numbers"
+    elif m["binary"]:
+        number, why = int(m["binary"].replace("_", ""), 2), "no 0b numbers"
+    else:
+        digits = (m["hex"] or m["octal"]).replace("_", "")
+        number = int(digits, 16 if m["hex"] else 8)
+        why = "hex and octal numbers have no sign" if m["sign"] else "no _ in numbers"
+        if not m["sign"] and "_" not in m.group(0):
+            return ""  # a plain 0x1F is a number, so never refused as text
+    if integer and isinstance(number, float):
+        return f" (text in YAML 1.2: {why})"
+    return f" (text in YAML 1.2: {why}); did you mean {sign * number}?"
 
 
 @dataclass
@@ -147,13 +235,16 @@ class _Builder:
         if node.tag not in _SAFE_SCALAR_TAGS:
             return self._bad_tag(node, path)
         try:
+            if node.tag == _STD + "int":
+                return _core_int(node.value)
             return self._scalar.construct_object(node)
-        except yaml.YAMLError as exc:  # e.g. an explicit !!int on text
+        except yaml.YAMLError as exc:  # e.g. an explicit !!float on text
             self.problems.append(Problem(f"bad YAML value: {exc}", path, self.file, line))
             return None
         except ValueError:
-            # PyYAML's int() on what its patterns let through: a number of more digits than
-            # Python converts (its own guard against slow conversions), or none at all (0b_)
+            # int() or float() on what the patterns let through: a number of more digits
+            # than Python converts (its own guard against slow conversions), or an explicit
+            # !!int on text
             message = (
                 f"bad YAML value: cannot read {quote(node.value)} as a number (more than "
                 f"{sys.get_int_max_str_digits()} digits, or none)"

@@ -54,6 +54,7 @@ from openclaw_dask.config.errors import (
 from openclaw_dask.config.yamlsource import (
     YamlDocument,
     nothing_typed,
+    number_hint,
     parse_scalar,
     read_yaml,
 )
@@ -113,7 +114,8 @@ def _type_of_param(kind: str, value: Any) -> str | None:
     if isinstance(value, bool) and kind != "bool":
         return f"expected {kind}, got {quote(value)} (a YAML boolean)"
     if not isinstance(value, PARAM_TYPES[kind]):
-        return f"expected {kind}, got {quote(value)}"
+        hint = number_hint(value, kind == "int") if kind in ("int", "float") else ""
+        return f"expected {kind}, got {quote(value)}{hint}"
     return None
 
 
@@ -493,7 +495,10 @@ def _type_problem(hint: Any, value: Any) -> str | None:
             return None
     nullable = " or null" if type(None) in options else ""
     names = " or ".join(_SCALARS[t] for t in scalars) + nullable
-    return f"expected {names}, got {quote(value)}"
+    hint = ""
+    if int in scalars or float in scalars:  # 1_000 or 1e3 where a number belongs
+        hint = number_hint(value, integer=float not in scalars)
+    return f"expected {names}, got {quote(value)}{hint}"
 
 
 def apply_param_overrides(

@@ -104,8 +104,11 @@ def test_an_integer_python_cannot_read_is_one_problem(write_config: Any) -> None
     (msg,) = problems_of("parallel:\n  processes: 1" + "0" * 5000 + "\n", write_config)
     assert ":2: parallel.processes: bad YAML value: cannot read '1000" in msg
     assert "... (5,003 characters) as a number (more than 4300 digits, or none)" in msg
+    # PyYAML's YAML 1.1 took 0b_ for a number without digits; in YAML 1.2 it is text
     (msg,) = problems_of("parallel:\n  processes: 0b_\n", write_config)
-    assert ":2: parallel.processes: bad YAML value: cannot read '0b_' as a number" in msg
+    assert msg.endswith(":2: parallel.processes: expected one of auto | an integer >= 1, got '0b_'")
+    (msg,) = problems_of("parallel:\n  processes: !!int 1_0\n", write_config)
+    assert ":2: parallel.processes: bad YAML value: cannot read '1_0' as a number" in msg
 
 
 def test_empty_file_and_empty_section_are_defaults(write_config: Any) -> None:
@@ -158,10 +161,65 @@ def test_scientific_notation_is_a_float(text: str, value: float) -> None:
     assert isinstance(parsed, float) and parsed == value
 
 
-@pytest.mark.parametrize(("text", "value"), [("3", 3), ("-7", -7), ("1_000", 1000), ("0", 0)])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    # YAML 1.2 core: 0o octal and 0x hex; leading zeros are decimal (1.1 read 017 as 15)
+    [
+        ("3", 3),
+        ("-7", -7),
+        ("+4", 4),
+        ("0", 0),
+        ("0x10", 16),
+        ("0x1F", 31),
+        ("0o17", 15),
+        ("017", 17),
+        ("08", 8),
+    ],
+)
 def test_integers_stay_integers(text: str, value: int) -> None:
     parsed = parse_scalar(text)
     assert type(parsed) is int and parsed == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    # numbers in YAML 1.1 (PyYAML read 1_000 as 1000, 0b101 as 5, 1:30 as 90), text in 1.2
+    ["1_000", "1_000.5", "0b101", "-0x10", "+0o17", "1:30", "1:30.0", "0X10", "2026-12-04"],
+)
+def test_yaml_1_1_numbers_and_dates_are_text(text: str) -> None:
+    assert parse_scalar(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "got"),
+    [
+        ("1_0", "got '1_0' (text in YAML 1.2: no _ in numbers); did you mean 10?"),
+        ("0b101", "got '0b101' (text in YAML 1.2: no 0b numbers); did you mean 5?"),
+        ("1e3", "got 1000.0 (a float); did you mean 1000?"),
+        (
+            "-0x10",
+            "got '-0x10' (text in YAML 1.2: hex and octal numbers have no sign); did you mean -16?",
+        ),
+    ],
+)
+def test_a_number_that_is_not_an_integer_says_what_was_read(
+    write_config: Any, text: str, got: str
+) -> None:
+    (msg,) = problems_of(f"distributed:\n  sync_interval: {text}\n", write_config)
+    assert msg.endswith(f".config:2: distributed.sync_interval: expected an integer >= 1, {got}")
+    (msg,) = problems_of("", write_config, overrides=[f"distributed.batch_size={text}"])
+    assert msg == f"--set: distributed.batch_size: expected an integer >= 1, {got}"
+    # where a number is one choice among words, the number meant is offered as well
+    (msg,) = problems_of(f"parallel:\n  processes: {text}\n", write_config)
+    assert "parallel.processes: expected one of auto | an integer >= 1, got " in msg
+    assert msg.endswith("did you mean " + got.rsplit("did you mean ", 1)[1]) or "-0x" in text
+
+
+def test_hex_and_octal_integers_are_accepted(write_config: Any) -> None:
+    config = load_config(
+        write_config("distributed:\n  sync_interval: 0x10\n"), ["storage.level=0o3"]
+    )
+    assert config["distributed.sync_interval"] == 16 and config["storage.level"] == 3
 
 
 @pytest.mark.parametrize("text", ["nan", "inf", "1e", "e5", "1.2.3", "0x1p3", "2e0x"])
