@@ -17,7 +17,8 @@ A workflow file (YAML)::
         needs: [field]                   # runs after these steps and reads their outputs
         outputs: [smoothed.zarr]
 
-Parameter types are ``int``, ``float``, ``bool``, ``str`` and ``path``: a string made absolute
+Parameter types are ``int`` (64-bit: within :data:`INT_RANGE`), ``float`` (finite), ``bool``,
+``str`` and ``path``: a string made absolute
 when the workflow is read (a ``--set`` value against the current directory, a default against
 the workflow file's folder), so the run records, and ``--resume`` reuses, the same file.
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 import difflib
 import graphlib
 import inspect
+import math
 import re
 import typing
 from collections.abc import Iterable, Mapping
@@ -70,6 +72,10 @@ PARAM_TYPES: dict[str, type | tuple[type, ...]] = {
     "str": str,
     "path": str,  # made absolute when read, so a --resume from elsewhere finds the same file
 }
+#: The values an ``int`` parameter holds whatever its ``min`` and ``max``: a 64-bit integer, what
+#: numpy, numba and zarr hold. A larger one reached the op as a Python int, to overflow there or
+#: to run for ever (``--set params.years=99999999999999999999`` passed the dry run).
+INT_RANGE = (-(2**63), 2**63 - 1)
 #: names become folder and file names (runs/NAME/, .checkpoints/STEP/, OUTPUT.zarr): at most
 #: this many characters, far below the 255 bytes a file name may have
 NAME_LIMIT = 100
@@ -95,18 +101,36 @@ class ParamSpec:
     choices: tuple[Any, ...] = ()
 
     def check(self, value: Any) -> str | None:
-        """``None`` if ``value`` fits, else what was expected."""
+        """``None`` if ``value`` fits, else what was expected (with the allowed range)."""
         problem = _type_of_param(self.type, value)
         if problem:
             return problem
-        if self.min is not None and value < self.min:
-            return f"expected {self.type} >= {self.min}, got {quote(value)}"
-        if self.max is not None and value > self.max:
-            return f"expected {self.type} <= {self.max}, got {quote(value)}"
+        low, high = self.min, self.max
+        if self.type == "float" and not math.isfinite(value):
+            # .nan passes every bound (each comparison is false), .inf every missing one
+            return f"expected a finite float{_range(low, high)}, got {quote(value)}"
+        if (low is not None and value < low) or (high is not None and value > high):
+            # "from 1 to 10" when both are declared, else the one bound there is
+            return f"expected {self.type}{_range(low, high)}, got {quote(value)}"
+        if self.type == "int" and not INT_RANGE[0] <= value <= INT_RANGE[1]:
+            within = (
+                INT_RANGE[0] if low is None else max(low, INT_RANGE[0]),
+                INT_RANGE[1] if high is None else min(high, INT_RANGE[1]),
+            )
+            return f"expected int{_range(*within)} (a 64-bit integer), got {quote(value)}"
         if self.choices and value not in self.choices:
             listed = shorten(", ".join(map(str, self.choices)), QUOTE_LIMIT * 4)
             return f"expected one of {listed}, got {quote(value)}"
         return None
+
+
+def _range(low: float | None, high: float | None) -> str:
+    """`` from LOW to HIGH``, `` >= LOW``, `` <= HIGH`` or nothing, as a message says it."""
+    if low is not None and high is not None:
+        return f" from {low} to {high}"
+    if low is not None:
+        return f" >= {low}"
+    return f" <= {high}" if high is not None else ""
 
 
 def _type_of_param(kind: str, value: Any) -> str | None:

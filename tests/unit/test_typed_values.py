@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
+import xarray as xr
 from click.testing import CliRunner
 
 from openclaw_dask.cli.main import cli
 from openclaw_dask.config import ConfigError
 from openclaw_dask.exitcodes import EXIT_BAD_INPUT
+from openclaw_dask.workflows.ops.climate import DAYS_PER_YEAR, MAX_YEARS, TIME_ATTRS
 from openclaw_dask.workflows.spec import load_workflow
+from tests.conftest import ROOT
 
 
 def invoke(*args: str) -> Any:
@@ -68,3 +72,74 @@ def test_workflow_numbers_follow_yaml_1_2(tmp_path: Path) -> None:
         f"{tmp_path}/wf.yaml:8: steps.field.with.chunk: expected int, got '1_0' (text in YAML "
         "1.2: no _ in numbers); did you mean 10?",
     ]
+
+
+def test_int_parameters_hold_64_bits_and_floats_are_finite(tmp_path: Path) -> None:
+    # 10**20 passed the dry run, and the real run then ran for ever
+    with pytest.raises(ConfigError) as info:
+        load_workflow(_workflow(tmp_path), {"size": "99999999999999999999"})
+    assert [str(p) for p in info.value.problems] == [
+        "--set: params.size: expected int from 16 to 9223372036854775807 (a 64-bit integer), "
+        "got 99999999999999999999"
+    ]
+    assert load_workflow(_workflow(tmp_path), {"size": str(2**63 - 1)}).values["size"] == 2**63 - 1
+    climate = ROOT / "workflows" / "climate.yaml"
+    for value in (".nan", ".inf", "1e400"):  # a NaN passed any bound: each comparison is false
+        with pytest.raises(ConfigError) as info:
+            load_workflow(climate, {"resolution": value})
+        [problem] = info.value.problems
+        assert str(problem).startswith(
+            "--set: params.resolution: expected a finite float from 0.1 to 10.0, got "
+        )
+
+
+def test_climate_run_lengths_end_where_their_dates_do(tmp_path: Path) -> None:
+    climate = ROOT / "workflows" / "climate.yaml"
+    for name, least in (("years", 1), ("spinup_years", 0)):
+        with pytest.raises(ConfigError) as info:
+            load_workflow(climate, {name: "99999999999999999999"})
+        assert [str(p) for p in info.value.problems] == [
+            f"--set: params.{name}: expected int from {least} to {MAX_YEARS}, got "
+            "99999999999999999999"
+        ]
+    # real science passes
+    wf = load_workflow(climate, {"resolution": "0.25", "years": "50", "spinup_years": "0"})
+    assert wf.values["years"] == 50
+    # the bound is the op's, for a workflow that gives years itself
+    text = (ROOT / "workflows" / "climate.yaml").read_text()
+    text = text.replace('years: "${params.years}"', "years: 1000000")
+    (tmp_path / "c.yaml").write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_workflow(tmp_path / "c.yaml")
+    [problem] = info.value.problems
+    assert str(problem).endswith(
+        f"steps.simulate.with.years: expected an integer from 1 to {MAX_YEARS}, got 1000000 "
+        "(the last year whose dates xarray decodes)"
+    )
+
+
+def test_the_last_year_of_a_climate_run_is_the_last_xarray_decodes() -> None:
+    # what MAX_YEARS is derived from: the last month's mid-point, decoded as xarray reads the
+    # monthly store
+    def decoded_year(years: int) -> int:
+        days = (12 * years - 0.5) * DAYS_PER_YEAR / 12
+        ds = xr.Dataset(coords={"time": ("time", [days], TIME_ATTRS)})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "dates out of range" for numpy: cftime then
+            return int(xr.decode_cf(ds)["time"].dt.year[0])
+
+    assert decoded_year(MAX_YEARS) == MAX_YEARS
+    with pytest.raises(ValueError, match="unable to decode time units"):
+        decoded_year(MAX_YEARS + 1)
+
+
+def test_a_run_past_the_bound_is_refused_by_submit_dry_run() -> None:
+    result = invoke(
+        "submit",
+        str(ROOT / "workflows" / "climate.yaml"),
+        "--dry-run",
+        "--set",
+        "params.years=99999999999999999999",
+    )
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert f"params.years: expected int from 1 to {MAX_YEARS}, got 99999999" in result.output

@@ -57,6 +57,14 @@ TIME_ATTRS = {
     "standard_name": "time",
     "long_name": "mid-month model time (year 1: the first after the spin-up)",
 }
+#: Most model years a run records (``years``), and most it spins up (``spinup_years``): the last
+#: whose monthly dates xarray decodes. cftime counts microseconds from ``TIME_ATTRS``' origin in
+#: an int64, which ends in the year 292,271 (``xr.open_zarr`` of a longer run, in the analysis
+#: and for any reader, raises "unable to decode time units"). The spin-up records no dates; the
+#: same bound keeps the run's step count, ``(spinup_years + years) * steps_per_year``, within
+#: int64 on every grid that fits a memory (it would need ~1.6e13 steps a year, a grid finer than
+#: 0.0001 degree), and is 15,000 times the default spin-up.
+MAX_YEARS = int(((2**63 - 1) / 1e6 / 86400 / (DAYS_PER_YEAR / 12) + 0.5) // 12)
 #: The analysis' ``year`` coordinate: the year of ``time``'s dates. "years" is no unit xarray
 #: decodes as a time span (it would turn "days" into timedelta64).
 YEAR_ATTRS = {"units": "years", "long_name": "model year (1: the first after the spin-up)"}
@@ -303,12 +311,18 @@ class EnergyBalanceModel(IterativeOp):
     @staticmethod
     def check_args(args: Mapping[str, Any]) -> dict[str, str]:
         """Run lengths, the band count and the initial state, before the run starts."""
-        limits = {"years": 1, "spinup_years": 0, "bands": 0}  # an argument left out: its default
+        # an argument left out: its default; bands has no upper bound here (the grid's rows,
+        # checked when the step starts)
+        limits = {"years": (1, MAX_YEARS), "spinup_years": (0, MAX_YEARS), "bands": (0, None)}
         problems = {}
-        for name, least in limits.items():
+        for name, (least, most) in limits.items():
             value = args.get(name, least)
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                problems[name] = f"expected an integer >= {least}, got {value!r}"
+            wrong = isinstance(value, bool) or not isinstance(value, int)
+            if wrong or value < least or (most is not None and value > most):
+                expected = f"from {least} to {most}" if most is not None else f">= {least}"
+                problems[name] = f"expected an integer {expected}, got {value!r}"
+                if name == "years" and not wrong and value > most:  # type: ignore[operator]
+                    problems[name] += " (the last year whose dates xarray decodes)"
         if args.get("initial"):
             try:
                 initial_field(str(args["initial"]))
