@@ -47,6 +47,22 @@ class BenchmarkInterrupted(KeyboardInterrupt):
         self.report = report
 
 
+def lost_workers_note(lost: set[str], during: str) -> str:
+    """One line for workers that died while something was measured (restarts take new ports).
+
+    Parameters
+    ----------
+    lost : set of str
+        The addresses of the workers that were gone at its end.
+    during : str
+        What was measured (``suite``, ``trial``).
+    """
+    return (
+        f"{len(lost)} worker(s) died during this {during} ({', '.join(sorted(lost))}); "
+        "its figures include the loss and the restart"
+    )
+
+
 def check_suites(names: Sequence[str] | None) -> list[str]:
     """Validate suite names (``None``: all); unknown ones are bad input."""
     if not names:
@@ -138,8 +154,13 @@ def benchmark(
                 if on_suite:
                     on_suite(name)
                 s0 = time.perf_counter()
+                workers = set(client.nthreads())
                 result = suite(name)(ctx).to_dict()
                 result["wall_seconds"] = time.perf_counter() - s0
+                # Dask's own logs of a worker's death are kept off the terminal: say it here
+                lost = workers - set(client.nthreads())
+                if lost:
+                    result["notes"].append(lost_workers_note(lost, "suite"))
                 report["suites"][name] = result
         except KeyboardInterrupt:
             if not report["suites"]:

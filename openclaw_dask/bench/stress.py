@@ -43,7 +43,8 @@ def stress_test(
     Returns
     -------
     dict
-        ``rounds``, ``failed_tasks``, ``errors`` (first few messages), ``memory`` per worker
+        ``rounds``, ``failed_tasks``, ``errors`` (first few messages), ``workers_lost`` (the
+        addresses of workers that died during the run), ``memory`` per worker
         (``start``/``end`` bytes and ``growth`` fraction), ``throughput`` per round
         (cell-updates/s) and ``drift`` (last quarter median / first quarter median - 1).
     """
@@ -57,6 +58,7 @@ def stress_test(
     failed = 0
     with start_cluster(config, hardware=hw, attach_running=False) as client, client.as_current():
         threads = sum(client.nthreads().values())
+        workers = set(client.nthreads())
         [state] = client.persist([to_bands(start, threads)])
         wait(state)
         memory_start: dict[str, int] = {}
@@ -77,6 +79,7 @@ def stress_test(
             if not memory_start:
                 memory_start = client.run(_rss)
         memory_end = client.run(_rss)
+        lost = sorted(workers - set(client.nthreads()))  # restarted workers take new ports
     quarter = max(1, len(rates) // 4)
     first, last = statistics.median(rates[:quarter]), statistics.median(rates[-quarter:])
     return {
@@ -90,6 +93,7 @@ def stress_test(
         "rounds": len(rates),
         "failed_tasks": failed,
         "errors": errors[:10],
+        "workers_lost": lost,
         "memory": {
             w: {
                 "start": memory_start.get(w, memory_end[w]),
@@ -110,6 +114,8 @@ def stress_table(result: dict[str, Any]) -> Table:
     t.add_column("figure")
     t.add_column("value")
     t.add_row("failed tasks", str(result["failed_tasks"]))
+    # Dask's own logs of a worker's death are kept off the terminal: the table says it
+    t.add_row("workers lost (died, restarted)", str(len(result.get("workers_lost", []))))
     t.add_row("throughput (median)", f"{result['throughput_median'] / 1e6:.1f} Mcell/s")
     t.add_row("throughput drift (last vs first quarter)", f"{100 * result['drift']:+.1f}%")
     for worker, m in result["memory"].items():

@@ -35,6 +35,7 @@ import psutil
 from distributed import Client
 
 from openclaw_dask.bench.machine import config_facts, machine_facts, values_set, versions
+from openclaw_dask.bench.run import lost_workers_note
 from openclaw_dask.bench.workloads import Workload, describe_rate, workload
 from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
 from openclaw_dask.config.render import yaml_value
@@ -156,6 +157,7 @@ class Tuner:
         ``strict``: the baseline itself must run).
         """
         trial = Trial(stage, dict(changes))
+        lost: set[str] = set()
         self.trials.append(trial)
         started = time.monotonic()
         if started > self.sweep_deadline:
@@ -174,6 +176,7 @@ class Tuner:
                 start_cluster(config, hardware=self.hw, attach_running=False) as client,
                 client.as_current(),
             ):
+                workers = set(client.nthreads())
                 run = self.work.prepare(client, config)
                 run()  # warm-up
                 before = client.run(_ctx_switches)
@@ -186,12 +189,15 @@ class Tuner:
                 # counts from zero: only the workers that ran every timed run are counted
                 per_run = {w: (after[w] - before[w]) // self.repeats for w in after if w in before}
                 trial.ctx_switches = per_run
+                lost = workers - set(client.nthreads())
         except ConfigError as exc:
             if strict:
                 raise
             trial.skipped = "; ".join(p.message for p in exc.problems)
         trial.wall_s = time.monotonic() - started
         shown = f"skipped: {trial.skipped}" if trial.skipped else self.rate_text(trial.rate)
+        if lost:  # Dask's own logs of a worker's death are kept off the terminal: say it here
+            shown += f"; {lost_workers_note(lost, 'trial')}"
         self.log(f"{stage:<10} {trial.label():<55} {shown}")
         return trial
 

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from openclaw_dask.cli import args
 from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
-from openclaw_dask.cli.output import clipped, err, no_space, out
+from openclaw_dask.cli.output import clipped, dask_logs_quieted, err, no_space, out
 from openclaw_dask.config.errors import ConfigError, Problem
 from openclaw_dask.exitcodes import EXIT_FAILED
 from openclaw_dask.runtime.terminal import STILL_CLOSING_CLUSTER, interrupts
@@ -83,7 +83,7 @@ def benchmark_cmd(
                 f"of (it runs the climate stencil at full load): drop {', '.join(ignored)}"
             )
             raise ConfigError([Problem(message, origin="--stress")])
-        with interrupts(STILL_CLOSING_CLUSTER):
+        with interrupts(STILL_CLOSING_CLUSTER), dask_logs_quieted():
             result = stress_test(config_path, overrides=list(overrides), seconds=seconds)
         out.print(stress_table(result))
         if json_path:
@@ -92,7 +92,8 @@ def benchmark_cmd(
         return
     names = check_suites(suite_names(suites))
     try:
-        with interrupts(STILL_CLOSING_CLUSTER):  # a Ctrl-C is never lost in a finaliser
+        # a Ctrl-C is never lost in a finaliser; the report says what happened, not Dask's logs
+        with interrupts(STILL_CLOSING_CLUSTER), dask_logs_quieted():
             result = benchmark(
                 config_path,
                 overrides=list(overrides),
@@ -201,7 +202,8 @@ def tune_cmd(
     config = load_config(config_path, list(overrides))
     _note_running_cluster()
     try:
-        with interrupts(STILL_CLOSING_CLUSTER):  # a Ctrl-C is never lost in a finaliser
+        # a Ctrl-C is never lost in a finaliser; the trials say what happened, not Dask's logs
+        with interrupts(STILL_CLOSING_CLUSTER), dask_logs_quieted():
             report = tune(
                 config,
                 workload_name=workload,

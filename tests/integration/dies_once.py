@@ -60,3 +60,8 @@ async def dask_setup(worker: Any) -> None:
 
         worker.handlers["run"] = run
     await worker.plugin_add(plugin=plugin, name="dies-once")
+
+
+def dask_log_lines(stderr: str) -> list[str]:
+    """The lines of ``stderr`` in the format of Dask's log records (``... - distributed.x - ``)."""
+    return [line for line in stderr.splitlines() if " - distributed." in line]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 
 from openclaw_dask.bench.machine import cpu_model
 from tests.integration.conftest import isolated_env
+from tests.integration.dies_once import DIES_ONCE_SETS, MARKER_ENV, dask_log_lines
 from tests.integration.test_workflow_run import EXE, ctrl_c_after, foreground
 from tests.unit.test_cli import run_cli
 
@@ -157,6 +159,42 @@ def test_ctrl_c_shows_and_keeps_the_suites_that_finished(tmp_path: Path) -> None
     report = json.loads((tmp_path / "b.json").read_text())
     assert report["interrupted"] and list(report["suites"]) == ["matmul"]
     assert report["not_run"] == ["stencil", "reduce", "zarr", "overhead", "graph"]
+
+
+@pytest.mark.parametrize("debug", [False, True], ids=["quiet", "OPENCLAW_DEBUG"])
+def test_a_worker_that_dies_leaves_the_terminal_to_the_benchmark(
+    tmp_path: Path, debug: bool
+) -> None:
+    """A worker killed mid-suite (restarted by its nanny, the suite goes on) put Dask's own log
+    lines (the worker's, the nanny's, the scheduler's) between the progress lines, as it did in
+    ``submit``; ``OPENCLAW_DEBUG=1`` keeps them."""
+    env = isolated_env(tmp_path) | {MARKER_ENV: str(tmp_path / "died")}
+    if debug:
+        env["OPENCLAW_DEBUG"] = "1"
+    args = ["--quick", "--suite", "matmul", "--set", "cluster.dashboard_address=127.0.0.1:0"]
+    proc = run_cli("benchmark", *args, *DIES_ONCE_SETS, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "died").exists()  # a worker did die
+    assert "dask_vs_blas" in proc.stdout
+    assert "  matmul: 1 worker(s) died during this suite (tcp://" in proc.stdout  # said by us
+    if debug:
+        assert "a worker's own warning, then exit" in proc.stderr
+        assert any("Restarting worker" in line for line in dask_log_lines(proc.stderr))
+    else:
+        assert proc.stderr.splitlines() == ["suite matmul ..."], proc.stderr
+
+
+def test_stress_counts_a_worker_that_died_instead_of_dask_s_logs(tmp_path: Path) -> None:
+    env = isolated_env(tmp_path) | {MARKER_ENV: str(tmp_path / "died")}
+    args = ["--stress", "2s", "--json", "stress.json"]
+    args += ["--set", "cluster.dashboard_address=127.0.0.1:0", *DIES_ONCE_SETS]
+    proc = run_cli("benchmark", *args, env=env, cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "died").exists()
+    assert not dask_log_lines(proc.stderr), proc.stderr
+    result = json.loads((tmp_path / "stress.json").read_text())
+    assert len(result["workers_lost"]) == 1 and result["failed_tasks"] == 0
+    assert re.search(r"workers lost \(died, restarted\) +│ 1 ", proc.stdout), proc.stdout
 
 
 def _file_size_limit(nbytes: int) -> Callable[[], None]:
