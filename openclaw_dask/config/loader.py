@@ -17,13 +17,13 @@ import copy
 import hashlib
 import json
 import os
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from openclaw_dask.config.arguments import check_overrides, check_path
-from openclaw_dask.config.errors import ConfigError, Problem, quote
+from openclaw_dask.config.errors import CONTROL_RE, ConfigError, Problem, quote, shorten
 from openclaw_dask.config.schema import KEYS, KEYS_BY_PATH, defaults, groups
 from openclaw_dask.config.suggest import suggest_env, suggest_key
 from openclaw_dask.config.types import InvalidValueError, absolute_path, is_file_path, join_path
@@ -241,6 +241,47 @@ def _walk(
             )
 
 
+def set_source(texts: Sequence[str]) -> str:
+    """The source of a value set by ``--set``: ``--set``, or each value it was given in turn.
+
+    A key given more than once keeps the last value (as helm's and kubectl's ``--set`` do, and
+    as an alias that sets a default and a later override on the same line rely on); the
+    source shows that it happened, wherever sources are shown (``config show --sources``, the
+    dry run, ``run.json``): ``--set twice: 3, then 5``.
+
+    Parameters
+    ----------
+    texts
+        The values as typed, in the order given.
+    """
+    if len(texts) < 2:
+        return "--set"
+    # as typed, quoted where that would be unclear (nothing, a comma, a control character)
+    plain = [t.strip() and "," not in t and not CONTROL_RE.search(t) for t in texts]
+    shown = [shorten(t) if ok else quote(t) for t, ok in zip(texts, plain, strict=True)]
+    times = "twice" if len(texts) == 2 else f"{len(texts)} times"
+    return f"--set {times}: {', '.join(shown[:-1])}, then {shown[-1]}"
+
+
+def is_set_source(source: str | None) -> bool:
+    """Whether ``source`` (a key's or a parameter's) is ``--set``, given once or more."""
+    return source is not None and (source == "--set" or source.startswith("--set "))
+
+
+def repeated_sets(items: Iterable[str] | None, prefix: str = "") -> dict[str, list[str]]:
+    """``{key: [value as typed, ...]}`` of the ``KEY=VALUE`` items that set a key more than once.
+
+    ``prefix``: only keys that start with it, which is cut off (``params.`` for parameters).
+    """
+    given: dict[str, list[str]] = {}
+    for item in items or ():
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if sep and key.startswith(prefix):
+            given.setdefault(key[len(prefix) :], []).append(text)
+    return {key: texts for key, texts in given.items() if len(texts) > 1}
+
+
 def parse_overrides(
     items: Iterable[str] | Mapping[str, Any] | None,
 ) -> tuple[list[tuple[str, Any, str | None]], list[Problem]]:
@@ -329,6 +370,10 @@ def load_config(
     problems += set_problems
     for dotted, raw, text in pairs:
         _assign(dotted, raw, values, sources, "--set", problems, None, params, text)
+    if not isinstance(overrides, Mapping):
+        for dotted, texts in repeated_sets(overrides).items():
+            if sources.get(dotted) == "--set":  # the last one was taken (not refused)
+                sources[dotted] = set_source(texts)
     # cross-field rules run even when some values failed their type check (those stay at their
     # defaults), so the user sees every problem in one go
     problems += check_static(values, sources, line_of, [p.key for p in problems if p.key])

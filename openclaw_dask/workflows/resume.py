@@ -22,6 +22,7 @@ from typing import Any
 
 from openclaw_dask.config import Config, ConfigError
 from openclaw_dask.config.errors import Problem
+from openclaw_dask.config.loader import is_set_source
 from openclaw_dask.config.render import yaml_value
 from openclaw_dask.config.yamlsource import read_yaml
 from openclaw_dask.translate.plan import flatten
@@ -153,16 +154,19 @@ def carried_inputs(
     carried = [
         f"params.{name}={yaml_value(value)}"
         for name, value in workflow.get("params", {}).items()
-        if workflow.get("param_sources", {}).get(name) == "--set"
+        if is_set_source(workflow.get("param_sources", {}).get(name))
     ]
     sources = recorded.get("sources", {})
     carried += [
         f"{key}={yaml_value(value)}"
         for key, value in flatten(recorded.get("values", {})).items()
-        if sources.get(key) == "--set"
+        if is_set_source(sources.get(key))
     ]
     if config is None and recorded.get("file") and Path(recorded["file"]).is_file():
         config = recorded["file"]
+    # a key given now replaces the carried one, which would otherwise read as given twice
+    now = {item.partition("=")[0].strip() for item in overrides}
+    carried = [item for item in carried if item.partition("=")[0] not in now]
     return config, [*carried, *overrides]
 
 

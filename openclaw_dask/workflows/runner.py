@@ -851,7 +851,7 @@ def run_workflow(
     problems: list[Problem] = []
     workflow = cfg = None
     try:
-        workflow = load_workflow(path, param_overrides)
+        workflow = load_workflow(path, param_overrides, given=overrides)
     except ConfigError as exc:
         problems += exc.problems
     try:  # the config is checked even when the workflow is bad: every problem at once

@@ -38,7 +38,7 @@ import inspect
 import math
 import re
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import UnionType
@@ -53,6 +53,7 @@ from openclaw_dask.config.errors import (
     quote,
     shorten,
 )
+from openclaw_dask.config.loader import is_set_source, repeated_sets, set_source
 from openclaw_dask.config.yamlsource import (
     YamlDocument,
     nothing_typed,
@@ -430,7 +431,7 @@ def _check_args(
     """
 
     def origin(param: str) -> str:
-        return ", set by --set" if sources.get(param) == "--set" else ""
+        return ", set by --set" if is_set_source(sources.get(param)) else ""
 
     params = info.parameters
     found = len(chk.problems)
@@ -584,7 +585,11 @@ def _absolute(path: str, base: Path) -> str:
         raise ValueError(f"{user}: no such user's home directory here ({quote(path)})") from None
 
 
-def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> Workflow:
+def load_workflow(
+    path: str | Path,
+    params: Mapping[str, Any] | None = None,
+    given: Sequence[str] | None = None,
+) -> Workflow:
     """Read and check a workflow file.
 
     Parameters
@@ -593,6 +598,10 @@ def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> 
         The workflow YAML.
     params
         ``{name: value}`` overrides (values may be strings, parsed as YAML).
+    given
+        The ``--set`` items as typed, in order (``params`` holds the last of each): a parameter
+        given more than once says so in its source
+        (:func:`~openclaw_dask.config.loader.set_source`).
 
     Returns
     -------
@@ -635,6 +644,9 @@ def load_workflow(path: str | Path, params: Mapping[str, Any] | None = None) -> 
     # a --set of a parameter whose spec was refused waits until the spec is fixed
     overrides = {k: v for k, v in (params or {}).items() if k in param_specs or k not in declared}
     values, sources = apply_param_overrides(param_specs, overrides, chk.problems)
+    for param, texts in repeated_sets(given, "params.").items():
+        if sources.get(param) == "--set":  # the last one, which was taken
+            sources[param] = set_source(texts)
 
     steps_raw = data.get("steps")
     steps: dict[str, StepSpec] = {}

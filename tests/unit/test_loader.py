@@ -415,6 +415,22 @@ def test_nothing_after_the_equals_sign_says_so(write_config: Any, key: str, expe
     assert load_config(write_config(""), ["cluster.interface="])["cluster.interface"] is None
 
 
+def test_a_key_set_twice_keeps_the_last_and_says_so(write_config: Any) -> None:
+    # the first value was dropped without a word
+    sets = ["distributed.sync_interval=4", "storage.level=5", "distributed.sync_interval=2"]
+    config = load_config(write_config(""), sets)
+    assert config["distributed.sync_interval"] == 2
+    assert config.sources["distributed.sync_interval"] == "--set twice: 4, then 2"
+    assert config.sources["storage.level"] == "--set"
+    texts = ("lo", " ", "eth0,", "ib0")
+    config = load_config(write_config(""), [f"cluster.interface={v}" for v in texts])
+    assert config.sources["cluster.interface"] == "--set 4 times: lo, ' ', 'eth0,', then ib0"
+    # a refused last value is the problem, said as for one --set
+    assert problems_of("", write_config, overrides=[*sets, "distributed.sync_interval=x"]) == [
+        "--set: distributed.sync_interval: expected an integer >= 1, got 'x'"
+    ]
+
+
 def test_bad_set_syntax(write_config: Any) -> None:
     with pytest.raises(ConfigError, match="expected KEY=VALUE"):
         load_config(write_config(""), ["parallel.processes"])

@@ -14,6 +14,7 @@ from openclaw_dask.cli.main import cli
 from openclaw_dask.config import ConfigError
 from openclaw_dask.exitcodes import EXIT_BAD_INPUT
 from openclaw_dask.workflows.ops.climate import DAYS_PER_YEAR, MAX_YEARS, TIME_ATTRS
+from openclaw_dask.workflows.resume import carried_inputs
 from openclaw_dask.workflows.spec import load_workflow
 from tests.conftest import ROOT
 
@@ -143,3 +144,42 @@ def test_a_run_past_the_bound_is_refused_by_submit_dry_run() -> None:
     )
     assert result.exit_code == EXIT_BAD_INPUT
     assert f"params.years: expected int from 1 to {MAX_YEARS}, got 99999999" in result.output
+
+
+def test_a_parameter_set_twice_keeps_the_last_and_says_so(tmp_path: Path) -> None:
+    given = ["params.size=32", "storage.level=4", "params.size=48"]
+    wf = load_workflow(_workflow(tmp_path), {"size": "48"}, given=given)
+    assert wf.values["size"] == 48 and wf.param_sources["size"] == "--set twice: 32, then 48"
+    assert load_workflow(_workflow(tmp_path), {"size": "48"}).param_sources["size"] == "--set"
+
+
+def test_the_dry_run_shows_a_value_set_twice() -> None:
+    result = invoke(
+        "submit",
+        str(ROOT / "workflows" / "example.yaml"),
+        "--dry-run",
+        "--set",
+        "params.steps=3",
+        "distributed.sync_interval=7",
+        "--set",
+        "params.steps=5",
+    )
+    assert result.exit_code == 0, result.output
+    assert "steps=5 (--set twice: 3, then 5)" in result.output
+    assert "workflow example-smoothing:" in result.output
+
+
+def test_a_resume_does_not_count_a_value_given_again_as_twice(tmp_path: Path) -> None:
+    record = {
+        "workflow": {
+            "name": "demo",
+            "params": {"size": 48, "day": "2026-12-04"},
+            "param_sources": {"size": "--set twice: 32, then 48", "day": "default"},
+        },
+        "config": {"values": {"storage": {"level": 4}}, "sources": {"storage.level": "--set"}},
+    }
+    path = _workflow(tmp_path)
+    _, items = carried_inputs(record, tmp_path, path, None, ["params.size=48"])
+    assert items == ["storage.level=4", "params.size=48"]
+    _, items = carried_inputs(record, tmp_path, path, None, [])
+    assert items == ["params.size=48", "storage.level=4"]
