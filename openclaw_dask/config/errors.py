@@ -85,9 +85,15 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     Case is ignored (``SEED`` finds ``seed``: difflib alone scores it 0), and ``word`` itself
     is never suggested.
     """
+    close = closest(word, choices)
+    return f"; did you mean '{close}'?" if close else ""
+
+
+def closest(word: str, choices: Iterable[str]) -> str | None:
+    """The choice :func:`did_you_mean` suggests for ``word``, or ``None``."""
     folded = {str(c).casefold(): str(c) for c in choices if str(c) != word}
     close = difflib.get_close_matches(word.casefold(), list(folded), n=1, cutoff=0.6)
-    return f"; did you mean '{folded[close[0]]}'?" if close else ""
+    return folded[close[0]] if close else None
 
 
 def shorten(text: str, limit: int = QUOTE_LIMIT) -> str:
@@ -123,4 +129,25 @@ def not_a_file(path: str, shown: str | None = None) -> str:
     name = shown or path
     if os.path.isdir(os.path.expanduser(path)):
         return f"is a folder, not a file: {name}"
-    return f"file not found: {name}"
+    return f"file not found: {name}{nearby(path, name)}"
+
+
+def nearby(path: str, shown: str | None = None) -> str:
+    """``"; did you mean 'dir/name'?"`` for a file beside the missing ``path`` whose name is
+    close to its own (``climat.yaml``, ``openclaw.conf``), else ``""``. Folders are not
+    suggested: a file was asked for.
+
+    ``shown`` is how the message names ``path``; the suggestion keeps its folder part as
+    written. A folder that cannot be listed suggests nothing.
+    """
+    folder, name = os.path.split(os.path.expanduser(path))
+    try:
+        siblings = [entry.name for entry in os.scandir(folder or ".") if entry.is_file()]
+    except OSError:
+        return ""
+    match = closest(name, siblings)
+    # the names' stems must be near too: a shared ".yaml" made weather.yml 'climate.yaml'
+    stems = (name.partition(".")[0].casefold(), (match or "").partition(".")[0].casefold())
+    if match is None or difflib.SequenceMatcher(None, *stems).ratio() < 0.6:
+        return ""
+    return f"; did you mean '{os.path.join(os.path.dirname(shown or path), match)}'?"

@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from openclaw_dask.config.errors import ConfigError, Problem, quote
+from openclaw_dask.config.errors import ConfigError, Problem, nearby, quote
 
 _STD = "tag:yaml.org,2002:"
 _SAFE_SCALAR_TAGS = {_STD + t for t in ("str", "int", "float", "bool", "null")}
@@ -357,7 +357,7 @@ def read_yaml(path: str | Path) -> YamlDocument:
                 # the codec names a byte offset only; the line is what an editor shows
                 raise _not_utf8(p) from None
     except FileNotFoundError:
-        raise _unreadable(p, "file not found") from None
+        raise _unreadable(p, f"file not found{nearby(str(p))}") from None
     except IsADirectoryError:
         raise _unreadable(p, "is a directory, expected a YAML file") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -181,3 +181,21 @@ def test_a_bare_parameter_name_in_submit_suggests_the_parameter() -> None:
     with pytest.raises(ConfigError) as caught:
         run_workflow(ROOT / "workflows/example.yaml", overrides=["size=128"], dry_run=True)
     assert "size: unknown key; did you mean 'params.size'?" in str(caught.value)
+
+
+def test_a_missing_file_suggests_the_one_beside_it(tmp_path: Path) -> None:
+    """A typo in a workflow or config file's name: the near name in its folder, as written."""
+    (tmp_path / "flows").mkdir()
+    (tmp_path / "flows" / "climate.yaml").write_text(WORKFLOW)
+    (tmp_path / "flows" / "climate.yaml.d").mkdir()  # a folder is not offered for a file
+    said = run_cli("submit", "flows/climat.yaml", "--dry-run", cwd=tmp_path)
+    assert said.returncode == 2, said.stderr
+    assert said.stderr == (
+        "error: flows/climat.yaml: file not found; did you mean 'flows/climate.yaml'?\n"
+        "1 problem found\n"
+    )
+    said = run_cli("config", "validate", "flows/climate.yaml.", cwd=tmp_path)
+    assert "file not found; did you mean 'flows/climate.yaml'?" in said.stderr
+    # nothing near: no guess
+    said = run_cli("submit", str(tmp_path / "flows" / "weather.yml"), "--dry-run", cwd=tmp_path)
+    assert said.stderr.splitlines()[0].endswith("weather.yml: file not found"), said.stderr
