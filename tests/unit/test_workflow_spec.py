@@ -222,6 +222,11 @@ BAD: dict[str, tuple[str, int | None, str]] = {
         8,
         "steps.field.with.spacing: expected a finite number > 0, got 0",
     ),
+    "example-seed": (  # numpy refused it only in the tasks, once the run had started
+        GOOD.replace("chunk: 32", "chunk: 32, seed: -1"),
+        8,
+        "steps.field.with.seed: expected an integer >= 0, got -1",
+    ),
     "example-record-every": (
         GOOD.replace("with: {steps: 10}", "with: {steps: 10, record_every: -5}"),
         13,

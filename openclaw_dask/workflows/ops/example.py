@@ -58,7 +58,8 @@ def _positive(args: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, str]
 def _check_field(args: Mapping[str, Any]) -> dict[str, str]:
     """What ``example.field`` would refuse, found before the run starts."""
     # size >= 2: a grid spacing needs two points (example.diffuse reads it from x)
-    return _at_least(args, {"size": 2, "chunk": 1}) | _positive(args, ("spacing",))
+    # seed >= 0: numpy seeds its generators from non-negative integers only
+    return _at_least(args, {"size": 2, "chunk": 1, "seed": 0}) | _positive(args, ("spacing",))
 
 
 def _grid(size: int, chunk: int, spacing: float) -> tuple[da.Array, dict[str, Any]]:
@@ -76,7 +77,7 @@ def field(
     ctx: StepContext, *, size: int = 512, chunk: int = 128, seed: int = 0, spacing: float = 1000.0
 ) -> dict[str, xr.Dataset]:
     """A temperature-like field: large-scale waves plus seeded noise (K), in row bands."""
-    refused = _check_field({"size": size, "chunk": chunk, "spacing": spacing})
+    refused = _check_field({"size": size, "chunk": chunk, "seed": seed, "spacing": spacing})
     if refused:  # called from Python, not through a checked workflow
         raise ValueError("; ".join(f"{k}: {v}" for k, v in refused.items()))
     template, coords = _grid(size, chunk, spacing)
