@@ -287,14 +287,18 @@ class ProgressNews:
 
 
 def _duration(seconds: float) -> str:
-    """``45 s``, ``12 min``, ``3.5 h``, ``2.1 days``."""
+    """``45 s``, ``12 min``, ``3.5 h``, ``2.1 days``, ``3.4 years``, ``1,200 years``."""
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 90 * 60:
         return f"{seconds / 60:.0f} min"
     if seconds < 48 * 3600:
         return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
+    days = seconds / 86400
+    if days < 2 * 365.25:
+        return f"{days:.1f} days"
+    years = days / 365.25  # a run far too long for this cluster: "524794290037100.2 days" said
+    return f"{years:.1f} years" if years < 100 else f"{years:,.0f} years"
 
 
 class Run:

@@ -775,9 +775,12 @@ def test_without_a_terminal_a_long_step_reports_its_progress(
 
 
 def test_durations_read_as_people_say_them() -> None:
-    assert [_duration(s) for s in (45, 720, 12_600, 181_440)] == [
+    year = 365.25 * 86400
+    assert [_duration(s) for s in (45, 720, 12_600, 181_440, 3.4 * year, 1.2e3 * year)] == [
         "45 s",
         "12 min",
         "3.5 h",
         "2.1 days",
+        "3.4 years",
+        "1,200 years",
     ]
