@@ -43,10 +43,11 @@ import dask
 import distributed
 
 from openclaw_dask.config import Config, ConfigError
-from openclaw_dask.config.errors import Problem
+from openclaw_dask.config.errors import Problem, shorten
+from openclaw_dask.config.layout import MAX_THREADS_PER_CORE
 from openclaw_dask.config.validate import locate
 from openclaw_dask.runtime.plugins import common_kind
-from openclaw_dask.translate.ssh import connect_options
+from openclaw_dask.translate.ssh import connect_options, node_threads
 
 #: Seconds allowed for the TCP connection and the SSH handshake of one node.
 CONNECT_TIMEOUT = 10.0
@@ -63,6 +64,8 @@ COMPRESSION_MODULES = {"zstd": "zstandard", "lz4": "lz4"}
 PROBE = """
 import json, sys
 out = {"python": list(sys.version_info[:3]), "executable": sys.executable}
+import os
+out["cores"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 try:
     import dask, distributed
     out["dask"] = dask.__version__
@@ -378,6 +381,11 @@ def check_nodes(config: Config) -> dict[str, dict[str, Any]]:
             )
         if facts is not None:
             found[target.label] = facts
+    for i, node in enumerate(config["distributed.nodes"]):
+        why = too_many_threads_there(config, node, found.get(f"{node['host']}:{node['ssh_port']}"))
+        if why:
+            where = f"distributed.nodes[{i}]"
+            problems.append(locate(where, config.sources, why, config.line_of))
     kinds = {label: facts["numerics"] for label, facts in found.items() if "numerics" in facts}
     index = {t.label: t.index for t in targets}
     for label, why in numerics_outliers(kinds).items():
@@ -386,6 +394,29 @@ def check_nodes(config: Config) -> dict[str, dict[str, Any]]:
     if problems:
         raise ConfigError(problems)
     return found
+
+
+def too_many_threads_there(
+    config: Config, node: dict[str, Any], facts: dict[str, Any] | None
+) -> str | None:
+    """Why ``node``'s worker threads are refused on the cores its probe found, or ``None``.
+
+    The bound is the local one (:data:`~openclaw_dask.config.layout.MAX_THREADS_PER_CORE` per
+    usable core), checked here because only the probe knows a node's cores: a
+    ``resources.cpus`` of 10**20 had passed to the workers' ``nthreads``.
+    """
+    threads = node_threads(config, node)
+    cores = (facts or {}).get("cores")
+    if threads is None or not isinstance(cores, int) or threads <= MAX_THREADS_PER_CORE * cores:
+        return None
+    cpus = node["resources"]["cpus"] is not None
+    key = "resources.cpus" if cpus else "parallel.thread_pool_size"
+    return (
+        f"node {node['host']}:{node['ssh_port']}: {shorten(str(threads))} worker threads "
+        f"({key}) but only {cores} usable core(s) there: use at most "
+        f"{MAX_THREADS_PER_CORE * cores} ({MAX_THREADS_PER_CORE} per core; more only queue "
+        "for the same cores), or leave resources.cpus null for the node's own count"
+    )
 
 
 def wait_for_ssh_workers(client: Any, plan: Any, timeout: float = JOIN_TIMEOUT) -> None:

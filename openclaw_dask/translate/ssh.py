@@ -69,7 +69,9 @@ def connect_options(config: Config, node: dict[str, Any]) -> dict[str, Any]:
     return opts
 
 
-def _node_threads(config: Config, node: dict[str, Any]) -> int | None:
+def node_threads(config: Config, node: dict[str, Any]) -> int | None:
+    """Worker threads on ``node`` in all (``resources.cpus``, else an integer
+    ``parallel.thread_pool_size``), or ``None`` for the node's own core count."""
     cpus = node["resources"]["cpus"]
     if cpus is not None:
         return int(cpus)
@@ -114,7 +116,7 @@ def plan_ssh(config: Config, hw: Hardware) -> ClusterPlan:
     workers: dict[str, Any] = {}
     per_node = []
     for index, node in enumerate(nodes):
-        threads = _node_threads(config, node)
+        threads = node_threads(config, node)
         memory = node["resources"]["memory"]
         name = f"{node['host']}-{node['ssh_port']}"
         if any(n["name"] == name for n in per_node):  # another entry for the same host

@@ -265,6 +265,12 @@ def _other_numerics(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
     }
 
 
+def _too_many_threads(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
+    """A typo's thread count: it had gone to the node's workers as their nthreads."""
+    a, b, _ = hosts(rig)
+    return {"nodes": [rig.node(a, **NODE_A), rig.node(b, resources={"cpus": 10**20})]}
+
+
 def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
     a, _, odd = hosts(rig)
     return {"nodes": [rig.node(a, **NODE_A), rig.node(odd)]}
@@ -279,6 +285,11 @@ def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
         (_no_openclaw, "its python /usr/bin/python3 cannot import"),
         (_no_python, "its python /opt/nowhere/bin/python does not exist"),
         (_other_numerics, "computes unlike the others: cpu generic (node "),
+        (
+            _too_many_threads,
+            f"{10**20} worker threads (resources.cpus) but only {len(os.sched_getaffinity(0))} "
+            "usable core(s) there: use at most",
+        ),
     ],
     ids=[
         "mismatched-sync-interval",
@@ -287,6 +298,7 @@ def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
         "no-openclaw-dask",
         "no-python",
         "deterministic-mode-other-cpu",
+        "threads-beyond-its-cores",
     ],
 )
 def test_bad_node_fails_before_any_work_naming_it(
