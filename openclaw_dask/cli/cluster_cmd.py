@@ -29,7 +29,7 @@ from openclaw_dask.config import ConfigError
 from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.validate import locate
 from openclaw_dask.exitcodes import EXIT_FAILED
-from openclaw_dask.runtime.processes import wait_gone
+from openclaw_dask.runtime.processes import kill_tree, wait_gone
 from openclaw_dask.runtime.state import (
     address_problem,
     clear_state,
@@ -49,8 +49,13 @@ if TYPE_CHECKING:
     from distributed import Client
 
 UP_TIMEOUT = 120.0
-#: Seconds `cluster down` gives the daemon to shut its cluster down before it is killed.
+#: Seconds a cluster process stopped while it starts (Ctrl-C on `cluster up`) gets to close.
 DOWN_TIMEOUT = 60.0
+#: Seconds `cluster down` gives the daemon to close its cluster before it kills it and the
+#: processes under it. `cluster down` of a local cluster takes ~1.5 s here, and Dask's nannies
+#: kill a worker that does not close within 4 s: 20 s leaves room (SSH workers' round trips)
+#: without waiting a minute on a daemon that will never finish.
+DOWN_GRACE = 20.0
 #: Seconds `cluster down` gives a daemon whose scheduler refuses connections (nothing to close).
 DEAD_SCHEDULER_TIMEOUT = 3.0
 #: What `status` and `compact` say when they have no scheduler to talk to.
@@ -250,7 +255,7 @@ def down_cmd() -> None:
     if not state or not proc:
         _no_cluster(stale)
     found: list[str] = []  # what was wrong with it, said on the one line
-    timeout = DOWN_TIMEOUT
+    timeout, closing = DOWN_GRACE, True
     try:
         proc.terminate()  # psutil refuses to signal a pid that now names another process
         if proc.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
@@ -261,17 +266,52 @@ def down_cmd() -> None:
             found.append(f"{stopped}: continued it to close")
         elif scheduler_refuses(state["address"]):
             # its scheduler is gone: a daemon that closes its cluster waits on it in vain
-            timeout = DEAD_SCHEDULER_TIMEOUT
+            timeout, closing = DEAD_SCHEDULER_TIMEOUT, False
             found.append("its scheduler was gone already (connection refused)")
         if wait_gone([proc], timeout):
-            proc.kill()
-            found.append(f"killed its daemon, pid {proc.pid}, after {timeout:g} s")
+            found.append(_kill_daemon(proc, timeout, closing))
             # a killed daemon cannot remove its own state file
             clear_state(proc.pid)
     except psutil.NoSuchProcess:
         pass  # it exited on its own meanwhile
     said = "".join(f"; {line}" for line in found)
     out.print(f"cluster down: {state['address']} stopped{said}", markup=False)
+
+
+def _kill_daemon(proc: psutil.Process, waited: float, closing: bool) -> str:
+    """SIGKILL a daemon that did not exit on SIGTERM, and the processes under it; say so.
+
+    A daemon hanging while it closes its cluster (a blocked event loop, a stuck plugin) never
+    exits; killing it alone left its local workers to notice, which one stuck in a task that
+    holds the GIL never does (it spun on, orphaned), nor does a process a task started.
+
+    Parameters
+    ----------
+    proc : psutil.Process
+        The daemon.
+    waited : float
+        Seconds it was given after SIGTERM.
+    closing : bool
+        Whether it had a cluster to close (``False``: its scheduler was gone already).
+
+    Returns
+    -------
+    str
+        What was done, for the command's one line.
+    """
+    under = kill_tree(proc)
+    them = ""
+    if under:
+        pids = ", ".join(str(p.pid) for p in under)
+        n = len(under)
+        them = f" and the {n} process{'es' if n != 1 else ''} under it (pids {pids})"
+    if not closing:
+        return f"killed its daemon, pid {proc.pid}{them}, after {waited:g} s"
+    log = state_dir() / "cluster.log"  # where the daemon's cluster logged what it was doing
+    return (
+        f"its daemon, pid {proc.pid}, had not closed its cluster after {waited:g} s "
+        f"(its log: {log}): killed it{them}"
+    )
 
 
 @cluster_group.command("status")

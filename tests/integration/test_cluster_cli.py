@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -14,8 +15,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from openclaw_dask.runtime.processes import running
 from openclaw_dask.runtime.state import clear_state, read_state, state_file, write_state
 from tests.conftest import ROOT
+from tests.integration.hangs_closing import HANGS_CLOSING_SETS
 from tests.integration.test_workflow_run import foreground
 from tests.unit.test_state import fake_daemon
 
@@ -418,6 +421,53 @@ def test_down_continues_a_stopped_daemon_and_closes_its_cluster() -> None:
         f"cluster down: {state['address']} stopped; its daemon, pid {daemon.pid}, was stopped "
         "(SIGSTOP or Ctrl-Z): continued it to close"
     ]
+    assert not state_file().exists() and not _daemons_here()
+
+
+def test_down_of_a_daemon_that_hangs_closing_kills_it_and_its_workers() -> None:
+    """A daemon whose cluster never finishes closing (here its scheduler's close blocks its
+    event loop, before the workers are closed): `cluster down` waited 60 s, then killed the
+    daemon alone, and a worker busy in a GIL-holding call outlived it, spinning for ever."""
+    up = sh("cluster", "up", "--set", "cluster.dashboard_address=null", *HANGS_CLOSING_SETS)
+    assert up.returncode == 0, up.stderr
+    state = read_state()
+    assert state
+    daemon = psutil.Process(state["pid"])
+    under = daemon.children(recursive=True)
+    try:
+        from distributed import Client
+
+        with Client(state["address"], timeout=30) as client:
+            pids = client.run(os.getpid)
+            workers = {psutil.Process(pid) for pid in pids.values()}
+            # a task stuck in a C call that never lets go of the GIL (a regex that backtracks
+            # for ages): no other thread of its worker runs, not even the one that ends the
+            # worker when its parent dies
+            busy = client.submit(re.match, r"(a+)+$", "a" * 64 + "b", pure=False)
+            while not any(client.processing().values()):
+                assert not busy.done(), busy  # (an error: it would never run)
+                time.sleep(0.05)
+            [stuck] = [pids[w] for w, keys in client.processing().items() if keys]
+            time.sleep(0.5)  # in the worker's thread by now (its heartbeats stop)
+            del busy
+        start = time.monotonic()
+        down = sh("cluster", "down", timeout=120)
+        took = time.monotonic() - start
+    finally:
+        left = [p for p in [daemon, *under] if running(p)]
+        for p in left:
+            p.kill()
+    assert down.returncode == 0 and took < 30, (took, down.stdout, down.stderr)
+    [line] = down.stdout.splitlines()
+    assert line.startswith(
+        f"cluster down: {state['address']} stopped; its daemon, pid {daemon.pid}, had not "
+        f"closed its cluster after 20 s (its log: {state_file().with_name('cluster.log')}): "
+        "killed it and the "
+    ), line
+    # the idle worker may have closed; the stuck one had not, and was killed with the daemon
+    killed = line.rsplit(" (pids ", 1)[1].removesuffix(")").split(", ")
+    assert str(stuck) in killed and {str(p.pid) for p in under} >= set(killed), line
+    assert workers <= set(under) and not left, left  # nothing was left running
     assert not state_file().exists() and not _daemons_here()
 
 
