@@ -8,6 +8,7 @@ file names and that still runs (never a pid that now names another process). A m
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
@@ -49,12 +50,11 @@ if TYPE_CHECKING:
     from distributed import Client
 
 UP_TIMEOUT = 120.0
-#: Seconds a cluster process stopped while it starts (Ctrl-C on `cluster up`) gets to close.
-DOWN_TIMEOUT = 60.0
 #: Seconds `cluster down` gives the daemon to close its cluster before it kills it and the
-#: processes under it. `cluster down` of a local cluster takes ~1.5 s here, and Dask's nannies
-#: kill a worker that does not close within 4 s: 20 s leaves room (SSH workers' round trips)
-#: without waiting a minute on a daemon that will never finish.
+#: processes under it, and a Ctrl-C on `cluster up` the daemon it was starting. `cluster down`
+#: of a local cluster takes ~1.5 s here, and Dask's nannies kill a worker that does not close
+#: within 4 s: 20 s leaves room (SSH workers' round trips) without waiting a minute on a
+#: daemon that will never finish.
 DOWN_GRACE = 20.0
 #: Seconds `cluster down` gives a daemon whose scheduler refuses connections (nothing to close).
 DEAD_SCHEDULER_TIMEOUT = 3.0
@@ -148,12 +148,18 @@ def _up(lock: IO[str] | None, config_path: str | None, overrides: tuple[str, ...
 
 
 def _stop_starting(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the cluster process ``cluster up`` started (it closes its cluster, if any)."""
+    """Stop the cluster process ``cluster up`` started (it closes its cluster, if any).
+
+    One stuck in its start (a scheduler or an SSH node that never answers) is killed after
+    :data:`DOWN_GRACE`, with whatever it had started (:func:`kill_tree`): it had been given a
+    minute, and then killed alone.
+    """
     proc.terminate()
     try:
-        proc.wait(timeout=DOWN_TIMEOUT)
+        proc.wait(timeout=DOWN_GRACE)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        with contextlib.suppress(psutil.NoSuchProcess):  # (it ended just now after all)
+            kill_tree(psutil.Process(proc.pid))
         proc.wait()
         clear_state(proc.pid)  # a killed process cannot remove its own state file
 
@@ -260,7 +266,7 @@ def down_cmd() -> None:
         proc.terminate()  # psutil refuses to signal a pid that now names another process
         if proc.status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
             # SIGSTOP or Ctrl-Z: a stopped process acts on the SIGTERM only once continued
-            # (it waited the whole DOWN_TIMEOUT, then was killed without closing its cluster)
+            # (it waited the whole grace, then was killed without closing its cluster)
             proc.resume()
             stopped = f"its daemon, pid {proc.pid}, was stopped (SIGSTOP or Ctrl-Z)"
             found.append(f"{stopped}: continued it to close")

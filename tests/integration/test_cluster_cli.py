@@ -19,6 +19,7 @@ from openclaw_dask.runtime.processes import running
 from openclaw_dask.runtime.state import clear_state, read_state, state_file, write_state
 from tests.conftest import ROOT
 from tests.integration.hangs_closing import HANGS_CLOSING_SETS
+from tests.integration.hangs_starting import HANGS_STARTING_SETS
 from tests.integration.test_workflow_run import foreground
 from tests.unit.test_state import fake_daemon
 
@@ -324,6 +325,28 @@ def test_ctrl_c_while_the_cluster_starts_leaves_no_cluster(sig: signal.Signals) 
     assert not daemon.is_running() and read_state() is None
     status = sh("cluster", "status")
     assert status.returncode == 1 and "no cluster is running" in status.stderr
+
+
+def test_ctrl_c_on_a_cluster_up_stuck_starting_kills_its_daemon_after_the_grace() -> None:
+    """A start that never ends (a scheduler or node that never answers) ignores the SIGTERM
+    that stops it: the command waited a minute and then killed the daemon alone."""
+    command = [str(EXE), "cluster", "up", "--set", "cluster.dashboard_address=null"]
+    proc = foreground([*command, *HANGS_STARTING_SETS])
+    daemon = None
+    deadline = time.monotonic() + 60
+    while daemon is None and time.monotonic() < deadline and proc.poll() is None:
+        children = psutil.Process(proc.pid).children()
+        daemon = next((c for c in children if "openclaw_dask.runtime.daemon" in c.cmdline()), None)
+        time.sleep(0.05)
+    assert daemon is not None, proc.communicate()
+    time.sleep(2)  # into the scheduler's start, where it stays
+    t0 = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    waited = time.monotonic() - t0
+    assert proc.returncode == 130 and stderr.strip() == "interrupted", stderr
+    assert 15 < waited < 40, waited  # the grace (20 s), not a minute
+    assert not daemon.is_running() and read_state() is None
 
 
 def _daemons_here() -> list[psutil.Process]:
