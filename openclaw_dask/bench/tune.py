@@ -59,6 +59,8 @@ class Trial:
     changes: dict[str, Any]
     samples: list[float] = field(default_factory=list)
     ctx_switches: dict[str, int] = field(default_factory=dict)
+    #: addresses of workers that died during the trial (its figures include the loss)
+    workers_lost: list[str] = field(default_factory=list)
     skipped: str | None = None
     #: seconds the trial took: cluster start, warm-up, repeats, shutdown
     wall_s: float = 0.0
@@ -80,6 +82,7 @@ class Trial:
             "rate_median": self.rate,
             "rate_samples": self.samples,
             "ctx_switches_per_worker": self.ctx_switches,
+            "workers_lost": self.workers_lost,
             "skipped": self.skipped,
             "wall_s": self.wall_s,
         }
@@ -157,7 +160,6 @@ class Tuner:
         ``strict``: the baseline itself must run).
         """
         trial = Trial(stage, dict(changes))
-        lost: set[str] = set()
         self.trials.append(trial)
         started = time.monotonic()
         if started > self.sweep_deadline:
@@ -189,15 +191,15 @@ class Tuner:
                 # counts from zero: only the workers that ran every timed run are counted
                 per_run = {w: (after[w] - before[w]) // self.repeats for w in after if w in before}
                 trial.ctx_switches = per_run
-                lost = workers - set(client.nthreads())
+                trial.workers_lost = sorted(workers - set(client.nthreads()))
         except ConfigError as exc:
             if strict:
                 raise
             trial.skipped = "; ".join(p.message for p in exc.problems)
         trial.wall_s = time.monotonic() - started
         shown = f"skipped: {trial.skipped}" if trial.skipped else self.rate_text(trial.rate)
-        if lost:  # Dask's own logs of a worker's death are kept off the terminal: say it here
-            shown += f"; {lost_workers_note(lost, 'trial')}"
+        if trial.workers_lost:  # Dask's own logs of a death are kept off the terminal: say it
+            shown += f"; {lost_workers_note(set(trial.workers_lost), 'trial')}"
         self.log(f"{stage:<10} {trial.label():<55} {shown}")
         return trial
 

@@ -49,6 +49,8 @@ def markdown(report: dict[str, Any]) -> str:
     for t in report["trials"]:
         changes = ", ".join(f"`{k}={v}`" for k, v in t["changes"].items()) or "baseline"
         rate = f"skipped: {t['skipped']}" if t["skipped"] else describe_rate(t["rate_median"], unit)
+        if t.get("workers_lost"):  # (absent from reports written before it was recorded)
+            rate += f" ({len(t['workers_lost'])} worker(s) died during it)"
         ctx = ", ".join(str(v) for v in t["ctx_switches_per_worker"].values())
         lines.append(f"| {t['stage']} | {changes} | {rate} | {ctx} |")
     if report["skipped"]:

@@ -129,6 +129,10 @@ def test_a_worker_restarted_during_a_trial_does_not_end_the_tune(tmp_path: Path)
     assert first.startswith("baseline ") and "1 worker(s) died during this trial" in first
     baseline = json.loads((tmp_path / "tuned.report.json").read_text())["trials"][0]
     assert len(baseline["rate_samples"]) == 3
+    # the report keeps what the terminal said: its figure includes the loss
+    assert len(baseline["workers_lost"]) == 1, baseline
+    markdown = (tmp_path / "tuned.report.md").read_text()
+    assert "(1 worker(s) died during it)" in markdown
     # of the two workers, the one restarted did not run every timed run: it is not counted
     counted = baseline["ctx_switches_per_worker"]
     assert len(counted) == 1 and all(n >= 0 for n in counted.values()), counted
