@@ -7,6 +7,14 @@ and is checkpointed every ``distributed.sync_interval`` steps). Built-in ops reg
 group (the xarray-backend idea), and a workflow can name any importable op by path. Nothing is
 ever ``eval``-ed.
 
+A user op's module may also be a file beside the workflow file (``op: myops:scale`` with
+``myops.py`` in the workflow's folder) that is not importable from the environment: it is
+imported from there (the folder joins the end of ``sys.path``, so it never shadows an installed
+module), and :func:`ship_modules` uploads it to the cluster's scheduler and workers with Dask's
+own upload plugins, so that their processes, which were not started with that folder on their
+path (a ``cluster up`` cluster, SSH nodes, mpirun ranks), unpickle its functions. It had
+been "No module named 'myops'" unless the user set ``PYTHONPATH`` on every node.
+
 An op may also check its arguments' *values* before anything starts: ``register(...,
 check=fn)`` for a function op, or a ``check_args`` static method on an :class:`IterativeOp`.
 ``fn(args)`` gets the step's ``with:`` values (parameters substituted) and returns ``{argument:
@@ -17,12 +25,16 @@ the cluster starts, not after a step has run.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib
 import importlib.metadata
 import inspect
+import sys
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from openclaw_dask.config.errors import did_you_mean
@@ -225,8 +237,16 @@ def available_ops() -> dict[str, OpInfo]:
     return dict(sorted(_REGISTRY.items()))
 
 
-def resolve_op(name: str) -> OpInfo:
+def resolve_op(name: str, beside: Path | None = None) -> OpInfo:
     """Find the op a workflow names.
+
+    Parameters
+    ----------
+    name
+        A registered name, or ``module:attribute``.
+    beside
+        The workflow file's folder: a top-level module the environment does not have is
+        imported from ``beside/<module>.py`` when that file exists (:func:`module_beside`).
 
     Raises
     ------
@@ -237,7 +257,7 @@ def resolve_op(name: str) -> OpInfo:
     if ":" in name:
         module_name, _, attr = name.partition(":")
         try:
-            module = importlib.import_module(module_name)
+            module = _import(module_name, beside)
         except ImportError as exc:
             raise OpError(f"cannot import {module_name!r} for op {name!r}: {exc}") from None
         except (Exception, SystemExit) as exc:  # its own code failed: a syntax error, exit()
@@ -271,3 +291,91 @@ def resolve_op(name: str) -> OpInfo:
         f"unknown op {name!r}{did_you_mean(name, ops)}; available: "
         f"{', '.join(ops)} (or a user op as pkg.module:function)"
     )
+
+
+def _import(module_name: str, beside: Path | None) -> Any:
+    """``import module_name``, else from the workflow's folder ``beside`` (see the module doc)."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        file = module_beside(module_name, beside)
+        if exc.name != module_name or file is None:
+            raise
+    folder = str(file.parent)
+    if folder not in sys.path:
+        sys.path.append(folder)  # last: a user's numpy.py must not shadow numpy
+    return importlib.import_module(module_name)
+
+
+def shipped_module(module_name: str, beside: Path | None) -> Path | None:
+    """The file beside the workflow that module ``module_name`` was imported from, or ``None``
+    (an installed module of the same name, imported instead, is never shipped: uploaded, it
+    would shadow that module on the workers)."""
+    file = module_beside(module_name, beside)
+    module = sys.modules.get(module_name)
+    loaded = getattr(module, "__file__", None)
+    return file if file is not None and loaded and Path(loaded).resolve() == file else None
+
+
+def module_beside(module_name: str, beside: Path | None) -> Path | None:
+    """``beside/<module_name>.py`` when ``module_name`` is a top-level name and the file exists.
+
+    Parameters
+    ----------
+    module_name
+        The module part of a ``module:attribute`` op name.
+    beside
+        The workflow file's folder, or ``None``.
+
+    Returns
+    -------
+    Path or None
+        The file's resolved path.
+    """
+    if beside is None or not module_name.isidentifier():  # (a dotted name is a package's)
+        return None
+    file = (beside / f"{module_name}.py").resolve()
+    return file if file.is_file() else None
+
+
+def ship_modules(client: Any, files: Iterable[str]) -> None:
+    """Upload op modules found beside the workflow file to ``client``'s scheduler and workers.
+
+    Dask's own upload plugins (what ``Client.upload_file`` registers), named by the file and
+    its content rather than ``upload_file``'s new name per call: a long-lived ``cluster up``
+    cluster keeps one copy per module (a run of the same file registers nothing; an edited
+    file replaces the earlier one), which workers that start later (restarted, added) also
+    receive.
+
+    Parameters
+    ----------
+    client
+        The run's ``distributed.Client``.
+    files
+        Paths of ``.py`` files (``Workflow.op_files``).
+    """
+    from distributed.diagnostics.plugin import SchedulerUploadFile, UploadFile
+
+    for file in files:
+        prefix = f"{SHIPPED}{Path(file).name}-"
+        name = prefix + hashlib.sha256(Path(file).read_bytes()).hexdigest()[:12]
+        held = client.run_on_scheduler(_plugins_named, prefix)
+        if name in held:  # this very file, from an earlier run on this cluster
+            continue
+        for earlier in held:  # an earlier version of the file
+            with contextlib.suppress(ValueError):
+                client.unregister_scheduler_plugin(earlier)
+            with contextlib.suppress(ValueError):
+                client.unregister_worker_plugin(earlier)
+        client.register_plugin(SchedulerUploadFile(file), name=name)
+        client.register_plugin(UploadFile(file), name=name)
+
+
+#: The start of the plugin names under which :func:`ship_modules` uploads a module.
+SHIPPED = "openclaw-op-module-"
+
+
+def _plugins_named(prefix: str, dask_scheduler: Any = None) -> list[str]:
+    """The scheduler's and its workers' plugins whose names start with ``prefix``."""
+    names = {*dask_scheduler.plugins, *dask_scheduler.worker_plugins}
+    return sorted(n for n in names if n.startswith(prefix))

@@ -64,6 +64,7 @@ from openclaw_dask.workflows.recovery import (
     prepare_to_continue,
     worker_addresses,
 )
+from openclaw_dask.workflows.registry import ship_modules
 from openclaw_dask.workflows.resume import (
     RUN_RECORD,
     carried_inputs,
@@ -986,6 +987,7 @@ def run_workflow(
                         announce(f"dashboard: {note}")
                 record["cluster"] = _cluster_summary(client)
                 counter.install(client)
+                ship_modules(client, workflow.op_files)  # ops beside the workflow file
                 run.watch = stack.enter_context(PauseWatch(client))
                 run.save()
                 run.run_steps(client)

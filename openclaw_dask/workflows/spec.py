@@ -61,7 +61,7 @@ from openclaw_dask.config.yamlsource import (
     parse_scalar,
     read_yaml,
 )
-from openclaw_dask.workflows.registry import OpError, OpInfo, resolve_op
+from openclaw_dask.workflows.registry import OpError, OpInfo, resolve_op, shipped_module
 
 TOP_FIELDS = ("name", "description", "config", "params", "steps")
 STEP_FIELDS = ("op", "with", "needs", "outputs", "description")
@@ -180,6 +180,9 @@ class Workflow:
     steps: dict[str, StepSpec]
     order: tuple[str, ...]
     param_sources: dict[str, str] = field(default_factory=dict)
+    #: op modules imported from beside the workflow file, shipped to the cluster
+    #: (:func:`~openclaw_dask.workflows.registry.ship_modules`)
+    op_files: tuple[str, ...] = ()
 
 
 def _substitute(value: Any, values: Mapping[str, Any]) -> Any:
@@ -613,6 +616,7 @@ def load_workflow(
         With every problem found.
     """
     doc = read_yaml(path)
+    file = str(path)  # (`path` names each step's dotted path below)
     chk = _Checker(doc)
     data = doc.data
     for key in data:
@@ -648,6 +652,8 @@ def load_workflow(
         if sources.get(param) == "--set":  # the last one, which was taken
             sources[param] = set_source(texts)
 
+    beside = Path(path).parent  # (where a user op's module file may be, and a config:)
+    op_files: list[str] = []
     steps_raw = data.get("steps")
     steps: dict[str, StepSpec] = {}
     if not isinstance(steps_raw, dict) or not steps_raw:
@@ -677,7 +683,11 @@ def load_workflow(
             )
         else:
             try:
-                info = resolve_op(op_name)
+                info = resolve_op(op_name, beside)
+                module, colon, _ = op_name.partition(":")  # (as resolve_op splits it)
+                shipped = shipped_module(module, beside) if colon else None
+                if shipped is not None and str(shipped) not in op_files:
+                    op_files.append(str(shipped))
             except OpError as exc:
                 chk.bad(f"{path}.op", str(exc))
         args = raw.get("with") or {}
@@ -757,11 +767,12 @@ def load_workflow(
     return Workflow(
         str(name),
         str(description),
-        str(path),
+        file,
         config_path,
         param_specs,
         values,
         steps,
         order,
         sources,
+        tuple(op_files),
     )

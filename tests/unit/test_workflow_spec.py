@@ -687,3 +687,24 @@ def test_a_renamed_forcing_step_is_read_through_source(tmp_path: Path) -> None:
         '      years: "${params.years}"', '      source: grid\n      years: "${params.years}"'
     )
     assert load_workflow(write(tmp_path, fixed)).steps["simulate"].args["source"] == "grid"
+
+
+def test_an_op_module_beside_the_workflow_file_is_found_and_listed_for_the_cluster(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "openclaw_unit_beside_ops.py").write_text(
+        "def scale(ctx, *, factor: float = 2.0):\n    return {}\n"
+    )
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(
+        "name: beside\nsteps:\n  scale:\n    op: openclaw_unit_beside_ops:scale\n"
+        "    with: {factor: 3.0}\n    outputs: [scaled.zarr]\n"
+    )
+    workflow = load_workflow(wf)
+    assert workflow.op_files == (str((tmp_path / "openclaw_unit_beside_ops.py").resolve()),)
+    assert workflow.file == str(wf)  # (it had said "steps.scale", the last step's path)
+    # an installed module of the same name as a file beside the workflow is the one imported
+    (tmp_path / "json.py").write_text("def dumps(ctx):\n    return {}\n")
+    wf.write_text(wf.read_text().replace("openclaw_unit_beside_ops:scale", "json:dumps"))
+    workflow = load_workflow(wf)
+    assert workflow.steps["scale"].info.target is json.dumps and workflow.op_files == ()
