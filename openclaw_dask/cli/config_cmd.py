@@ -77,11 +77,11 @@ def validate_cmd(paths: tuple[str, ...], overrides: tuple[str, ...]) -> None:
             config, plan = load_and_plan(path, overrides)
         except ConfigError as exc:
             failed += 1
-            # no path given: the file the search order found ($OPENCLAW_CONFIG, say)
+            # no path given: the file the search order found ($OPENCLAW_CONFIG, say), or none
             found = getattr(exc.partial, "file", None) or next(
                 (p.file for p in exc.problems if p.file), None
             )
-            print_problems(exc, title=f"{path or found or 'openclaw.config'}: invalid")
+            print_problems(exc, title=f"{path or found or 'built-in defaults'}: invalid")
             continue
         name = config.file or "built-in defaults"
         layout = plan.layout

@@ -306,6 +306,19 @@ def test_the_config_the_search_order_found_is_named(
     assert "x1.config: invalid" in result.output and "openclaw.config" not in result.output
 
 
+def test_no_config_file_found_is_not_called_openclaw_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # no file anywhere in the search order: the bad value is on the built-in defaults, and
+    # naming "openclaw.config" sent the user looking for a file that does not exist
+    monkeypatch.delenv("OPENCLAW_CONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    result = run("config", "validate", "--set", "distributed.batch_size=0")
+    refused(result)
+    assert "built-in defaults: invalid" in result.output
+    assert "openclaw.config" not in result.output
+
+
 def test_cluster_up_points_at_the_backend_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
