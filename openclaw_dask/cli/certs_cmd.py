@@ -63,7 +63,7 @@ def certs_group() -> None:
 def create_cmd(
     directory: str, names: tuple[str, ...], hosts: tuple[str, ...], days: int, force: bool
 ) -> None:
-    """Make a CA (or reuse the one in DIR) and node certificates signed by it.
+    """Make a CA (or reuse the one in DIRECTORY) and node certificates signed by it.
 
     Dask's TLS is mutual: scheduler, workers and clients each need a certificate from the same
     CA. Copy ca.pem and a node's pair to every machine; keep ca-key.pem private.
