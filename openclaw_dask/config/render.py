@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from dask.utils import format_bytes
 
 from openclaw_dask.config.hardware import Hardware, format_cpu_list
 from openclaw_dask.config.schema import KEYS, SECTIONS, Key
-from openclaw_dask.config.types import format_size
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_DEFAULT = ROOT / "configs" / "openclaw.config"
@@ -49,7 +49,7 @@ def machine_header(hw: Hardware) -> list[str]:
         "# Written by `openclaw-dask config init` for this machine:",
         f"#   cores: {hw.logical_cores} logical ({hw.cpulist()} usable), "
         f"{hw.physical_cores} physical; NUMA {numa}",
-        f"#   memory: {format_size(hw.memory)}; GPUs: {gpus}; allocators found: {alloc}",
+        f"#   memory: {format_bytes(hw.memory)}; GPUs: {gpus}; allocators found: {alloc}",
     ]
 
 

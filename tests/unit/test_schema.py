@@ -132,3 +132,10 @@ def test_starter_config_for_a_machine_validates(hw: Any, write_config: Any) -> N
     text = starter_config(hw(cores=4, numa=2, gpus=1))
     assert "4 logical" in text and "NVIDIA H200" in text
     assert load_config(write_config(text)).values == defaults()
+
+
+def test_starter_config_header_gives_the_memory_in_words(hw: Any) -> None:
+    # a machine's RAM is rarely a whole number of GiB: format_size wrote "24683792KiB"
+    header = starter_config(hw(memory=24683792 * 2**10)).splitlines()[3:6]
+    [line] = [line for line in header if "memory:" in line]
+    assert "#   memory: 23.54 GiB;" in line, line
