@@ -39,7 +39,7 @@ from openclaw_dask.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED
 @click.option(
     "--no-report",
     is_flag=True,
-    help="Skip Dask's performance-report.html (a fixed ~1 s of rendering; for short runs).",
+    help="Skip Dask's performance-report.html (0.1-1 s of rendering; for short runs).",
 )
 @SET_OPTION
 def submit_cmd(
