@@ -314,7 +314,7 @@ KEYS: tuple[Key, ...] = (
         "storage.codec",
         Choice(("zstd", "lz4", "zlib", "none")),
         "zstd",
-        "Zarr compressor for outputs (Blosc with shuffle: float fields compress ~2.5x)",
+        "Zarr compressor for outputs (Blosc with shuffle: the workflows' float64 fields 1.3-1.5x)",
     ),
     Key(
         "storage.level",
