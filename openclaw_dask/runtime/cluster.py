@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import shlex
+import socket
 import time
 import urllib.parse
 import urllib.request
@@ -230,7 +231,8 @@ def connect(address: str, where: Problem | None = None) -> Client:
 
 
 def _silent(address: str) -> str | None:
-    """Why a scheduler that takes connections does not answer, or ``None`` when it does.
+    """Why a scheduler does not answer at ``address``, or ``None`` when it does (or when the
+    client would say why better: a TLS mismatch).
 
     distributed's ``connect`` bounds the TCP connect by its timeout but not the handshake
     read after it (distributed 2026.8 ``comm.core.connect``): a port that accepts and never
@@ -238,6 +240,12 @@ def _silent(address: str) -> str | None:
     for ever. This asks for the scheduler's identity once, with a deadline over all of it, in
     a thread of its own (a caller's event loop may run here). Other transports (ucx) are
     left to the client.
+
+    A port nothing listens on is retried for the whole deadline (a scheduler a batch script
+    started a moment ago comes up meanwhile) and then said as such. It had been said to take
+    connections and not answer (``cluster status``), or, when the connect gave up first, handed
+    to the client, which retried for as long again: 22 s for ``submit --address`` of a port
+    with nothing behind it.
     """
     if urllib.parse.urlsplit(address).scheme not in ("tcp", "tls"):
         return None
@@ -245,10 +253,13 @@ def _silent(address: str) -> str | None:
     from distributed.security import Security
 
     seconds = dask.utils.parse_timedelta(CONNECT_TIMEOUT)
+    connected = False
 
     async def identity() -> None:
+        nonlocal connected
         args = Security().get_connection_args("client")
         comm = await comm_connect(address, timeout=seconds, **args)
+        connected = True
         try:
             await comm.write({"op": "identity", "reply": True})
             await comm.read()
@@ -262,10 +273,29 @@ def _silent(address: str) -> str | None:
         try:
             pool.submit(asyncio.run, bounded()).result()
         except TimeoutError:
-            return f"it takes connections but did not answer within {seconds:g} s"
-        except Exception:  # refused, unreachable, a tls mismatch: the client says it better
+            # (distributed's connect also reads a handshake: "connected" is not set then)
+            silent = f"it takes connections but did not answer within {seconds:g} s"
+            return silent if connected else _not_connecting(address, seconds) or silent
+        except OSError:
+            return None if connected else _not_connecting(address, seconds)
+        except Exception:  # a tls mismatch, a protocol error: the client says it better
             return None
     return None
+
+
+def _not_connecting(address: str, seconds: float) -> str | None:
+    """Why nothing took a connection at ``address`` for ``seconds``, by one more plain try
+    (``None`` when it now does: the client will say what is wrong there)."""
+    parts = urllib.parse.urlsplit(address)
+    try:
+        with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=2):
+            return None
+    except ConnectionRefusedError:
+        return f"connection refused for {seconds:g} s (nothing listens on port {parts.port})"
+    except TimeoutError:
+        return f"no connection within {seconds:g} s (a firewall, or a host that is down?)"
+    except OSError as exc:
+        return f"cannot connect for {seconds:g} s: {exc.strerror or exc}"
 
 
 def dashboard_note(client: Client, config: Config) -> str:
