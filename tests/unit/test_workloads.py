@@ -50,3 +50,20 @@ def test_batch_sizes_that_make_one_graph_are_one_trial() -> None:
     tuner = Tuner(config, workload("matmul"), 60.0, make_hardware(cores=2), print)
     ids = {k: tuner.identity(config.with_values(distributed__batch_size=k)) for k in shapes}
     assert len(set(ids.values())) == 4
+
+
+def test_the_overhead_suite_s_example_workflow_is_package_data() -> None:
+    """It read the repository's workflows/example.yaml, "file not found" in any install but an
+    editable one; that file is now a link to the packaged one."""
+    import fnmatch
+    import tomllib
+
+    from openclaw_dask.bench.suites import overhead
+
+    package = ROOT / "openclaw_dask"
+    assert overhead.EXAMPLE.is_file() and overhead.EXAMPLE.is_relative_to(package)
+    shipped = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    globs = shipped["package-data"]["openclaw_dask"]
+    inside = str(overhead.EXAMPLE.relative_to(package))
+    assert any(fnmatch.fnmatch(inside, g) for g in globs), globs
+    assert (ROOT / "workflows" / "example.yaml").samefile(overhead.EXAMPLE)

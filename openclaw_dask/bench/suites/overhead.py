@@ -12,11 +12,12 @@ the state at the same sync points (what a careful user writes to keep the graph 
 engine adds checkpoints, the run record with checksums, progress tracking and the worker
 checks on top.
 
-``submit`` writes Dask's ``performance_report`` by default, a fixed ~1 s of bokeh rendering on
-the scheduler whatever the run's size. So the engine is compared like for like twice: with the
-report against plain Dask inside ``distributed.performance_report``, and with ``--no-report``
-against bare plain Dask. Default ``submit`` against bare plain Dask is reported too (no goal):
-that is the report's price on a run this short.
+``submit`` writes Dask's ``performance_report`` by default, 0.1-1 s of bokeh rendering on the
+scheduler whatever the run's size (0.1-0.5 s measured on the 2-core VM). So the engine is
+compared like for like twice: with the report against plain Dask inside
+``distributed.performance_report``, and with ``--no-report`` against bare plain Dask. Default
+``submit`` against bare plain Dask is reported too (no goal): that is the report's price on a
+run this short.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ from openclaw_dask.workflows.runner import run_workflow
 
 #: ``record_every`` of workflows/example.yaml
 RECORD_EVERY = 80
-EXAMPLE = Path(__file__).resolve().parents[3] / "workflows" / "example.yaml"
+#: The example workflow, package data beside its ops (``workflows/example.yaml`` in a checkout
+#: links to it): the repository's copy was "file not found" in any install but an editable one
+EXAMPLE = Path(__file__).resolve().parents[2] / "workflows" / "ops" / "example.yaml"
 
 
 def _noop(x: int) -> int:
