@@ -64,7 +64,7 @@ NO_CLUSTER_HINT = "start one with `openclaw-dask cluster up`, or pass --address"
 
 @click.group("cluster")
 def cluster_group() -> None:
-    """Start, inspect and stop a long-lived local cluster that later commands attach to."""
+    """Start, inspect and stop a long-lived cluster (local, cuda or ssh) for later commands."""
 
 
 def _where(config: Any, key: str, message: str) -> Problem:
