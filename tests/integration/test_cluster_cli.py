@@ -308,6 +308,17 @@ def test_a_cluster_stopped_mid_run_is_one_line_and_resume_continues(tmp_path: Pa
     assert record["steps"]["diffuse"]["resumed_from_step"] >= 200
 
 
+def starting_daemon(proc: subprocess.Popen[str]) -> psutil.Process:
+    """The cluster daemon the ``cluster up`` of ``proc`` starts, as soon as it exists."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        for child in psutil.Process(proc.pid).children():
+            if "openclaw_dask.runtime.daemon" in child.cmdline():
+                return child
+        time.sleep(0.05)
+    raise AssertionError(f"no cluster daemon started: {proc.communicate()}")
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_while_the_cluster_starts_leaves_no_cluster(sig: signal.Signals) -> None:
     """The cluster process has a session of its own (it outlives the terminal), so a Ctrl-C on
@@ -315,13 +326,7 @@ def test_ctrl_c_while_the_cluster_starts_leaves_no_cluster(sig: signal.Signals) 
     the background all the same. A SIGTERM (``kill``) ended it silently (exit 143), with the
     same cluster left behind."""
     proc = foreground([str(EXE), "cluster", "up", "--set", "cluster.dashboard_address=null"])
-    daemon = None
-    deadline = time.monotonic() + 60
-    while daemon is None and time.monotonic() < deadline and proc.poll() is None:
-        children = psutil.Process(proc.pid).children()
-        daemon = next((c for c in children if "openclaw_dask.runtime.daemon" in c.cmdline()), None)
-        time.sleep(0.05)
-    assert daemon is not None, proc.communicate()
+    daemon = starting_daemon(proc)
     os.killpg(proc.pid, sig)  # while the cluster starts (~2 s)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130 and stderr.strip() == "interrupted", stderr
@@ -335,13 +340,7 @@ def test_ctrl_c_on_a_cluster_up_stuck_starting_kills_its_daemon_after_the_grace(
     that stops it: the command waited a minute and then killed the daemon alone."""
     command = [str(EXE), "cluster", "up", "--set", "cluster.dashboard_address=null"]
     proc = foreground([*command, *HANGS_STARTING_SETS])
-    daemon = None
-    deadline = time.monotonic() + 60
-    while daemon is None and time.monotonic() < deadline and proc.poll() is None:
-        children = psutil.Process(proc.pid).children()
-        daemon = next((c for c in children if "openclaw_dask.runtime.daemon" in c.cmdline()), None)
-        time.sleep(0.05)
-    assert daemon is not None, proc.communicate()
+    daemon = starting_daemon(proc)
     time.sleep(2)  # into the scheduler's start, where it stays
     t0 = time.monotonic()
     os.killpg(proc.pid, signal.SIGINT)
