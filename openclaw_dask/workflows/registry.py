@@ -32,7 +32,7 @@ import importlib.metadata
 import inspect
 import sys
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -338,29 +338,55 @@ def module_beside(module_name: str, beside: Path | None) -> Path | None:
     return file if file.is_file() else None
 
 
-def ship_modules(client: Any, files: Iterable[str]) -> None:
+def modules_beside(beside: Path | None) -> list[str]:
+    """The files of the top-level modules this process imported from the folder ``beside``:
+    the op modules and the helpers they import from there, imported ones first.
+
+    ``sys.modules`` ends with a module once its import has finished (importlib moves it
+    there), after the modules it imported: the order :func:`ship_modules` needs, as a worker
+    imports each file as it arrives.
+    """
+    if beside is None:
+        return []
+    folder = beside.resolve()
+    found = []
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and "." not in name:
+            path = Path(file).resolve()
+            if path.parent == folder and path.name == f"{name}.py":
+                found.append(str(path))
+    return found
+
+
+def ship_modules(client: Any, files: Sequence[str]) -> None:
     """Upload op modules found beside the workflow file to ``client``'s scheduler and workers.
 
-    Dask's own upload plugins (what ``Client.upload_file`` registers), named by the file and
-    its content rather than ``upload_file``'s new name per call: a long-lived ``cluster up``
-    cluster keeps one copy per module (a run of the same file registers nothing; an edited
-    file replaces the earlier one), which workers that start later (restarted, added) also
-    receive.
+    Dask's own upload plugins (what ``Client.upload_file`` registers), named by each file and
+    the content of them all rather than ``upload_file``'s new name per call: a long-lived
+    ``cluster up`` cluster keeps one copy per module (a run of the same files registers
+    nothing; an edit of any of them sends them all again, in order, so that a module that
+    imported a name from an edited helper is imported again too), which workers that start
+    later (restarted, added) also receive.
 
     Parameters
     ----------
     client
         The run's ``distributed.Client``.
     files
-        Paths of ``.py`` files (``Workflow.op_files``).
+        Paths of ``.py`` files, the imported before their importers (``Workflow.op_files``).
     """
     from distributed.diagnostics.plugin import SchedulerUploadFile, UploadFile
 
+    content = hashlib.sha256()
+    for file in files:
+        content.update(Path(file).read_bytes())
+    version = content.hexdigest()[:12]
     for file in files:
         prefix = f"{SHIPPED}{Path(file).name}-"
-        name = prefix + hashlib.sha256(Path(file).read_bytes()).hexdigest()[:12]
+        name = prefix + version
         held = client.run_on_scheduler(_plugins_named, prefix)
-        if name in held:  # this very file, from an earlier run on this cluster
+        if name in held:  # these very files, from an earlier run on this cluster
             continue
         for earlier in held:  # an earlier version of the file
             with contextlib.suppress(ValueError):

@@ -61,7 +61,13 @@ from openclaw_dask.config.yamlsource import (
     parse_scalar,
     read_yaml,
 )
-from openclaw_dask.workflows.registry import OpError, OpInfo, resolve_op, shipped_module
+from openclaw_dask.workflows.registry import (
+    OpError,
+    OpInfo,
+    modules_beside,
+    resolve_op,
+    shipped_module,
+)
 
 TOP_FIELDS = ("name", "description", "config", "params", "steps")
 STEP_FIELDS = ("op", "with", "needs", "outputs", "description")
@@ -653,7 +659,7 @@ def load_workflow(
             sources[param] = set_source(texts)
 
     beside = Path(path).parent  # (where a user op's module file may be, and a config:)
-    op_files: list[str] = []
+    from_beside = False  # an op's module was imported from there: it (and its helpers) go
     steps_raw = data.get("steps")
     steps: dict[str, StepSpec] = {}
     if not isinstance(steps_raw, dict) or not steps_raw:
@@ -685,9 +691,8 @@ def load_workflow(
             try:
                 info = resolve_op(op_name, beside)
                 module, colon, _ = op_name.partition(":")  # (as resolve_op splits it)
-                shipped = shipped_module(module, beside) if colon else None
-                if shipped is not None and str(shipped) not in op_files:
-                    op_files.append(str(shipped))
+                if colon and shipped_module(module, beside) is not None:
+                    from_beside = True
             except OpError as exc:
                 chk.bad(f"{path}.op", str(exc))
         args = raw.get("with") or {}
@@ -774,5 +779,5 @@ def load_workflow(
         steps,
         order,
         sources,
-        tuple(op_files),
+        tuple(modules_beside(beside)) if from_beside else (),
     )
