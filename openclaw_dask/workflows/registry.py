@@ -30,6 +30,8 @@ import hashlib
 import importlib
 import importlib.metadata
 import inspect
+import os
+import socket
 import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -378,10 +380,15 @@ def ship_modules(client: Any, files: Sequence[str]) -> None:
     """
     from distributed.diagnostics.plugin import SchedulerUploadFile, UploadFile
 
+    if not files:
+        return
     content = hashlib.sha256()
     for file in files:
         content.update(Path(file).read_bytes())
     version = content.hexdigest()[:12]
+    # a scheduler in this process (a local cluster's) has the modules already: uploaded, they
+    # would be imported again here, under the op objects this run has already resolved
+    here = tuple(client.run_on_scheduler(_process)) == _process()  # (msgpack: a list)
     for file in files:
         prefix = f"{SHIPPED}{Path(file).name}-"
         name = prefix + version
@@ -393,12 +400,18 @@ def ship_modules(client: Any, files: Sequence[str]) -> None:
                 client.unregister_scheduler_plugin(earlier)
             with contextlib.suppress(ValueError):
                 client.unregister_worker_plugin(earlier)
-        client.register_plugin(SchedulerUploadFile(file), name=name)
+        if not here:
+            client.register_plugin(SchedulerUploadFile(file), name=name)
         client.register_plugin(UploadFile(file), name=name)
 
 
 #: The start of the plugin names under which :func:`ship_modules` uploads a module.
 SHIPPED = "openclaw-op-module-"
+
+
+def _process() -> tuple[str, int]:
+    """This process, as another one on another host would not be."""
+    return socket.gethostname(), os.getpid()
 
 
 def _plugins_named(prefix: str, dask_scheduler: Any = None) -> list[str]:
