@@ -173,7 +173,13 @@ def _assign(
         return Problem(message, sub_path, origin=source)
 
     if path.startswith("dask."):
-        # raw dask passthrough addressed key by key (env or --set)
+        # raw dask passthrough addressed key by key (env or --set). Nothing typed is refused
+        # here too rather than stored as null: an unset shell variable would quietly turn a
+        # Dask setting off (null is "no limit", "no timeout" to many keys); a typed null passes
+        empty = nothing_typed(text, "a value (null for none)")
+        if empty:
+            problems.append(problem(empty, path))
+            return
         nested = copy.deepcopy(values["dask"])
         node = nested
         *parents, leaf = path.split(".")[1:]

@@ -431,6 +431,19 @@ def test_a_key_set_twice_keeps_the_last_and_says_so(write_config: Any) -> None:
     ]
 
 
+def test_nothing_after_the_equals_sign_of_a_dask_key_says_so(write_config: Any) -> None:
+    # it stored null, which turns many Dask settings off ("no timeout"), without a word
+    key = "dask.distributed.comm.timeouts.connect"
+    want = f"{key}: expected a value (null for none), got nothing after '='"
+    for text in ("", " "):
+        assert problems_of("", write_config, overrides=[f"{key}={text}"]) == [f"--set: {want}"]
+        variable = "OPENCLAW_" + key.upper().replace(".", "__")
+        assert problems_of("", write_config, env={variable: text}) == [f"env {variable}: {want}"]
+    # null, typed, is still Dask's "none"
+    config = load_config(write_config(""), [f"{key}=null"])
+    assert config["dask"] == {"distributed": {"comm": {"timeouts": {"connect": None}}}}
+
+
 def test_bad_set_syntax(write_config: Any) -> None:
     with pytest.raises(ConfigError, match="expected KEY=VALUE"):
         load_config(write_config(""), ["parallel.processes"])

@@ -169,6 +169,16 @@ def test_the_dry_run_shows_a_value_set_twice() -> None:
     assert "workflow example-smoothing:" in result.output
 
 
+def test_config_validate_refuses_a_dask_key_with_nothing_typed() -> None:
+    result = invoke("config", "validate", "--set", "dask.distributed.comm.timeouts.connect=")
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert (
+        "--set: dask.distributed.comm.timeouts.connect: expected a value (null for none), "
+        "got nothing after '='" in result.output
+    )
+    assert "Traceback" not in result.output
+
+
 def test_a_resume_does_not_count_a_value_given_again_as_twice(tmp_path: Path) -> None:
     record = {
         "workflow": {
