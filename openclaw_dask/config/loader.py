@@ -326,6 +326,7 @@ def load_config(
         ``./openclaw.config``, ``~/.config/openclaw/openclaw.config``, defaults).
     overrides
         ``["section.key=value", ...]`` as given to ``--set``, or a ``{path: value}`` mapping.
+        A key given more than once keeps its last value, and only that value is checked.
     env
         Environment to read ``OPENCLAW_*`` overrides from (default ``os.environ``).
     use_search_path
@@ -374,8 +375,13 @@ def load_config(
         _assign(dotted, parse_scalar(text), values, sources, source, problems, None, text=text)
     pairs, set_problems = parse_overrides(overrides)
     problems += set_problems
-    for dotted, raw, text in pairs:
-        _assign(dotted, raw, values, sources, "--set", problems, None, params, text)
+    # a key given twice keeps the last value (set_source), so only that one is checked: a
+    # slip corrected later on the same line is not an error, and a bad key given twice is
+    # refused once
+    last = {dotted: index for index, (dotted, _, _) in enumerate(pairs)}
+    for index, (dotted, raw, text) in enumerate(pairs):
+        if last[dotted] == index:
+            _assign(dotted, raw, values, sources, "--set", problems, None, params, text)
     if not isinstance(overrides, Mapping):
         for dotted, texts in repeated_sets(overrides).items():
             if sources.get(dotted) == "--set":  # the last one was taken (not refused)

@@ -431,6 +431,17 @@ def test_a_key_set_twice_keeps_the_last_and_says_so(write_config: Any) -> None:
     ]
 
 
+def test_only_the_value_a_key_keeps_is_checked(write_config: Any) -> None:
+    # an earlier bad value corrected later on the line was still refused
+    sets = ["distributed.sync_interval=abc", "distributed.sync_interval=4"]
+    config = load_config(write_config(""), sets)
+    assert config["distributed.sync_interval"] == 4
+    assert config.sources["distributed.sync_interval"] == "--set twice: abc, then 4"
+    # and an unknown key given twice is one problem, not two
+    twice = ["parallel.threads=2", "parallel.threads=4"]
+    assert len(problems_of("", write_config, overrides=twice)) == 1
+
+
 def test_nothing_after_the_equals_sign_of_a_dask_key_says_so(write_config: Any) -> None:
     # it stored null, which turns many Dask settings off ("no timeout"), without a word
     key = "dask.distributed.comm.timeouts.connect"

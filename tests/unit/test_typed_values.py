@@ -169,6 +169,27 @@ def test_the_dry_run_shows_a_value_set_twice() -> None:
     assert "workflow example-smoothing:" in result.output
 
 
+def test_a_bad_value_set_again_is_not_refused() -> None:
+    # the earlier value of a config key was still refused though the later one runs;
+    # parameters already kept only the last
+    result = invoke(
+        "submit",
+        str(ROOT / "workflows" / "example.yaml"),
+        "--dry-run",
+        "--set",
+        "params.steps=abc",
+        "distributed.sync_interval=x",
+        "--set",
+        "params.steps=5",
+        "distributed.sync_interval=7",
+    )
+    assert result.exit_code == 0, result.output
+    assert "steps=5 (--set twice: abc, then 5)" in result.output
+    result = invoke("config", "show", "--sources", "--set", "storage.level=x", "storage.level=4")
+    assert result.exit_code == 0, result.output
+    assert "# --set twice: x, then 4" in result.output
+
+
 def test_config_validate_refuses_a_dask_key_with_nothing_typed() -> None:
     result = invoke("config", "validate", "--set", "dask.distributed.comm.timeouts.connect=")
     assert result.exit_code == EXIT_BAD_INPUT
