@@ -158,6 +158,18 @@ def dask_setup(worker: Any) -> None:
     _add_filter("distributed.worker.state_machine", _not_closed_mid_task)
 
 
+def _restore(sig: int, before: Any) -> None:
+    """Put back the handler that ``signal.signal`` returned for ``sig`` when it was replaced.
+
+    ``None`` there is a handler set outside Python (by a program that embeds it, or a C
+    library), which Python can neither name nor set again: ``signal.signal(sig, None)`` raises
+    TypeError, from the ``finally`` of a block, where it would hide what the block raised.
+    That handler was lost when ours replaced it, so the default action is put back instead:
+    "ignore" would leave a process that SIGTERM no longer stops.
+    """
+    signal.signal(sig, signal.SIG_DFL if before is None else before)
+
+
 @contextmanager
 def interrupts_held() -> Iterator[None]:
     """Hold Ctrl-C, a hangup and SIGTERM back while local worker processes are started; raise
@@ -190,7 +202,7 @@ def interrupts_held() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, handling)
+        _restore(signal.SIGTERM, handling)
         signal.pthread_sigmask(signal.SIG_SETMASK, before)  # a held Ctrl-C is raised here
         if noted:
             signal.raise_signal(signal.SIGTERM)
@@ -311,5 +323,5 @@ def interrupts(closing: str = STILL_CLOSING) -> Iterator[None]:
         yield
     finally:
         for sig, before in previous.items():
-            signal.signal(sig, before)
+            _restore(sig, before)
         sys.unraisablehook = hook

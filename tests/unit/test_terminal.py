@@ -237,6 +237,40 @@ def test_a_sigterm_while_workers_start_is_noted_and_raised_after() -> None:
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # (interrupts() restored it)
 
 
+FOREIGN_SIGTERM = """
+import ctypes, os, signal, sys, time
+from openclaw_dask.runtime import terminal
+
+libc = ctypes.CDLL(None)
+libc.signal.restype = ctypes.c_void_p
+libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+for block in (terminal.interrupts_held, terminal.interrupts):
+    # a C function (srand: harmless if it ran) as the handler, set outside Python; Python
+    # reads the handlers it did not set as its _signal module is made, so made again it
+    # reports this one as None, as a program that embeds Python shows its own
+    libc.signal(signal.SIGTERM, ctypes.cast(libc.srand, ctypes.c_void_p))
+    del sys.modules["_signal"]
+    import _signal  # noqa: F401
+    assert signal.getsignal(signal.SIGTERM) is None
+    with block():
+        pass
+    print(signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, flush=True)
+os.kill(os.getpid(), signal.SIGTERM)  # and the process has SIGTERM's default action again
+time.sleep(5)
+print("still running")
+"""
+
+
+def test_a_sigterm_handler_set_outside_python_is_restored_as_the_default() -> None:
+    # signal.signal returns None for it, and putting None back raised TypeError as the
+    # block ended
+    proc = subprocess.run(
+        [sys.executable, "-c", FOREIGN_SIGTERM], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == -signal.SIGTERM, proc.stderr
+    assert proc.stdout == "True\nTrue\n" and proc.stderr == ""
+
+
 LEFT_HALF_MADE = """
 import atexit
 import logging
