@@ -26,6 +26,7 @@ the cluster starts, not after a step has run.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib
 import importlib.metadata
@@ -97,6 +98,25 @@ class OpInfo:
         params = list(inspect.signature(func).parameters.values())
         skip = 2 if self.iterative else 1  # (self,) ctx
         return {p.name: p for p in params[skip:] if p.kind is not inspect.Parameter.VAR_POSITIONAL}
+
+    @functools.cached_property
+    def code(self) -> str | None:
+        """A hash of a user op's source: its function, or its class with every method.
+
+        ``None`` for the built-in ops (their code is the package's, whose version run.json
+        records) and for an op Python has no source of. Cached: the source as imported, not as
+        edited during the run. A resume runs a completed step again when its op's code changed
+        since (the fix of a wrong result); only the op's own source counts, so fixing one op
+        never runs the completed steps of the others in its module again.
+        """
+        module = getattr(self.target, "__module__", None) or ""
+        if module.partition(".")[0] == "openclaw_dask":
+            return None
+        try:
+            source = inspect.getsource(self.target)
+        except (OSError, TypeError):  # made at run time, or compiled
+            return None
+        return hashlib.sha256(source.encode()).hexdigest()[:16]
 
     @property
     def hints(self) -> dict[str, Any]:

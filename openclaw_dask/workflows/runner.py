@@ -178,13 +178,35 @@ def done_before(
     config: Config,
     run_dir: Path,
 ) -> bool:
-    """Whether a resume skips ``step``: completed as this step, and its outputs as it left them
-    (:func:`output_damage`)."""
+    """Whether a resume skips ``step``: completed as this step, by the same op code
+    (:func:`code_changed`), and its outputs as it left them (:func:`output_damage`)."""
     return (
         recorded.get("status") == "completed"
         and same_step(step, recorded, fingerprint, record, config)
+        and not code_changed(step, recorded)
         and output_damage(step, recorded, run_dir) is None
     )
+
+
+def code_changed(step: StepSpec, recorded: Mapping[str, Any]) -> bool:
+    """Whether the source of ``step``'s op changed since its record or checkpoint was made.
+
+    A record without ``code`` (a built-in op's, or one made before the code was recorded)
+    has nothing to compare: not changed. The code is compared apart from the step
+    fingerprint so that a checkpoint of an edited op can still be continued from (the fix of
+    a crash late in a long step), which its fingerprint would forbid.
+    """
+    was = recorded.get("code")
+    return was is not None and was != step.info.code
+
+
+def rerun_reason(step: StepSpec, recorded: Mapping[str, Any], same: bool, run_dir: Path) -> str:
+    """Why a resume runs a completed step again (``same``: its fingerprint still matches)."""
+    if not same:
+        return "its op, arguments or inputs changed since"
+    if code_changed(step, recorded):
+        return "its op's code changed since"
+    return output_damage(step, recorded, run_dir) or "its outputs changed"
 
 
 def output_damage(step: StepSpec, recorded: Mapping[str, Any], run_dir: Path) -> str | None:
@@ -236,12 +258,12 @@ def resume_plan(
             plan[name] = "skip: completed in an earlier attempt"
             continue
         if recorded.get("status") == "completed":
-            why = output_damage(step, recorded, run_dir) if same else None
-            plan[name] = f"run again: {why or 'its op, arguments or inputs changed since'}"
+            plan[name] = f"run again: {rerun_reason(step, recorded, same, run_dir)}"
             continue
         saved = read_checkpoint(run_dir / CHECKPOINTS / name)
         if saved is not None and same_step(step, saved, fingerprint, record, config):
-            plan[name] = f"continue from its checkpoint at step {int(saved['step']):,}"
+            edited = " (its op's code changed since)" if code_changed(step, saved) else ""
+            plan[name] = f"continue from its checkpoint at step {int(saved['step']):,}{edited}"
         else:
             plan[name] = "run"
     return plan
@@ -472,6 +494,7 @@ class Run:
         interval = int(self.config["distributed.sync_interval"])
         ckpt_dir = self.run_dir / CHECKPOINTS / step.name
         start, state = self._resume_point(step, op, ckpt_dir, fingerprint, rec, client)
+        code = step.info.code  # in each checkpoint: a resume says when it changed since
         rec.update(total_steps=total, sync_interval=interval)
         progress.update(bar, total=total, completed=start)
         pending: tuple[list[Any], dict[str, Any]] | None = None
@@ -515,7 +538,7 @@ class Run:
                 store = None
             pending = (
                 client.compute(writes),
-                {"step": s + n, "store": store, "fingerprint": fingerprint},
+                {"step": s + n, "store": store, "fingerprint": fingerprint, "code": code},
             )
             state, s = new_state, s + n
         if pending:
@@ -562,9 +585,17 @@ class Run:
                     zarrio.truncate(self.run_dir / f"{name}.zarr", op.append_dim, length)
                 rec["resumed_from_step"] = int(saved["step"])
                 if self.announce:
+                    # continued all the same: the fix of a crash late in a long step; a
+                    # change of its numbers would need the step run again from step 0
+                    edited = (
+                        f" (its op's code changed since; delete {ckpt_dir} to run the step "
+                        "from step 0)"
+                        if code_changed(step, saved)
+                        else ""
+                    )
                     self.announce(
                         f"{step.name}: continuing from its checkpoint at step "
-                        f"{int(saved['step']):,}"
+                        f"{int(saved['step']):,}{edited}"
                     )
                 return int(saved["step"]), state
             rec["checkpoint_damaged"] = damage
@@ -649,18 +680,17 @@ class Run:
                     progress.update(bar, total=1, completed=1, description=f"{name} (resumed)")
                     continue
                 if rec.get("status") == "completed" and self.announce:
-                    # a resume re-runs a step whose op, arguments or inputs were edited since
-                    # (the fix after a failure); its outputs are replaced, so say so
-                    why = (
-                        output_damage(step, rec, self.run_dir) or "its outputs changed"
-                        if self._same(step, rec, fingerprint)
-                        else ("its op, arguments or inputs changed since")
-                    )
+                    # a resume re-runs a step whose op, arguments, inputs or op code were
+                    # edited since (the fix after a failure); its outputs are replaced: say so
+                    same = self._same(step, rec, fingerprint)
+                    why = rerun_reason(step, rec, same, self.run_dir)
                     self.announce(f"step {name!r} completed earlier, but {why}: running it again")
                 rec.clear()
                 rec.update(
                     op=step.op, status="running", fingerprint=fingerprint, started=time.time()
                 )
+                if step.info.code is not None:  # a user op's: a resume compares it
+                    rec["code"] = step.info.code
                 self.save()
                 t0 = time.perf_counter()
                 ctx = self._context(step, client)

@@ -85,3 +85,129 @@ def test_an_op_module_beside_the_workflow_runs_on_an_attached_cluster(tmp_path: 
     np.testing.assert_array_equal(quadrupled, field * 4.0)  # the edited module ran
     record = json.loads((run_dir / "run.json").read_text())
     assert record["steps"]["triple"]["status"] == "completed"
+
+
+#: a module of two ops; the second fails until it is fixed
+EDITED = "openclaw_test_edited_ops"
+
+EDITED_OPS = """
+def scale(ctx):
+    field = ctx.input("field")["temperature"]
+    return {"scaled": (field * FACTOR).to_dataset()}
+
+
+def check(ctx):
+    BODY
+"""
+
+
+def test_a_resume_runs_again_the_completed_steps_whose_op_code_was_edited(
+    tmp_path: Path,
+) -> None:
+    """A resume skipped a completed step whose op's source had been edited since (a fixed
+    wrong result stayed). Only the op's own source counts: fixing the failed op leaves the
+    others of its module skipped."""
+    folder = tmp_path / "flows"
+    folder.mkdir()
+    module = folder / f"{EDITED}.py"
+
+    def write(factor: str, body: str) -> None:
+        module.write_text(EDITED_OPS.replace("FACTOR", factor).replace("BODY", body))
+
+    write("2.0", 'raise RuntimeError("not written yet")')
+    workflow = folder / "edited.yaml"
+    workflow.write_text(
+        "name: edited\nsteps:\n"
+        "  field:\n    op: example.field\n    with: {size: 32, chunk: 16}\n"
+        "    outputs: [field.zarr]\n"
+        f"  scale:\n    op: {EDITED}:scale\n    needs: [field]\n    outputs: [scaled.zarr]\n"
+        f"  check:\n    op: {EDITED}:check\n    needs: [scale]\n    outputs: [checked.zarr]\n"
+    )
+    run_dir = tmp_path / "run"
+    with start_cluster(overrides=QUIET[1:]) as client:
+        address = client.scheduler.address
+        first = submit(str(workflow), "--address", address, "--run-dir", str(run_dir), *QUIET)
+        assert first.returncode == 1 and "not written yet" in first.stderr, first.stderr
+        # the fix of the failed op: the step before it, by another op of the module, is kept
+        write("2.0", 'return {"checked": ctx.input("scale")}')
+        fixed = submit("--resume", str(run_dir), "--address", address, *QUIET)
+        assert fixed.returncode == 0, fixed.stderr
+        assert "scale: completed in an earlier attempt, skipped" in fixed.stderr
+        # a wrong result fixed in a completed step's op: it runs again, and what needs it
+        write("5.0", 'return {"checked": ctx.input("scale")}')
+        plan = submit("--resume", str(run_dir), "--address", address, "--dry-run", *QUIET)
+        assert "resume: scale: run again: its op's code changed since" in plan.stdout
+        assert "resume: field: skip" in plan.stdout, plan.stdout
+        again = submit("--resume", str(run_dir), "--address", address, *QUIET)
+        assert again.returncode == 0, again.stderr
+    said = "step 'scale' completed earlier, but its op's code changed since: running it again"
+    assert said in again.stderr
+    assert "field: completed in an earlier attempt, skipped" in again.stderr
+    field = xr.open_zarr(run_dir / "field.zarr")["temperature"].values
+    checked = xr.open_zarr(run_dir / "checked.zarr")["temperature"].values
+    np.testing.assert_array_equal(checked, field * 5.0)
+    steps = json.loads((run_dir / "run.json").read_text())["steps"]
+    assert "code" in steps["scale"] and "code" not in steps["field"]  # a built-in op's: none
+
+
+#: an iterative op beside the workflow that fails at step 4 until it is fixed
+COUNTING = "openclaw_test_counting_ops"
+
+COUNTING_OPS = """
+from openclaw_dask.workflows.context import IterativeOp
+
+
+class Count(IterativeOp):
+    outputs = ("counted",)
+    total_steps = 6
+
+    def initial_state(self):
+        return self.ctx.input("field")
+
+    def advance(self, state, step0, nsteps):
+        if step0 >= 4:
+            BREAK
+        return state + nsteps, {}
+
+    def finish(self, state):
+        return {"counted": state}
+"""
+
+
+def test_a_checkpoint_of_an_edited_iterative_op_is_continued_and_the_edit_said(
+    tmp_path: Path,
+) -> None:
+    """The fix of a crash late in a long step continues from its checkpoint, as before; the
+    resume (and its dry run) now says that the op's code changed since it was written."""
+    folder = tmp_path / "flows"
+    folder.mkdir()
+    module = folder / f"{COUNTING}.py"
+    module.write_text(COUNTING_OPS.replace("BREAK", 'raise RuntimeError("not yet")'))
+    workflow = folder / "counting.yaml"
+    workflow.write_text(
+        "name: counting\nsteps:\n"
+        "  field:\n    op: example.field\n    with: {size: 16, chunk: 16}\n"
+        "    outputs: [field.zarr]\n"
+        f"  count:\n    op: {COUNTING}:Count\n    needs: [field]\n    outputs: [counted.zarr]\n"
+    )
+    run_dir = tmp_path / "run"
+    windows = ["--set", "distributed.sync_interval=2"]
+    # (a cluster's workers agree on the result config: started with the run's interval)
+    with start_cluster(overrides=[QUIET[1], windows[1]]) as client:
+        attach = ["--address", client.scheduler.address]
+        first = submit(str(workflow), *attach, "--run-dir", str(run_dir), *windows, *QUIET)
+        assert first.returncode == 1 and "not yet" in first.stderr, first.stderr
+        module.write_text(COUNTING_OPS.replace("BREAK", "pass"))
+        plan = submit("--resume", str(run_dir), *attach, "--dry-run", *QUIET)
+        edited = "resume: count: continue from its checkpoint at step 2 (its op's code changed"
+        assert edited in plan.stdout, plan.stdout
+        again = submit("--resume", str(run_dir), *attach, *QUIET)
+        assert again.returncode == 0, again.stderr
+    said = (
+        "count: continuing from its checkpoint at step 2 (its op's code changed since; delete "
+        f"{run_dir / '.checkpoints' / 'count'} to run the step from step 0)"
+    )
+    assert said in again.stderr, again.stderr
+    field = xr.open_zarr(run_dir / "field.zarr")["temperature"].values
+    counted = xr.open_zarr(run_dir / "counted.zarr")["temperature"].values
+    np.testing.assert_array_equal(counted, field + 6)
