@@ -70,8 +70,10 @@ MAX_YEARS = int(((2**63 - 1) / 1e6 / 86400 / (DAYS_PER_YEAR / 12) + 0.5) // 12)
 YEAR_ATTRS = {"units": "years", "long_name": "model year (1: the first after the spin-up)"}
 #: Least band height in halo depths ``K``. A band with two inner sides recomputes ``K`` of its
 #: rows per batch (two cones of ``K/2`` on average): 25 % at this bound, 12.5 % with one inner
-#: side. Measured on the 2-core VM (2026-12-03, interleaved, ``/work/scratch/s22/bandk.py``,
-#: 1024-step graphs; medians in Mcell/s, 1 band against 2): 0.25° (360-row bands, 5.6 K at
+#: side. Measured on the 2-core VM (2026-12-03, interleaved in one cluster, 1024-step graphs,
+#: each timed as the ``stencil`` benchmark suite times its Dask run, ``run_placed`` in
+#: ``bench/suites/stencil.py``, with the band count and K set per run; medians in Mcell/s,
+#: 1 band against 2): 0.25° (360-row bands, 5.6 K at
 #: K=64) 528 against 695 at K=64 and 700 at K=90; 0.3° (300 rows, 4.7 K) 541 against 623 at
 #: K=64; 0.125° 564 against 974 at K=64 and 1024 at K=128 (5.6 K). With 8 K (the bound before)
 #: 0.25° and 0.3° ran one band at K=64, a third slower.
@@ -89,7 +91,8 @@ def _coords(grid: LatLonGrid) -> dict[str, Any]:
 #: core of the 2-core development VM, where each batch of halo tasks costs ~10-20 ms of Dask
 #: round trips and the wait for the slower band). Measured there on 2026-12-02, interleaved,
 #: 1 band (one task per segment) against 2 bands on 2 workers, with the wavefront kernel and
-#: bands advanced in place (``/work/scratch/bands.py``): 0.25° K=16 (8.3 M per band task) 798
+#: bands advanced in place (the stepper's ``advance`` on the state in 1 band and in 2, timed
+#: alternately on one cluster; steps per graph not recorded): 0.25° K=16 (8.3 M per band task) 798
 #: against 659 Mcell/s; 0.25° K=32 (16.6 M) 798 against 908, then 846 against 868; 0.125° K=16
 #: (33 M) 928 against 991, then 857 against 937; 0.125° K=32 (66 M) 928 against 1292. So two
 #: bands pay from ~16 M and clearly from 33 M. It was 40 M with a fresh band-sized array per
