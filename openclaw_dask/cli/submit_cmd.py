@@ -39,7 +39,10 @@ from openclaw_dask.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED
 @click.option(
     "--no-report",
     is_flag=True,
-    help="Skip Dask's performance-report.html (0.1-1 s of rendering; for short runs).",
+    help=(
+        "Skip Dask's performance-report.html (0.1-1 s of rendering; for short runs). "
+        "A --resume of such a run skips it too."
+    ),
 )
 @SET_OPTION
 def submit_cmd(
@@ -80,7 +83,7 @@ def submit_cmd(
                 dry_run=dry_run,
                 progress=sys.stderr.isatty(),
                 announce=lambda line: err.print(line, markup=False),
-                report=not no_report,
+                report=False if no_report else None,  # None: a resume does as its run did
             )
     except StepFailedError as exc:
         if mpi_job_scheduler():  # rank 1 of an mpi launch: the launching submit says it

@@ -301,10 +301,13 @@ def test_a_cluster_stopped_mid_run_is_one_line_and_resume_continues(tmp_path: Pa
     assert record["steps"]["diffuse"]["error"].startswith("ClusterLostError: the ")
 
     example = str(ROOT / "workflows/example.yaml")
-    resumed = sh("submit", example, "--resume", str(run_dir), "--no-report")
+    resumed = sh("submit", example, "--resume", str(run_dir))
     assert resumed.returncode == 0, resumed.stderr
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "completed"
+    # the run was started with --no-report: its resume is the same run, without one too
+    assert record["report"] is False and record["performance_report"] is None
+    assert not list(run_dir.glob("performance-report*"))
     assert record["steps"]["diffuse"]["resumed_from_step"] >= 200
 
 

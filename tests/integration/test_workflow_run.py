@@ -382,8 +382,13 @@ def test_user_op_by_import_path_and_resume_skips_done_steps(tmp_path: Path) -> N
     # the user op's output gone: that step runs again, the field is skipped
     shutil.rmtree(run_dir / "doubled.zarr")
     said: list[str] = []
+    first_report = (run_dir / "performance-report.html").read_bytes()
     again = run_workflow(wf, overrides=QUIET[1:], resume=run_dir, announce=said.append)
     assert again["attempts"] == 2
+    # the resumed attempt's report lands beside the first attempt's, which stays as it was
+    assert again["performance_report"] == str(run_dir.resolve() / "performance-report-2.html")
+    assert Path(again["performance_report"]).stat().st_size > 0
+    assert (run_dir / "performance-report.html").read_bytes() == first_report
     assert "skipped" in again["steps"]["field"] and "skipped" not in again["steps"]["double"]
     for name, step in again["steps"].items():
         assert step["checksums"] == rec["steps"][name]["checksums"]
