@@ -981,6 +981,8 @@ def run_workflow(
             "name": workflow.name,
             "file": str(Path(path).resolve()),
             "sha256": _sha256_file(str(path)),
+            # the op modules beside it that the cluster was sent, as they were
+            "op_modules": {file: _sha256_file(file) for file in workflow.op_files},
             "params": workflow.values,
             "param_sources": workflow.param_sources,
         },

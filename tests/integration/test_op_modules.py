@@ -3,6 +3,7 @@ with that folder on its path: found, and sent to the scheduler and the workers."
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -85,6 +86,13 @@ def test_an_op_module_beside_the_workflow_runs_on_an_attached_cluster(tmp_path: 
     np.testing.assert_array_equal(quadrupled, field * 4.0)  # the edited module ran
     record = json.loads((run_dir / "run.json").read_text())
     assert record["steps"]["triple"]["status"] == "completed"
+    # what the cluster was sent, as it was: the helper first (it is imported first)
+    sent = {str((tmp_path / "flows" / f"{m}.py").resolve()) for m in (MODULE, HELPERS)}
+    assert set(record["workflow"]["op_modules"]) == sent
+    first = json.loads((tmp_path / "again2" / "run.json").read_text())["workflow"]["op_modules"]
+    assert next(iter(first)).endswith(f"{HELPERS}.py")
+    helper = str((tmp_path / "flows" / f"{HELPERS}.py").resolve())
+    assert first[helper] == hashlib.sha256(b"FACTOR = 4.0\n").hexdigest()
 
 
 #: a module of two ops; the second fails until it is fixed
