@@ -180,9 +180,15 @@ def _assign(
         if empty:
             problems.append(problem(empty, path))
             return
+        names = path.split(".")[1:]
+        if not all(name.strip() for name in names):  # it stored a key named '' in Dask's config
+            problems.append(
+                problem("expected Dask's key names between the dots (dask.a.b=VALUE)", path)
+            )
+            return
         nested = copy.deepcopy(values["dask"])
         node = nested
-        *parents, leaf = path.split(".")[1:]
+        *parents, leaf = names
         for p in parents:
             node = node.setdefault(p, {})
             if not isinstance(node, dict):

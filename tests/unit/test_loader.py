@@ -455,6 +455,13 @@ def test_nothing_after_the_equals_sign_of_a_dask_key_says_so(write_config: Any) 
     assert config["dask"] == {"distributed": {"comm": {"timeouts": {"connect": None}}}}
 
 
+def test_a_dask_key_with_an_empty_name_says_so(write_config: Any) -> None:
+    # dask.=1 stored a key named '' in Dask's config without a word
+    want = "expected Dask's key names between the dots (dask.a.b=VALUE)"
+    for key in ("dask.", "dask.distributed..worker", "dask. .x"):
+        assert problems_of("", write_config, overrides=[f"{key}=1"]) == [f"--set: {key}: {want}"]
+
+
 def test_bad_set_syntax(write_config: Any) -> None:
     with pytest.raises(ConfigError, match="expected KEY=VALUE"):
         load_config(write_config(""), ["parallel.processes"])
