@@ -18,6 +18,7 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import os
 import shutil
 import time
 import traceback
@@ -979,7 +980,9 @@ def run_workflow(
     record: dict[str, Any] = {
         "workflow": {
             "name": workflow.name,
-            "file": str(Path(path).resolve()),
+            # as named (absolute, for a resume from elsewhere): workflows/example.yaml is a
+            # link to the packaged example, whose path had stood here
+            "file": os.path.abspath(path),
             "sha256": _sha256_file(str(path)),
             # the op modules beside it that the cluster was sent, as they were
             "op_modules": {file: _sha256_file(file) for file in workflow.op_files},

@@ -131,6 +131,7 @@ def test_example_end_to_end(tmp_path: Path) -> None:
     assert rec["status"] == "completed"
     assert rec["order"] == ["field", "diffuse", "profile"]
     assert rec["workflow"]["params"]["steps"] == 120
+    assert rec["workflow"]["file"] == str(EXAMPLE)  # as named: not the packaged file it links
     assert rec["config"]["hash"] and rec["versions"]["dask"] and rec["hardware"]["memory"] > 0
     assert len(rec["cluster"]["workers"]) == 2
     for name, step in rec["steps"].items():
