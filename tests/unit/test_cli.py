@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
+import inspect
 import json
 import os
 import subprocess
@@ -17,6 +19,7 @@ from openclaw_dask.cli.config_cmd import expand_set_values
 from openclaw_dask.cli.main import cli
 from openclaw_dask.config import load_config
 from tests.conftest import ROOT
+from tests.unit.test_translate import LOCAL_CLUSTER_PARAMS, NANNY_PARAMS, SCHEDULER_PARAMS, params
 
 SHIPPED = sorted((ROOT / "configs").glob("*.config"))
 
@@ -39,6 +42,32 @@ def invoke(*args: str, env: dict[str, str] | None = None) -> Any:
     return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
 
 
+def printed_plan(config: str, backend: str) -> dict[str, Any]:
+    """What `config plan configs/CONFIG --backend BACKEND --json` prints, parsed."""
+    result = invoke(
+        "config", "plan", str(ROOT / "configs" / config), "--backend", backend, "--json"
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def accepted_kwargs(backend: str) -> set[str]:
+    """The keyword arguments the backend's real cluster class (or function) takes."""
+    import dask_mpi
+    import distributed
+
+    from openclaw_dask.translate.cuda import LOCAL_CUDA_CLUSTER_PARAMS
+
+    accepted = {
+        "local": LOCAL_CLUSTER_PARAMS,
+        # dask-cuda's own signature is checked against this list where it is installed (gpu)
+        "cuda": set(LOCAL_CUDA_CLUSTER_PARAMS) | LOCAL_CLUSTER_PARAMS,
+        "ssh": params(distributed.SpecCluster.__init__),
+        "mpi": params(dask_mpi.initialize),
+    }
+    return accepted[backend]
+
+
 def test_every_shipped_config_validates() -> None:
     assert len(SHIPPED) >= 6
     result = run_cli("config", "validate", *map(str, SHIPPED))
@@ -56,7 +85,7 @@ def test_every_shipped_config_validates() -> None:
         ("parallel:\n  thread_pool_size: -3\n", ":2: parallel.thread_pool_size: expected"),
         ("cluster:\n  backend: kubernetes\n", ":2: cluster.backend: expected one of auto"),
         ("parallel:\n  processes: 1\n  processes: 2\n", ":3: parallel.processes: duplicate key"),
-        ("parallel:\n  processes: [1,\n", "YAML syntax error"),
+        ("parallel:\n  processes: [1,\n", ":3: YAML syntax error"),
     ],
     ids=["typo", "negative", "backend", "duplicate", "syntax"],
 )
@@ -114,13 +143,48 @@ def test_one_set_takes_several_assignments() -> None:
     ],
 )
 def test_plan_json_for_each_backend(config: str, backend: str, cls: str) -> None:
-    result = invoke(
-        "config", "plan", str(ROOT / "configs" / config), "--backend", backend, "--json"
-    )
-    assert result.exit_code == 0
-    plan = json.loads(result.stdout)
+    plan = printed_plan(config, backend)
     assert plan["backend"] == backend and plan["cluster_class"] == cls
     assert (plan["launch_command"] is not None) == (backend == "mpi")
+    # the kwargs printed for the example config are ones the real class takes
+    kwargs = plan["cluster_kwargs"]
+    assert set(kwargs) <= accepted_kwargs(backend), set(kwargs) - accepted_kwargs(backend)
+    if backend == "ssh":  # each spec's options are what distributed's ssh classes take
+        from distributed.deploy import ssh
+
+        def options(cls: Any) -> set[str]:  # their argument named "kwargs" is a dict
+            return set(inspect.signature(cls.__init__).parameters) - {"self", "scheduler"}
+
+        sched = kwargs["scheduler"]
+        assert set(sched["options"]) <= options(ssh.Scheduler)
+        assert set(sched["options"]["kwargs"]) <= SCHEDULER_PARAMS
+        assert len(kwargs["workers"]) == 3
+        for spec in kwargs["workers"].values():
+            assert set(spec["options"]) <= options(ssh.Worker)
+            assert set(spec["options"]["kwargs"]) <= NANNY_PARAMS
+
+
+def test_real_clusters_are_built_from_the_printed_plans() -> None:
+    """The JSON of `config plan` for the shipped local and ssh examples, made into the real
+    LocalCluster and SpecCluster objects (asynchronous: built, never started)."""
+    from openclaw_dask.runtime import cluster_class, materialise_kwargs
+    from openclaw_dask.translate import ClusterPlan
+
+    plans = [
+        ClusterPlan(**printed_plan(config, backend))
+        for config, backend in (("openclaw.config", "local"), ("ssh-cluster.config", "ssh"))
+    ]
+
+    async def build() -> list[tuple[str, int]]:
+        made = []
+        for plan in plans:
+            cluster = cluster_class(plan)(**materialise_kwargs(plan), asynchronous=True)
+            made.append((type(cluster).__name__, len(cluster.worker_spec)))
+            await cluster.close()
+        return made
+
+    local_workers = plans[0].cluster_kwargs["n_workers"]
+    assert asyncio.run(build()) == [("LocalCluster", local_workers), ("SpecCluster", 3)]
 
 
 def test_plan_reports_aliases() -> None:
