@@ -395,9 +395,11 @@ class Run:
             raise TypeError(f"op returned None; the workflow expects outputs {expected}")
         # an op with folder outputs only may return nothing ("or {}" asked an array its truth)
         result = {} if result is None else result
-        if not isinstance(result, Mapping) or set(result) != set(expected):
-            got = sorted(result) if isinstance(result, Mapping) else _type_name(result)
-            returned = set(result) if isinstance(result, Mapping) else set()
+        # a Dataset is a Mapping too (of its variables): "op returned ['T']" named no output
+        as_dict = isinstance(result, Mapping) and not isinstance(result, xr.Dataset)
+        if not as_dict or set(result) != set(expected):
+            got = sorted(result) if as_dict else _type_name(result)
+            returned = set(result) if as_dict else set()
             folders = sorted(returned & set(step.dir_outputs))
             hint = (
                 f" (it returned a dataset for {', '.join(folders)}, listed as a folder: list "
@@ -405,8 +407,8 @@ class Run:
                 if folders
                 else ""
             )
-            if not isinstance(result, Mapping):
-                hint = " as a dict of output name -> xarray.Dataset"
+            if not as_dict:
+                hint = " as a dict of output name -> xarray.Dataset" + _return_hint(expected)
             raise TypeError(f"op returned {got}; the workflow expects outputs {expected}{hint}")
         for name, ds in result.items():
             if not isinstance(ds, xr.Dataset):
@@ -510,12 +512,16 @@ class Run:
                     "expected (state, {output: records}), the records may be {}"
                 )
             new_state, records = advanced
-            unknown = set(records) - set(step.zarr_outputs)
-            if unknown:
-                raise TypeError(
-                    f"op emitted records for {sorted(unknown)}, not outputs of "
-                    f"the step {sorted(step.zarr_outputs)}"
-                )
+            records = _datasets(records, f"{type(op).__name__}.advance's records", step)
+            for name, ds in records.items():
+                # without it, one window's records made an output with no time at all, and
+                # only a second window's append said so (in xarray's words)
+                if op.append_dim not in ds.dims:
+                    raise TypeError(
+                        f"{type(op).__name__}.advance's records for {name!r} have no dimension "
+                        f"{op.append_dim!r} (its append_dim, along which they are appended); "
+                        f"they have {tuple(ds.dims) or 'none'}"
+                    )
             # submit the window and go on: its writes run while the next window computes
             # on the run's client; the optimisation runs on the scheduler, so it is this flag
             # (not a dask.config.set around the call) that decides whether it happens
@@ -545,13 +551,20 @@ class Run:
         if pending:
             self._commit(ckpt_dir, op, step, rec, *pending)
             progress.update(bar, completed=pending[1]["step"])
-        final = op.finish(state)
+        final = _datasets(op.finish(state), f"{type(op).__name__}.finish", step)
         if final:
             writes = [
                 zarrio.write(ds, self.run_dir / f"{name}.zarr", self.config)
                 for name, ds in final.items()
             ]
             compute_with_progress(client, writes, check=self.check)
+        # an output neither emitted nor finished failed later as "FileNotFoundError: file://"
+        missing = [n for n in step.zarr_outputs if not (self.run_dir / f"{n}.zarr").exists()]
+        if missing:
+            raise TypeError(
+                f"{type(op).__name__} wrote nothing to {', '.join(missing)}: neither "
+                "advance's records nor finish returned it"
+            )
         shutil.rmtree(ckpt_dir, ignore_errors=True)
 
     def _resume_point(
@@ -730,6 +743,44 @@ class Run:
                     raise StepFailedError(name, step.op, error) from exc
                 rec["wall_seconds"] = time.perf_counter() - t0
                 self.save()
+
+
+def _return_hint(expected: Sequence[str]) -> str:
+    """``: return {'field': ds}`` for a single expected output, else nothing."""
+    return f": return {{{expected[0]!r}: ds}}" if len(expected) == 1 else ""
+
+
+def _datasets(value: Any, what: str, step: StepSpec) -> dict[str, xr.Dataset]:
+    """``value`` (an iterative op's records or final outputs) as ``{output: Dataset}``.
+
+    Raises
+    ------
+    TypeError
+        Saying what ``what`` returned instead: not a dict (a Dataset is a Mapping of its
+        variables, and was written as outputs named after them), a name that is not one of the
+        step's Zarr outputs (it was written into the run directory all the same), or a value
+        that is not a Dataset.
+    """
+    outputs = sorted(step.zarr_outputs)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or isinstance(value, xr.Dataset):
+        raise TypeError(
+            f"{what} returned {_type_name(value)}; expected a dict of output name -> "
+            f"xarray.Dataset (may be empty){_return_hint(outputs)}"
+        )
+    unknown = sorted(set(value) - set(outputs))
+    if unknown:
+        raise TypeError(f"{what} returned {unknown}, not outputs of the step {outputs}")
+    for name, ds in value.items():
+        if not isinstance(ds, xr.Dataset):
+            array = type(ds) is xr.DataArray
+            hint = " (DataArray.to_dataset(name=...) makes one)" if array else ""
+            raise TypeError(
+                f"{what} returned {_type_name(ds)} for output {name!r}; expected an "
+                f"xarray.Dataset{hint}"
+            )
+    return dict(value)
 
 
 def _type_name(value: Any) -> str:

@@ -208,6 +208,31 @@ def test_a_task_that_fails_on_a_worker_is_one_line_and_its_traceback_is_kept(
             "TypeError: AdvancesWithoutRecords.advance returned Dataset; expected (state, "
             "{output: records})",
         ),
+        (  # a Dataset is a Mapping of its variables: "op returned ['temperature']" was said
+            "returns_a_bare_dataset",
+            "TypeError: op returned xarray.Dataset; the workflow expects outputs ['nothing'] "
+            "as a dict of output name -> xarray.Dataset: return {'nothing': ds}",
+        ),
+        (  # one window of them wrote an output without time; a second failed in xarray
+            "RecordsWithoutTime",
+            "TypeError: RecordsWithoutTime.advance's records for 'nothing' have no dimension "
+            "'time' (its append_dim, along which they are appended); they have ('y',)",
+        ),
+        (  # was "AttributeError: 'DataArray' object has no attribute 'variables'"
+            "FinishesWithADataset",
+            "TypeError: FinishesWithADataset.finish returned xarray.Dataset; expected a dict "
+            "of output name -> xarray.Dataset (may be empty): return {'nothing': ds}",
+        ),
+        (  # final.zarr was written into the run directory, then "FileNotFoundError: file://"
+            "FinishesWithAnotherName",
+            "TypeError: FinishesWithAnotherName.finish returned ['final'], not outputs of the "
+            "step ['nothing']",
+        ),
+        (
+            "FinishesWithNothing",
+            "TypeError: FinishesWithNothing wrote nothing to nothing: neither advance's records "
+            "nor finish returned it",
+        ),
     ],
 )
 def test_an_op_that_returns_no_datasets_is_told_what_to_return(
@@ -222,6 +247,7 @@ def test_an_op_that_returns_no_datasets_is_told_what_to_return(
     assert "Traceback" not in result.stderr
     rec = record_of(tmp_path / "run")
     assert rec["status"] == "failed" and rec["steps"]["bad"]["status"] == "failed"
+    assert not (tmp_path / "run/final.zarr").exists()  # no output the step does not list
 
 
 def test_a_dataset_for_an_output_listed_as_a_folder_says_how_to_list_it(tmp_path: Path) -> None:

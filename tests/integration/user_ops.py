@@ -61,6 +61,11 @@ def returns_a_dataset(ctx: StepContext) -> dict[str, xr.Dataset]:
     return {"nothing": ctx.input("field")}
 
 
+def returns_a_bare_dataset(ctx: StepContext) -> Any:
+    """A user op that returns its one dataset without naming the output."""
+    return ctx.input("field")
+
+
 class AdvancesWithoutRecords(IterativeOp):
     """An iterative user op whose ``advance`` returns the state alone."""
 
@@ -157,3 +162,41 @@ def leaky_sum(ctx: StepContext, *, megabytes: int = 300) -> dict[str, xr.Dataset
     field = ctx.input("field")["temperature"]
     (total,) = dask.compute(field.data.map_blocks(_keep_memory, megabytes, dtype=float).sum())
     return {"nothing": xr.Dataset({"total": float(total)})}
+
+
+class _CountsSteps(IterativeOp):
+    """An iterative op of 4 steps whose state is the field and the steps taken."""
+
+    outputs = ("nothing",)
+    total_steps = 4
+
+    def initial_state(self) -> xr.Dataset:
+        return self.ctx.input("field").assign(steps=0)
+
+    def advance(self, state: xr.Dataset, step0: int, nsteps: int) -> Any:
+        return state.assign(steps=step0 + nsteps), {}
+
+
+class RecordsWithoutTime(_CountsSteps):
+    """Its records lack the dimension they are appended along (``time``)."""
+
+    def advance(self, state: xr.Dataset, step0: int, nsteps: int) -> Any:
+        return state, {"nothing": state[["temperature"]].mean("x")}
+
+
+class FinishesWithADataset(_CountsSteps):
+    """Its ``finish`` returns the state instead of ``{output: state}``."""
+
+    def finish(self, state: xr.Dataset) -> Any:
+        return state
+
+
+class FinishesWithAnotherName(_CountsSteps):
+    """Its ``finish`` returns an output the step does not have."""
+
+    def finish(self, state: xr.Dataset) -> Any:
+        return {"final": state}
+
+
+class FinishesWithNothing(_CountsSteps):
+    """Neither its records nor its ``finish`` write its output."""
