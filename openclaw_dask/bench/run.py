@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
+
+from distributed import Client
 
 from openclaw_dask.bench.machine import config_facts, machine_facts, versions
 from openclaw_dask.bench.suite import BenchContext
@@ -47,20 +49,43 @@ class BenchmarkInterrupted(KeyboardInterrupt):
         self.report = report
 
 
-def lost_workers_note(lost: set[str], during: str) -> str:
-    """One line for workers that died while something was measured (restarts take new ports).
+def lost_workers_note(lost: Collection[str], during: str) -> str:
+    """One line for workers that died while something was measured.
 
     Parameters
     ----------
-    lost : set of str
-        The addresses of the workers that were gone at its end.
+    lost : collection of str
+        The addresses of the workers that died.
     during : str
-        What was measured (``suite``, ``trial``).
+        What was measured (``suite``, ``trial``, ``final comparison``).
     """
     return (
         f"{len(lost)} worker(s) died during this {during} ({', '.join(sorted(lost))}); "
         "its figures include the loss and the restart"
     )
+
+
+def worker_ids(client: Client) -> dict[str, str]:
+    """Each worker's address and the id its process registered with (``server_id``).
+
+    A worker that dies is restarted by its nanny as a new process under a new id; its address
+    is new too, unless its port is pinned (an SSH node's ``port``), and then only the id tells
+    the two apart. Pass it to :func:`workers_lost` later.
+    """
+
+    # a closure, so that it travels by value: an SSH node's scheduler may run another release
+    def ids(dask_scheduler: Any) -> dict[str, str]:
+        return {address: ws.server_id for address, ws in dask_scheduler.workers.items()}
+
+    return dict(client.run_on_scheduler(ids))
+
+
+def workers_lost(client: Client, before: dict[str, str]) -> list[str]:
+    """The addresses of the workers of ``before`` (:func:`worker_ids`) not there now as the same
+    process: gone, or restarted under the same address. A worker that died twice counts once,
+    and one that joined since is not watched."""
+    now = worker_ids(client)
+    return sorted(address for address, id_ in before.items() if now.get(address) != id_)
 
 
 def check_suites(names: Sequence[str] | None) -> list[str]:

@@ -35,7 +35,7 @@ import psutil
 from distributed import Client
 
 from openclaw_dask.bench.machine import config_facts, machine_facts, values_set, versions
-from openclaw_dask.bench.run import lost_workers_note
+from openclaw_dask.bench.run import lost_workers_note, worker_ids, workers_lost
 from openclaw_dask.bench.workloads import Workload, describe_rate, workload
 from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
 from openclaw_dask.config.render import yaml_value
@@ -178,7 +178,7 @@ class Tuner:
                 start_cluster(config, hardware=self.hw, attach_running=False) as client,
                 client.as_current(),
             ):
-                workers = set(client.nthreads())
+                workers = worker_ids(client)
                 run = self.work.prepare(client, config)
                 run()  # warm-up
                 before = client.run(_ctx_switches)
@@ -191,7 +191,7 @@ class Tuner:
                 # counts from zero: only the workers that ran every timed run are counted
                 per_run = {w: (after[w] - before[w]) // self.repeats for w in after if w in before}
                 trial.ctx_switches = per_run
-                trial.workers_lost = sorted(workers - set(client.nthreads()))
+                trial.workers_lost = workers_lost(client, workers)
         except ConfigError as exc:
             if strict:
                 raise
@@ -199,7 +199,7 @@ class Tuner:
         trial.wall_s = time.monotonic() - started
         shown = f"skipped: {trial.skipped}" if trial.skipped else self.rate_text(trial.rate)
         if trial.workers_lost:  # Dask's own logs of a death are kept off the terminal: say it
-            shown += f"; {lost_workers_note(set(trial.workers_lost), 'trial')}"
+            shown += f"; {lost_workers_note(trial.workers_lost, 'trial')}"
         self.log(f"{stage:<10} {trial.label():<55} {shown}")
         return trial
 

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
+from distributed import Client, LocalCluster
 
+from openclaw_dask.bench.run import worker_ids, workers_lost
 from openclaw_dask.config import load_config
 from tests.conftest import ROOT
 from tests.integration.conftest import isolated_env
 from tests.integration.dies_once import AFTER_RUN_ENV, DIES_ONCE_SETS, MARKER_ENV, dask_log_lines
+from tests.integration.sshd import free_port
 from tests.integration.test_workflow_run import EXE, ctrl_c_after, foreground
 from tests.unit.test_cli import run_cli
 
@@ -136,6 +142,33 @@ def test_a_worker_restarted_during_a_trial_does_not_end_the_tune(tmp_path: Path)
     # of the two workers, the one restarted did not run every timed run: it is not counted
     counted = baseline["ctx_switches_per_worker"]
     assert len(counted) == 1 and all(n >= 0 for n in counted.values()), counted
+
+
+def test_a_worker_restarted_on_its_pinned_port_is_lost_all_the_same() -> None:
+    """A restarted worker was told from the one it replaced by its new address, but an SSH
+    node's ``port`` pins it: the death went unsaid. (Tune's local clusters cannot pin one, so
+    this cluster is started here with Dask's own ``worker_port``.)"""
+    port = free_port("127.0.0.1")
+    with (
+        LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            worker_port=port,
+            dashboard_address=None,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        before = worker_ids(client)
+        [(address, pid)] = client.run(os.getpid).items()
+        os.kill(pid, signal.SIGKILL)  # a real death; its nanny starts it again on the same port
+        deadline = time.monotonic() + 60
+        while client.run(os.getpid, on_error="ignore").get(address) in (None, pid):
+            assert time.monotonic() < deadline, "the worker was not restarted"
+            time.sleep(0.05)
+        assert address.endswith(f":{port}") and set(client.nthreads()) == set(before)
+        assert workers_lost(client, before) == [address]
 
 
 @pytest.mark.parametrize(
