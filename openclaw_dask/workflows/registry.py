@@ -99,6 +99,14 @@ class OpInfo:
         skip = 2 if self.iterative else 1  # (self,) ctx
         return {p.name: p for p in params[skip:] if p.kind is not inspect.Parameter.VAR_POSITIONAL}
 
+    @property
+    def context_name(self) -> str | None:
+        """The name of the parameter that receives the step context (``ctx``), if it has one."""
+        func = self.target.__init__ if self.iterative else self.target
+        params = list(inspect.signature(func).parameters.values())
+        slot = params[1 if self.iterative else 0 : 2 if self.iterative else 1]
+        return slot[0].name if slot and slot[0].kind is not slot[0].VAR_POSITIONAL else None
+
     @functools.cached_property
     def code(self) -> str | None:
         """A hash of a user op's source: its function, or its class with every method.
@@ -301,7 +309,11 @@ def resolve_op(name: str, beside: Path | None = None) -> OpInfo:
                 for n, v in vars(module).items()
                 if not n.startswith("_") and callable(v) and not inspect.ismodule(v)
             ]
-            raise OpError(f"module {module_name!r} has no {attr!r}" + did_you_mean(attr, names))
+            raise OpError(
+                f"module {module_name!r} has no {attr!r}"
+                + did_you_mean(attr, names)
+                + _shadowed(module, module_name, beside)
+            )
         info = getattr(target, "__openclaw_op__", None)
         return info if isinstance(info, OpInfo) else _info(name, target, None)
     ops = available_ops()
@@ -312,6 +324,24 @@ def resolve_op(name: str, beside: Path | None = None) -> OpInfo:
     raise OpError(
         f"unknown op {name!r}{did_you_mean(name, ops)}; available: "
         f"{', '.join(ops)} (or a user op as pkg.module:function)"
+    )
+
+
+def _shadowed(module: Any, module_name: str, beside: Path | None) -> str:
+    """What a file beside the workflow that an installed module of its name hides is told.
+
+    ``array.py`` beside the workflow is never imported while Python has an ``array`` (the
+    folder comes last on the path, so it never shadows one): "module 'array' has no
+    'hot_square'" alone left the user looking for a typo in a file that was not read.
+    """
+    file = module_beside(module_name, beside)
+    loaded = getattr(module, "__file__", None)
+    if file is None or (loaded and Path(loaded).resolve() == file):
+        return ""
+    where = f"the installed module {loaded}" if loaded else "a module built into Python"
+    return (
+        f" ({module_name!r} is {where}, not {file.name} beside the workflow: rename "
+        f"{file.name} (and the op: names that use it))"
     )
 
 

@@ -447,6 +447,15 @@ def _check_args(
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     for name in args:
         if name not in params and not takes_any:
+            if name == info.context_name:  # `def op(size, chunk)`: size would get the context
+                func = getattr(info.target, "__name__", "op")
+                where = "__init__(self, ctx, *, " if info.iterative else f"{func}(ctx, *, "
+                chk.bad(
+                    f"{path}.with.{name}",
+                    f"op {info.name} takes no argument {name!r}: its parameter {name!r} "
+                    f"receives the step context; write `def {where}{name}, ...)`",
+                )
+                continue
             chk.bad(
                 f"{path}.with.{name}",
                 f"op {info.name} takes no argument {name!r}"

@@ -618,6 +618,67 @@ def test_user_op_modules_that_fail_and_ops_without_a_context_are_refused_at_the_
         assert f":4: steps.a.op: {message}" in problem, problem
 
 
+def op_with_its_argument_first(size: int, chunk: int = 8) -> dict[str, Any]:
+    return {}
+
+
+class InitWithoutAContext(IterativeOp):
+    """An iterative op whose constructor forgot the context."""
+
+    outputs = ("out",)
+    total_steps = 1
+
+    def __init__(self, steps: int) -> None:
+        pass
+
+    def initial_state(self) -> Any:
+        return None
+
+    def advance(self, state: Any, step0: int, nsteps: int) -> Any:
+        return state, {}
+
+
+@pytest.mark.parametrize(
+    ("op", "said"),
+    [
+        ("op_with_its_argument_first:size", "write `def op_with_its_argument_first(ctx, *, size"),
+        ("InitWithoutAContext:steps", "write `def __init__(self, ctx, *, steps, ...)`"),
+    ],
+)
+def test_an_argument_where_the_context_goes_is_said_to_be_the_context(
+    tmp_path: Path, op: str, said: str
+) -> None:
+    """`def op(size, chunk)` takes size as its context: "takes no argument 'size' (it takes:
+    chunk)" sent the user looking for a typo in a name that was spelt right."""
+    name, _, arg = op.partition(":")
+    text = f"name: x\nsteps:\n  a:\n    op: {__name__}:{name}\n    with: {{{arg}: 4}}\n"
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, text + "    outputs: [out.zarr]\n"))
+    [problem] = [str(p) for p in info.value.problems]
+    assert f":5: steps.a.with.{arg}: op {__name__}:{name} takes no argument {arg!r}: its " in (
+        problem
+    )
+    assert f"parameter {arg!r} receives the step context; {said}" in problem, problem
+
+
+def test_a_module_beside_the_workflow_that_python_already_has_is_said_to_be_hidden(
+    tmp_path: Path,
+) -> None:
+    """array.py beside the workflow is never imported (Python's own array module comes first):
+    "module 'array' has no 'field'" alone sent the user looking for a typo in array.py."""
+    (tmp_path / "array.py").write_text("def field(ctx):\n    return {}\n")
+    text = "name: x\nsteps:\n  a:\n    op: array:field\n    outputs: [out.zarr]\n"
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, text))
+    [problem] = [str(p) for p in info.value.problems]
+    assert ":4: steps.a.op: module 'array' has no 'field' ('array' is the installed module " in (
+        problem
+    )
+    assert problem.endswith(
+        ", not array.py beside the workflow: rename array.py (and the op: names that use it))"
+    ), problem
+
+
 class StepsNowhere(IterativeOp):
     """An iterative op that forgot ``total_steps`` and ``advance``."""
 
