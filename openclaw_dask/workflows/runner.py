@@ -248,16 +248,28 @@ def resume_plan(
 
     As the run decides it (:func:`done_before`, the step's checkpoint); a checkpoint is
     checked for damage only when the step runs (its state must be read back on a cluster).
+    A completed step after one that runs again is skipped only if that one's outputs come out
+    as before (the run compares their checksums): the plan said "skip" where the run then ran
+    it again.
     """
     plan = {}
+    runs: set[str] = set()  # the steps that run, or may
     steps = record.get("steps", {})
     for name in workflow.order:
         step, recorded = workflow.steps[name], steps.get(name, {})
         fingerprint = step_fingerprint(step, record, config)
         same = same_step(step, recorded, fingerprint, record, config)
         if done_before(step, recorded, fingerprint, record, config, run_dir):
-            plan[name] = "skip: completed in an earlier attempt"
+            before = [need for need in step.needs if need in runs]
+            if before:
+                runs.add(name)
+                plan[name] = (
+                    f"skip if the outputs of {', '.join(before)} come out as before, else run again"
+                )
+            else:
+                plan[name] = "skip: completed in an earlier attempt"
             continue
+        runs.add(name)
         if recorded.get("status") == "completed":
             plan[name] = f"run again: {rerun_reason(step, recorded, same, run_dir)}"
             continue

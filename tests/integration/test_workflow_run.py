@@ -457,6 +457,16 @@ def test_user_op_by_import_path_and_resume_skips_done_steps(tmp_path: Path) -> N
     rerun = "step 'double' completed earlier, but its op, arguments or inputs changed since"
     assert any(line.startswith(rerun) for line in said), said
     assert not any("'field'" in line for line in said)
+    # a step after one that runs again is skipped only if that one's outputs come out as
+    # before: its dry run said "skip" flatly, where an edit of the field ran it again
+    (run_dir / "field.zarr/zarr.json").unlink()
+    plan = run_workflow(wf, overrides=QUIET[1:], resume=run_dir, dry_run=True)["resume"]
+    assert plan == {
+        "field": "run again: field.zarr/zarr.json is missing",
+        "double": "skip if the outputs of field come out as before, else run again",
+    }
+    again = run_workflow(wf, overrides=QUIET[1:], resume=run_dir)
+    assert "skipped" not in again["steps"]["field"] and "skipped" in again["steps"]["double"]
 
 
 def test_existing_run_dir_is_never_overwritten(tmp_path: Path) -> None:
