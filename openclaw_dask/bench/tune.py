@@ -257,15 +257,22 @@ class Tuner:
         return best
 
     def compare(self, winner: Trial, pairs: int) -> dict[str, Any]:
-        """Baseline vs ``winner`` in interleaved pairs, both clusters up at once."""
+        """Baseline vs ``winner`` in interleaved pairs, both clusters up at once.
+
+        Its ``workers_lost`` names, for ``baseline`` and ``tuned``, the workers that died in
+        that cluster from its start to the last pair, as :attr:`Trial.workers_lost`; its line
+        in the log says so, as a trial's line does.
+        """
         rates: dict[str, list[float]] = {"baseline": [], "tuned": []}
         configs = {"baseline": self.trial_config({}), "tuned": self.trial_config(winner.changes)}
         with ExitStack() as stack:
             runs = {}
+            workers: dict[str, dict[str, str]] = {}
             for name, config in configs.items():
                 client: Client = stack.enter_context(
                     start_cluster(config, hardware=self.hw, attach_running=False)
                 )
+                workers[name] = worker_ids(client)
                 with client.as_current():
                     runs[name] = (client, self.work.prepare(client, config))
             for client, run in runs.values():
@@ -279,15 +286,26 @@ class Tuner:
                         t0 = time.perf_counter()
                         amount = run()
                         rates[name].append(amount / (time.perf_counter() - t0))
+            lost = {name: workers_lost(client, workers[name]) for name, (client, _) in runs.items()}
         med = {k: statistics.median(v) for k, v in rates.items()}
         wins = sum(t > b for b, t in zip(rates["baseline"], rates["tuned"], strict=True))
-        return {
+        comparison = {
             "pairs": len(rates["tuned"]),
             "rates": rates,
             "median": med,
             "speedup": med["tuned"] / med["baseline"],
             "tuned_wins": wins,
+            "workers_lost": lost,
         }
+        line = (
+            f"baseline vs {winner.label()}, {comparison['pairs']} interleaved pairs: "
+            f"{comparison['speedup']:.3f}x, candidate faster in {wins}"
+        )
+        died = lost_in_pairs(comparison)
+        if died:  # as a trial's line says it (Dask's own logs of a death are kept off)
+            line += f"; {lost_workers_note(died, 'final comparison')}"
+        self.log(line)
+        return comparison
 
 
 def tune(
@@ -321,7 +339,7 @@ def tune(
     started = time.monotonic()
     tuner = Tuner(config, work, budget, hw, log)
     try:
-        best, comparison, recommended = _stages(tuner, config, work, hw, log)
+        best, comparison, recommended = _stages(tuner, config, work, hw)
     except KeyboardInterrupt:
         for trial in tuner.trials:
             if trial.skipped is None and not trial.wall_s:  # started, never finished
@@ -335,7 +353,7 @@ def tune(
 
 
 def _stages(
-    tuner: Tuner, config: Config, work: Workload, hw: Hardware, log: Callable[[str], None]
+    tuner: Tuner, config: Config, work: Workload, hw: Hardware
 ) -> tuple[Trial, dict[str, Any] | None, dict[str, Any]]:
     """The sweeps and the final pairs: the best trial, the comparison, what to recommend."""
     baseline = tuner.measure("baseline", {}, strict=True)
@@ -372,10 +390,6 @@ def _stages(
         won = comparison["speedup"] > 1.0 and comparison["tuned_wins"] * 2 > comparison["pairs"]
         if best.changes and won:
             recommended = best.changes
-        log(
-            f"baseline vs {candidate.label()}, {comparison['pairs']} interleaved pairs: "
-            f"{comparison['speedup']:.3f}x, candidate faster in {comparison['tuned_wins']}"
-        )
     return best, comparison, recommended
 
 
@@ -407,6 +421,14 @@ def _report(
         "reasons": {k: v for k, v in tuner.reasons.items() if k in recommended},
         "interrupted": False,
     }
+
+
+def lost_in_pairs(comparison: dict[str, Any]) -> list[str]:
+    """The workers that died in the final comparison, each as ``baseline ADDRESS`` or
+    ``candidate ADDRESS`` (empty for reports written before it was recorded)."""
+    lost = comparison.get("workers_lost") or {}
+    sides = {"baseline": "baseline", "tuned": "candidate"}
+    return [f"{sides[side]} {address}" for side in sides for address in lost.get(side, [])]
 
 
 def unmeasured(trials: Sequence[Trial]) -> dict[str, Any] | None:

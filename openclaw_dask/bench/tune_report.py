@@ -7,7 +7,7 @@ from typing import Any
 
 from openclaw_dask.bench.machine import values_set
 from openclaw_dask.bench.report import write_json
-from openclaw_dask.bench.tune import budget_note
+from openclaw_dask.bench.tune import budget_note, lost_in_pairs
 from openclaw_dask.bench.workloads import describe_rate
 
 
@@ -74,6 +74,13 @@ def markdown(report: dict[str, Any]) -> str:
             f"Median speedup {comp['speedup']:.3f}x; the candidate was faster in "
             f"{comp['tuned_wins']} of {comp['pairs']} pairs.",
         ]
+        lost = lost_in_pairs(comp)
+        if lost:
+            lines += [
+                "",
+                f"{len(lost)} worker(s) died during these pairs ({', '.join(lost)}): "
+                "their figures include the loss and the restart.",
+            ]
     elif report.get("interrupted"):
         lines.append("Not measured: tune was interrupted first.")
     else:

@@ -12,10 +12,18 @@ import pytest
 from distributed import Client, LocalCluster
 
 from openclaw_dask.bench.run import worker_ids, workers_lost
-from openclaw_dask.config import load_config
+from openclaw_dask.bench.tune import Trial, Tuner
+from openclaw_dask.bench.workloads import workload
+from openclaw_dask.config import detect_hardware, load_config
 from tests.conftest import ROOT
 from tests.integration.conftest import isolated_env
-from tests.integration.dies_once import AFTER_RUN_ENV, DIES_ONCE_SETS, MARKER_ENV, dask_log_lines
+from tests.integration.dies_once import (
+    AFTER_RUN_ENV,
+    BESIDE_ENV,
+    DIES_ONCE_SETS,
+    MARKER_ENV,
+    dask_log_lines,
+)
 from tests.integration.sshd import free_port
 from tests.integration.test_workflow_run import EXE, ctrl_c_after, foreground
 from tests.unit.test_cli import run_cli
@@ -144,6 +152,33 @@ def test_a_worker_restarted_during_a_trial_does_not_end_the_tune(tmp_path: Path)
     assert len(counted) == 1 and all(n >= 0 for n in counted.values()), counted
 
 
+def test_a_worker_that_dies_in_the_final_pairs_is_noted_as_in_a_trial(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The trials noted a worker's death; the final comparison's figures included one unsaid.
+    Its two clusters are the only ones up at once: the preload aims the death there. (The
+    comparison alone, without the sweep before it: within ``tune``'s budget, a loaded machine
+    measured no challenger and so made no comparison.)"""
+    died = tmp_path / "died"
+    monkeypatch.setenv(MARKER_ENV, str(died))  # the workers' processes inherit it
+    monkeypatch.setenv(BESIDE_ENV, "1")
+    sets = [DIES_ONCE_SETS[1], "cluster.dashboard_address=127.0.0.1:0", "parallel.processes=2"]
+    lines: list[str] = []
+    tuner = Tuner(load_config(None, sets), workload("matmul"), 60, detect_hardware(), lines.append)
+    comp = tuner.compare(Trial("threads", {"parallel.processes": 1}), pairs=2)
+    assert died.exists()
+    assert comp["pairs"] == 2
+    # the candidate's cluster starts second: its first task is the first one beside the other
+    assert comp["workers_lost"]["baseline"] == [] and len(comp["workers_lost"]["tuned"]) == 1
+    [address] = comp["workers_lost"]["tuned"]
+    [line] = lines
+    assert line.startswith("baseline vs parallel.processes=1, 2 interleaved pairs: ")
+    assert line.endswith(
+        f"; 1 worker(s) died during this final comparison (candidate {address}); "
+        "its figures include the loss and the restart"
+    )
+
+
 def test_a_worker_restarted_on_its_pinned_port_is_lost_all_the_same() -> None:
     """A restarted worker was told from the one it replaced by its new address, but an SSH
     node's ``port`` pins it: the death went unsaid. (Tune's local clusters cannot pin one, so
@@ -156,7 +191,7 @@ def test_a_worker_restarted_on_its_pinned_port_is_lost_all_the_same() -> None:
             processes=True,
             host="127.0.0.1",
             worker_port=port,
-            dashboard_address=None,
+            dashboard_address="127.0.0.1:0",  # None is Dask's default, 8787: in use meanwhile
         ) as cluster,
         Client(cluster) as client,
     ):

@@ -81,3 +81,24 @@ def test_values_from_the_config_file_are_not_said_twice(tmp_path: Path) -> None:
     config = load_config(file, ["storage.level=5"], use_search_path=False)
     report = {**_tune_report(config), "config_file": str(config.file)}
     assert values_set(report) == [("storage.level", 5, "--set")]
+
+
+def test_the_tune_report_says_which_cluster_of_the_final_pairs_lost_a_worker() -> None:
+    """A worker that died in the final pairs was in their figures, unsaid; reports written
+    before the comparison recorded its losses have none to say."""
+    config = load_config(None, use_search_path=False)
+    comparison = {
+        "candidate": {"parallel.processes": 1},
+        "pairs": 2,
+        "rates": {"baseline": [1e6, 1e6], "tuned": [2e6, 2e6]},
+        "speedup": 2.0,
+        "tuned_wins": 2,
+        "workers_lost": {"baseline": [], "tuned": ["tcp://127.0.0.1:4000"]},
+    }
+    text = markdown({**_tune_report(config), "comparison": comparison})
+    assert (
+        "1 worker(s) died during these pairs (candidate tcp://127.0.0.1:4000): their figures "
+        "include the loss and the restart." in text
+    )
+    del comparison["workers_lost"]
+    assert "died" not in markdown({**_tune_report(config), "comparison": comparison})
