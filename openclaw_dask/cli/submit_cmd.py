@@ -5,7 +5,9 @@ from __future__ import annotations
 import shlex
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.markup import escape
@@ -190,14 +192,48 @@ def submit_cmd(
     out.print(f"record:   {run}/run.json", markup=False)
     if record.get("performance_report"):
         out.print(f"report:   {record['performance_report']}", markup=False)
-    for name, step in record["steps"].items():
-        for png in step.get("metrics", {}).get("plots", []):
-            out.print(f"plot:     {run}/plots/{png}", markup=False)
-        for key, value in step.get("metrics", {}).items():
+    for line in step_lines(run, record["steps"]):
+        out.print(line, markup=False)
+
+
+def step_lines(run: str, steps: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The summary's lines of what the steps made: plots, folder outputs, numeric metrics.
+
+    Parameters
+    ----------
+    run
+        The run directory, as the summary names it.
+    steps
+        ``run.json``'s ``steps``.
+
+    Returns
+    -------
+    list of str
+        ``plot:`` for each plot a step names in its ``plots`` metric (the climate op's),
+        ``folder:`` for each other folder output with files, and ``STEP.KEY: value`` for each
+        number (6 significant digits: ``.2f`` showed a residual of 8e-3 as 0.01, and 1e-5 as
+        0.00) or undefined (``none``) metric.
+    """
+    lines = []
+    for name, step in steps.items():
+        metrics = step.get("metrics", {})
+        plots = metrics.get("plots") or []
+        lines += [f"plot:     {run}/plots/{png}" for png in plots]
+        folders: dict[str, int] = {}  # a user op's plots/ was not named at all
+        for path in step.get("files", {}):
+            top, inside, _ = path.partition("/")
+            if inside and not top.endswith(".zarr") and not (top == "plots" and plots):
+                folders[top] = folders.get(top, 0) + 1
+        for folder, count in folders.items():
+            lines.append(f"folder:   {run}/{folder}/ ({count} file{'s' * (count != 1)})")
+        for key, value in metrics.items():
             if isinstance(value, float):
-                out.print(f"{name}.{key}: {value:.2f}", markup=False)
+                lines.append(f"{name}.{key}: {value:.6g}")
+            elif isinstance(value, int) and not isinstance(value, bool):  # was left out
+                lines.append(f"{name}.{key}: {value}")
             elif value is None:  # undefined for this run (run.json has null)
-                out.print(f"{name}.{key}: none", markup=False)
+                lines.append(f"{name}.{key}: none")
+    return lines
 
 
 def resume_command(run_dir: str | Path) -> str:

@@ -1,0 +1,38 @@
+"""What ``submit`` says a completed run made: plots, folder outputs and metrics."""
+
+from __future__ import annotations
+
+from openclaw_dask.cli.submit_cmd import step_lines
+
+
+def test_a_user_op_s_folder_and_its_small_and_whole_metrics_are_said() -> None:
+    """A user op's plots/ went unnamed, an int metric unsaid, and 0.008 was printed 0.01."""
+    steps = {
+        "field": {"files": {"field.zarr/zarr.json": 10, "field.zarr/T/c/0/0": 99}},
+        "stats": {
+            "files": {"plots/heat.png": 3, "plots/series.png": 4, "summary.zarr/zarr.json": 9},
+            "metrics": {"final_mean": 0.008038338, "records": 300, "ok": True, "gone": None},
+        },
+    }
+    assert step_lines("runs/r", steps) == [
+        "folder:   runs/r/plots/ (2 files)",
+        "stats.final_mean: 0.00803834",
+        "stats.records: 300",
+        "stats.gone: none",
+    ]
+
+
+def test_plots_a_step_names_are_listed_one_by_one_and_not_again_as_a_folder() -> None:
+    """The climate op names its plots in a ``plots`` metric; its text metric is not printed."""
+    steps = {
+        "analyse": {
+            "files": {"plots/a.png": 1, "plots/b.png": 1, "notes/x.txt": 1},
+            "metrics": {"plots": ["a.png", "b.png"], "ice_edge_north": 71.83, "ref": "North"},
+        }
+    }
+    assert step_lines("r", steps) == [
+        "plot:     r/plots/a.png",
+        "plot:     r/plots/b.png",
+        "folder:   r/notes/ (1 file)",
+        "analyse.ice_edge_north: 71.83",
+    ]
