@@ -118,7 +118,12 @@ class IterativeOp:
 
     Subclasses set ``outputs`` (names of the Zarr outputs), ``append_dim`` (the dimension along
     which records emitted during the run are appended) and implement the four methods. The
-    constructor receives the context and the step's ``with:`` arguments.
+    constructor receives the context, then the step's ``with:`` arguments by name, and its
+    signature is what ``with:`` is checked against::
+
+        def __init__(self, ctx, *, steps: int, alpha: float = 0.2) -> None:
+            super().__init__(ctx)  # sets self.ctx; self.ctx.input("init") reads a needed step
+            self.steps, self.alpha = steps, alpha
     """
 
     #: Output names: records appended during the run and/or outputs written at the end.
@@ -162,8 +167,11 @@ class IterativeOp:
         -------
         state, records
             The new state, and ``{output: Dataset}`` records to append along ``append_dim``
-            (may be empty). Everything needed to continue, accumulators included, must be in
-            the state: the runner checkpoints only the state.
+            (may be empty). Each record has ``append_dim`` among its dimensions (give it its
+            coordinate, e.g. the step numbers); the output keeps the chunks along it of the
+            first records written (``da.stack`` of scalars makes one chunk, and one file, per
+            record: ``.rechunk(-1)`` makes one per window). Everything needed to continue,
+            accumulators included, must be in the state: the runner checkpoints only the state.
         """
         raise NotImplementedError
 
