@@ -130,6 +130,8 @@ def submit_cmd(
                 "the whole message and its traceback are in run.json "
                 f"(steps.{exc.step}.error, steps.{exc.step}.traceback)"
             )
+        if exc.where:  # the line of the user's own module that raised it
+            kept = f"raised in {exc.where}; {kept}"
         err.print(
             f"{kept}; completed steps and their outputs are kept; fix the step and "
             f"{resume_command(exc.run_dir)}",

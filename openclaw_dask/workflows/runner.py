@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -87,8 +88,10 @@ PERFORMANCE_REPORT = "performance-report.html"
 class StepFailedError(Exception):
     """A step's op raised: the run is marked failed (exit code 1)."""
 
-    def __init__(self, step: str, op: str, error: BaseException) -> None:
+    def __init__(self, step: str, op: str, error: BaseException, where: str | None = None) -> None:
         self.step, self.op, self.error = step, op, error
+        #: the line of the user's op module that raised it (:func:`raised_in`), if one did
+        self.where = where
         self.run_dir: Path | None = None  # set by run_workflow
         super().__init__(f"step {step!r} (op {op}) failed: {type(error).__name__}: {error}")
 
@@ -374,6 +377,14 @@ class Run:
     def _same(self, step: StepSpec, recorded: Mapping[str, Any], fingerprint: str) -> bool:
         """Whether a step record or checkpoint is of this step (:func:`same_step`)."""
         return same_step(step, recorded, fingerprint, self.record, self.config)
+
+    def _op_files(self, step: StepSpec) -> list[str]:
+        """The user's op modules: those beside the workflow, and the step's own op's file."""
+        files = list(self.workflow.op_files)
+        if step.info.code is not None:  # a user op (not a built-in one)
+            with contextlib.suppress(TypeError, OSError):
+                files.append(inspect.getsourcefile(step.info.target) or "")
+        return [file for file in files if file]
 
     def _context(self, step: StepSpec, client: Any) -> StepContext:
         inputs = {}
@@ -752,9 +763,25 @@ class Run:
                         traceback="".join(traceback.format_exception(exc)),
                         wall_seconds=time.perf_counter() - t0,
                     )
-                    raise StepFailedError(name, step.op, error) from exc
+                    where = None if error is not exc else raised_in(exc, self._op_files(step))
+                    raise StepFailedError(name, step.op, error, where) from exc
                 rec["wall_seconds"] = time.perf_counter() - t0
                 self.save()
+
+
+def raised_in(exc: BaseException, files: Sequence[str]) -> str | None:
+    """``myops.py, line 17, in hot_square``: the innermost frame of ``exc``'s traceback that is
+    in one of the user's op module ``files``, or ``None``.
+
+    Files match by name: a task's frames are in the worker's copy of the module. The failure
+    said the op's message and that its traceback was in run.json; the user then opened
+    run.json to find which line of their own module had raised it.
+    """
+    names = {Path(file).name for file in files}
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if Path(frame.filename).name in names:
+            return f"{Path(frame.filename).name}, line {frame.lineno}, in {frame.name}"
+    return None
 
 
 def _return_hint(expected: Sequence[str]) -> str:

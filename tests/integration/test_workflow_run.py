@@ -169,6 +169,13 @@ def test_dry_run_starts_nothing(tmp_path: Path) -> None:
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= before
 
 
+def user_ops_line(text: str) -> int:
+    """The number of the line of ``user_ops.py`` that holds ``text``."""
+    lines = (Path(__file__).parent / "user_ops.py").read_text().splitlines()
+    [number] = [n for n, line in enumerate(lines, 1) if text in line]
+    return number
+
+
 def test_a_task_that_fails_on_a_worker_is_one_line_and_its_traceback_is_kept(
     tmp_path: Path,
 ) -> None:
@@ -185,6 +192,11 @@ def test_a_task_that_fails_on_a_worker_is_one_line_and_its_traceback_is_kept(
     assert "Traceback" not in result.stderr and "Compute Failed" not in result.stderr
     kept = record_of(run_dir)["steps"]["bad"]["traceback"]
     assert "in _explode_block" in kept and "the task's own error: kaboom" in kept
+    # the line of the user's module, as the worker's frames give it
+    line = user_ops_line("raise ValueError(f\"the task's own error")
+    assert f"raised in user_ops.py, line {line}, in _explode_block; its traceback is in " in (
+        result.stderr
+    )
 
 
 @pytest.mark.parametrize(
@@ -272,6 +284,11 @@ def test_failing_op_reports_and_keeps_completed_outputs(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "step 'bad' (op tests.integration.user_ops:explode)" in result.stderr
     assert "the op's own error: kaboom" in result.stderr
+    # where in their module: the user had to open run.json's traceback to find it
+    line = user_ops_line("raise ValueError(f\"the op's own error")
+    assert f"\nraised in user_ops.py, line {line}, in explode; its traceback is in " in (
+        result.stderr
+    )
     assert "Traceback" not in result.stderr
     rec = record_of(run_dir)
     assert rec["status"] == "failed"
