@@ -211,8 +211,6 @@ def common_dask_config(config: Config, env: Mapping[str, Any]) -> tuple[dict[str
             out[f"distributed.comm.tls.{role}.key"] = key
     if transport(v) == "ucx":
         out.update(ucx_dask_config(config))
-    if env.get(AFFINITY_ENV):
-        out["distributed.worker.preload"] = [AFFINITY_PRELOAD]
     notes = []
     unused = [f"distributed.tls.{part}" for part in ("ca_file", "cert", "key")]
     unused = [key for key in unused if v[key]]
@@ -226,7 +224,37 @@ def common_dask_config(config: Config, env: Mapping[str, Any]) -> tuple[dict[str
         if key in out and out[key] != value:
             notes.append(f"dask.{key} = {value!r} (raw dask section) overrides {out[key]!r}")
         out[key] = value
+    if env.get(AFFINITY_ENV):
+        # after a raw dask: preload, not instead of it: a site's preload had turned the
+        # pinning off, and the workers were then refused as running on every core
+        out = with_preloads(out, "worker", [AFFINITY_PRELOAD])
     return out, notes
+
+
+def preload_lists(dask_config: dict[str, Any], kind: str) -> tuple[list[str], list[list[str]]]:
+    """The preloads ``distributed.KIND.preload`` lists, and one argument list for each.
+
+    Dask takes ``preload-argv`` as one list for every preload or one list per preload, and
+    refuses a count that differs from the preloads' ("mismatched lengths"): one list each
+    lets another preload be added after them.
+    """
+    given = dask_config.get(f"distributed.{kind}.preload") or []
+    given = [given] if isinstance(given, str) else list(given)
+    args = list(dask_config.get(f"distributed.{kind}.preload-argv") or [])
+    if not (args and all(isinstance(a, list) for a in args)):
+        args = [list(args) for _ in given]
+    args = [*args, *([] for _ in range(len(given) - len(args)))][: len(given)]
+    return given, args
+
+
+def with_preloads(dask_config: dict[str, Any], kind: str, modules: list[str]) -> dict[str, Any]:
+    """``dask_config`` with ``modules`` preloaded after those it lists for ``kind`` (``worker``,
+    ``scheduler``, ``nanny``), without arguments; theirs keep their own."""
+    given, args = preload_lists(dask_config, kind)
+    return dask_config | {
+        f"distributed.{kind}.preload": [*given, *modules],
+        f"distributed.{kind}.preload-argv": [*args, *([] for _ in modules)],
+    }
 
 
 #: Where the scheduler's HTTP server listens with ``cluster.dashboard_address: null``. Dask
@@ -252,9 +280,7 @@ def with_child_worker_preload(dask_config: dict[str, Any]) -> dict[str, Any]:
     (:mod:`openclaw_dask.runtime.terminal`); the preloads the config already asks for (pinning,
     a raw ``dask:`` entry) are kept.
     """
-    preload = dask_config.get("distributed.worker.preload") or []
-    preload = [preload] if isinstance(preload, str) else list(preload)
-    return dask_config | {"distributed.worker.preload": [*preload, TERMINAL_PRELOAD]}
+    return with_preloads(dask_config, "worker", [TERMINAL_PRELOAD])
 
 
 def ucx_dask_config(config: Config) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from openclaw_dask.translate.plan import (
     alias_notes,
     common_dask_config,
     dashboard_kwargs,
+    preload_lists,
     protocol,
     security_kwargs,
     worker_env,
@@ -41,12 +42,7 @@ def with_preload(
     A keyword replaces the dask config's list, so that list (and its ``preload-argv``: one
     list per module, or one for all) is kept first.
     """
-    given = dask_config.get(f"distributed.{kind}.preload") or []
-    given = [given] if isinstance(given, str) else list(given)
-    args = list(dask_config.get(f"distributed.{kind}.preload-argv") or [])
-    if not (args and all(isinstance(a, list) for a in args)):
-        args = [args for _ in given]
-    args = [*args, *([] for _ in range(len(given) - len(args)))][: len(given)]
+    given, args = preload_lists(dask_config, kind)
     return {"preload": [*given, module], "preload_argv": [*args, argv]}
 
 

@@ -65,6 +65,20 @@ def test_affinity_is_in_force_in_every_thread(sets: list[str], expected: dict[st
         assert pinned(client) == expected
 
 
+def test_a_site_preload_in_the_dask_section_leaves_the_pinning_in_force(tmp_path: Path) -> None:
+    """A raw ``dask: distributed.worker.preload`` (a site's monitoring, say) had replaced the
+    pinning preload: the cluster was refused ("runs on cores [0, 1], planned [0]")."""
+    if len(detect_hardware().usable_cores) < 2:
+        pytest.fail("this test needs 2 usable cores")
+    site = tmp_path / "site_preload.py"
+    site.write_text("def dask_setup(worker):\n    worker.site_preloaded = True\n")
+    sets = ["parallel.thread_affinity=compact", "parallel.processes=2"]
+    with cluster(*sets, f'dask.distributed.worker.preload=["{site}"]') as client:
+        assert pinned(client) == {"0": [0], "1": [1]}
+        ran = client.run(lambda dask_worker: getattr(dask_worker, "site_preloaded", False))
+        assert list(ran.values()) == [True, True]
+
+
 def test_unpinned_workers_use_every_core() -> None:
     with cluster("parallel.processes=2") as client:
         usable = sorted(detect_hardware().usable_cores)

@@ -188,6 +188,25 @@ def test_affinity_in_plan() -> None:
     assert AFFINITY_ENV not in plan().worker_env
 
 
+def test_a_raw_dask_preload_runs_beside_the_pinning_not_instead() -> None:
+    """A site's ``dask: distributed.worker.preload`` had replaced the pinning preload: the
+    workers then ran on every core and were refused as not pinned as planned."""
+    sets = ["parallel.thread_affinity=compact", "parallel.processes=2"]
+    site = "dask.distributed.worker.preload=[site_preload]"
+    p = plan(*sets, site, hw=make_hardware(cores=8, numa=2))
+    wanted = ["site_preload", AFFINITY_PRELOAD, TERMINAL_PRELOAD]
+    assert p.dask_config["distributed.worker.preload"] == wanted
+    assert p.dask_config["distributed.worker.preload-argv"] == [[], [], []]
+    assert not any("preload" in note for note in p.notes)
+    # Dask refuses argument lists that do not match the preloads one for one: each of ours
+    # gets an empty one, and one list for all is kept for the site's preloads only
+    for argv, theirs in (("[[--a], [--b]]", [["--a"], ["--b"]]), ("[--a]", [["--a"], ["--a"]])):
+        two = "dask.distributed.worker.preload=[one, two]"
+        p = plan(*sets, two, f"dask.distributed.worker.preload-argv={argv}")
+        assert p.dask_config["distributed.worker.preload"][:2] == ["one", "two"]
+        assert p.dask_config["distributed.worker.preload-argv"] == [*theirs, [], []]
+
+
 # ---- transports -------------------------------------------------------------------------------
 
 
