@@ -5,8 +5,9 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable, Collection, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from distributed import Client
 
@@ -16,6 +17,9 @@ from openclaw_dask.bench.suites import NAMES, suite
 from openclaw_dask.config import Config, ConfigError, detect_hardware, load_config
 from openclaw_dask.config.errors import Problem, did_you_mean
 from openclaw_dask.runtime import start_cluster
+from openclaw_dask.workflows.recovery import prepare_to_continue
+
+T = TypeVar("T")
 
 
 class BenchmarkSuiteError(Exception):
@@ -65,6 +69,15 @@ def lost_workers_note(lost: Collection[str], during: str) -> str:
     )
 
 
+def failed_first_note(lost: Collection[str], during: str) -> str:
+    """One line for workers whose death failed the first run of a suite or trial, which was
+    then run again (:func:`again_if_a_worker_died`)."""
+    return (
+        f"{len(lost)} worker(s) died during this {during}'s first run ({', '.join(sorted(lost))}),"
+        " which failed: these figures are its second"
+    )
+
+
 def worker_ids(client: Client) -> dict[str, str]:
     """Each worker's address and the id its process registered with (``server_id``).
 
@@ -88,6 +101,66 @@ def workers_lost(client: Client, before: dict[str, str]) -> list[str]:
     return sorted(address for address, id_ in before.items() if now.get(address) != id_)
 
 
+class WorkersDiedError(RuntimeError):
+    """Work that failed twice as workers died under it (:func:`again_if_a_worker_died`)."""
+
+
+def again_if_a_worker_died(
+    client: Client, work: Callable[[], T], redo: Callable[[], T] | None = None
+) -> tuple[T, list[str]]:
+    """``work()``; if it raised as a worker died, once more once the workers are back.
+
+    Dask recomputes what a dead worker held from its lineage, but not data placed on it by
+    hand: the stencil's latitude bands (and the climate workload's) live on their home
+    workers, so a death failed the whole suite, or the whole ``tune``, with "FuturesCancelled
+    ... already forgotten". A worker dies of something a second run may not meet (killed, the
+    machine's memory taken by another process), so the work is done again from the start on
+    the restarted workers; a second failure with a death says so in words.
+
+    Parameters
+    ----------
+    client
+        The cluster's client.
+    work
+        Does the work and returns its result.
+    redo
+        The second try, when ``work`` uses data placed before it (the bands it ran on are
+        gone): places them anew, then does the work. ``None``: ``work`` again, which places
+        its own data.
+
+    Returns
+    -------
+    tuple
+        ``work``'s result, and the addresses of the workers whose death failed a first try
+        (empty: it went through the first time).
+
+    Raises
+    ------
+    WorkersDiedError
+        Workers died during both tries (out of memory each time, say).
+    """
+    before = worker_ids(client)
+    try:
+        return work(), []
+    except Exception:
+        lost = workers_lost(client, before)
+        if not lost:
+            raise
+    prepare_to_continue(client, len(before))  # (outside the except: no chained traceback)
+    before = worker_ids(client)
+    try:
+        return (redo or work)(), lost
+    except Exception as exc:
+        again = workers_lost(client, before)
+        if not again:
+            raise
+        raise WorkersDiedError(
+            f"worker(s) died under it twice ({', '.join(lost)}, then {', '.join(again)}): "
+            "killed, or out of memory (memory.per_thread_pool_size, memory.global_pool); "
+            f"the last error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        ) from None
+
+
 def check_suites(names: Sequence[str] | None) -> list[str]:
     """Validate suite names (``None``: all); unknown ones are bad input."""
     if not names:
@@ -103,6 +176,13 @@ def check_suites(names: Sequence[str] | None) -> list[str]:
     if problems:
         raise ConfigError(problems)
     return list(dict.fromkeys(names))
+
+
+def _measured(ctx: BenchContext, name: str) -> tuple[dict[str, Any], list[str]]:
+    """Suite ``name``'s result, and the workers that died while it ran (it went on)."""
+    workers = worker_ids(ctx.client)
+    result = suite(name)(ctx).to_dict()
+    return result, workers_lost(ctx.client, workers)
 
 
 def benchmark(
@@ -179,11 +259,12 @@ def benchmark(
                 if on_suite:
                     on_suite(name)
                 s0 = time.perf_counter()
-                workers = set(client.nthreads())
-                result = suite(name)(ctx).to_dict()
+                measured, failed = again_if_a_worker_died(client, partial(_measured, ctx, name))
+                result, lost = measured
                 result["wall_seconds"] = time.perf_counter() - s0
                 # Dask's own logs of a worker's death are kept off the terminal: say it here
-                lost = workers - set(client.nthreads())
+                if failed:
+                    result["notes"].append(failed_first_note(failed, "suite"))
                 if lost:
                     result["notes"].append(lost_workers_note(lost, "suite"))
                 report["suites"][name] = result

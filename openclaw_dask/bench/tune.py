@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,14 @@ import psutil
 from distributed import Client
 
 from openclaw_dask.bench.machine import config_facts, machine_facts, values_set, versions
-from openclaw_dask.bench.run import lost_workers_note, worker_ids, workers_lost
+from openclaw_dask.bench.run import (
+    WorkersDiedError,
+    again_if_a_worker_died,
+    failed_first_note,
+    lost_workers_note,
+    worker_ids,
+    workers_lost,
+)
 from openclaw_dask.bench.workloads import Workload, describe_rate, workload
 from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
 from openclaw_dask.config.render import yaml_value
@@ -165,6 +173,8 @@ class Tuner:
         if started > self.sweep_deadline:
             trial.skipped = BUDGET_SPENT
             return trial
+        failed: list[str] = []  # workers whose death failed a first try (then run again)
+        lost: list[str] = []  # and those that died in the timed runs, which went on
         try:
             config = self.trial_config(changes)
             same = self.seen.get(self.identity(config))
@@ -178,30 +188,48 @@ class Tuner:
                 start_cluster(config, hardware=self.hw, attach_running=False) as client,
                 client.as_current(),
             ):
-                workers = worker_ids(client)
-                run = self.work.prepare(client, config)
-                run()  # warm-up
-                before = client.run(_ctx_switches)
-                for _ in range(self.repeats):
-                    t0 = time.perf_counter()
-                    amount = run()
-                    trial.samples.append(amount / (time.perf_counter() - t0))
-                after = client.run(_ctx_switches)
-                # a worker restarted meanwhile (killed, out of memory) has another address and
-                # counts from zero: only the workers that ran every timed run are counted
-                per_run = {w: (after[w] - before[w]) // self.repeats for w in after if w in before}
-                trial.ctx_switches = per_run
-                trial.workers_lost = workers_lost(client, workers)
+                # a death that fails the work (the bands placed on that worker are gone) runs
+                # the trial again on the restarted workers; one it survives is in its figures
+                timed, failed = again_if_a_worker_died(client, lambda: self._timed(client, config))
+                trial.samples, trial.ctx_switches, lost = timed
+                trial.workers_lost = sorted({*failed, *lost})
         except ConfigError as exc:
             if strict:
                 raise
             trial.skipped = "; ".join(p.message for p in exc.problems)
+        except WorkersDiedError as exc:  # out of memory each time, say: the next candidate
+            if strict:
+                raise
+            trial.skipped = str(exc)
         trial.wall_s = time.monotonic() - started
         shown = f"skipped: {trial.skipped}" if trial.skipped else self.rate_text(trial.rate)
-        if trial.workers_lost:  # Dask's own logs of a death are kept off the terminal: say it
-            shown += f"; {lost_workers_note(trial.workers_lost, 'trial')}"
+        # Dask's own logs of a death are kept off the terminal: say it
+        if failed:
+            shown += f"; {failed_first_note(failed, 'trial')}"
+        if lost:
+            shown += f"; {lost_workers_note(lost, 'trial')}"
         self.log(f"{stage:<10} {trial.label():<55} {shown}")
         return trial
+
+    def _timed(
+        self, client: Client, config: Config
+    ) -> tuple[list[float], dict[str, int], list[str]]:
+        """Prepare the workload, warm up, time ``repeats`` runs: the rates, each worker's
+        context switches per run, and the workers that died meanwhile (the runs went on)."""
+        workers = worker_ids(client)
+        run = self.work.prepare(client, config)
+        run()  # warm-up
+        before = client.run(_ctx_switches)
+        samples = []
+        for _ in range(self.repeats):
+            t0 = time.perf_counter()
+            amount = run()
+            samples.append(amount / (time.perf_counter() - t0))
+        after = client.run(_ctx_switches)
+        # a worker restarted meanwhile (killed, out of memory) has another address and counts
+        # from zero: only the workers that ran every timed run are counted
+        per_run = {w: (after[w] - before[w]) // self.repeats for w in after if w in before}
+        return samples, per_run, workers_lost(client, workers)
 
     def rate_text(self, rate: float) -> str:
         """A rate of this workload in readable units."""
@@ -266,27 +294,46 @@ class Tuner:
         rates: dict[str, list[float]] = {"baseline": [], "tuned": []}
         configs = {"baseline": self.trial_config({}), "tuned": self.trial_config(winner.changes)}
         with ExitStack() as stack:
-            runs = {}
+            clients: dict[str, Client] = {}
             workers: dict[str, dict[str, str]] = {}
-            for name, config in configs.items():
-                client: Client = stack.enter_context(
+            runs: dict[str, Callable[[], float]] = {}
+
+            # a worker's death that fails the work took the data placed on it (the climate
+            # workload's bands): placed anew on the restarted workers, then run again
+            def place(name: str) -> None:
+                with clients[name].as_current():
+                    runs[name] = self.work.prepare(clients[name], configs[name])
+
+            def timed(name: str) -> float:
+                with clients[name].as_current():
+                    t0 = time.perf_counter()
+                    amount = runs[name]()
+                    return amount / (time.perf_counter() - t0)
+
+            def placed_again(name: str) -> float:
+                place(name)
+                return timed(name)
+
+            def sample(name: str) -> float:
+                rate, _ = again_if_a_worker_died(
+                    clients[name], partial(timed, name), partial(placed_again, name)
+                )
+                return rate
+
+            for name, config in configs.items():  # each placed before the next one starts
+                clients[name] = stack.enter_context(
                     start_cluster(config, hardware=self.hw, attach_running=False)
                 )
-                workers[name] = worker_ids(client)
-                with client.as_current():
-                    runs[name] = (client, self.work.prepare(client, config))
-            for client, run in runs.values():
-                with client.as_current():
-                    run()  # warm-up
+                workers[name] = worker_ids(clients[name])
+                again_if_a_worker_died(clients[name], partial(place, name))
+            for name in clients:
+                sample(name)  # warm-up
             for i in range(pairs):
                 if i >= 2 and time.monotonic() > self.deadline:
                     break
-                for name, (client, run) in runs.items():
-                    with client.as_current():
-                        t0 = time.perf_counter()
-                        amount = run()
-                        rates[name].append(amount / (time.perf_counter() - t0))
-            lost = {name: workers_lost(client, workers[name]) for name, (client, _) in runs.items()}
+                for name in clients:
+                    rates[name].append(sample(name))
+            lost = {name: workers_lost(client, workers[name]) for name, client in clients.items()}
         med = {k: statistics.median(v) for k, v in rates.items()}
         wins = sum(t > b for b, t in zip(rates["baseline"], rates["tuned"], strict=True))
         comparison = {

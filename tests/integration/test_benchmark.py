@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from openclaw_dask.bench.machine import cpu_model
+from openclaw_dask.bench.run import WorkersDiedError, again_if_a_worker_died
+from openclaw_dask.runtime.cluster import start_cluster
 from tests.integration.conftest import isolated_env
 from tests.integration.dies_once import DIES_ONCE_SETS, MARKER_ENV, dask_log_lines
 from tests.integration.test_workflow_run import EXE, ctrl_c_after, foreground
@@ -182,6 +184,49 @@ def test_a_worker_that_dies_leaves_the_terminal_to_the_benchmark(
         assert any("Restarting worker" in line for line in dask_log_lines(proc.stderr))
     else:
         assert proc.stderr.splitlines() == ["suite matmul ..."], proc.stderr
+
+
+def test_a_worker_death_that_fails_the_stencil_suite_runs_it_again(tmp_path: Path) -> None:
+    """The stencil's bands live on their home workers, which Dask cannot recompute from: a
+    death failed the suite with "FuturesCancelledError ... already forgotten"."""
+    env = isolated_env(tmp_path) | {MARKER_ENV: str(tmp_path / "died")}
+    args = ["--quick", "--suite", "stencil", "--json", "b.json"]
+    args += ["--set", "cluster.dashboard_address=127.0.0.1:0", *DIES_ONCE_SETS]
+    proc = run_cli("benchmark", *args, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "died").exists()
+    [note] = json.loads((tmp_path / "b.json").read_text())["suites"]["stencil"]["notes"]
+    assert re.fullmatch(
+        r"1 worker\(s\) died during this suite's first run \(tcp://[0-9.:]+\), which failed: "
+        "these figures are its second",
+        note,
+    ), note
+    assert f"  stencil: {note}" in proc.stdout
+
+
+def _exit_the_worker() -> None:
+    os._exit(1)  # a real death, as the kernel's OOM killer would cause
+
+
+def test_work_whose_worker_dies_each_time_is_said_in_words_after_two_tries() -> None:
+    """A death that fails the work each time (out of memory each time, say) ends in one
+    sentence that names the workers, not in Dask's "KilledWorker" or "already forgotten"."""
+    tries: list[int] = []
+
+    def work() -> None:
+        tries.append(1)
+        client.submit(_exit_the_worker, pure=False).result()
+
+    overrides = ["cluster.dashboard_address=127.0.0.1:0", "parallel.processes=1"]
+    overrides += ["dask.distributed.scheduler.allowed-failures=0"]  # no retry of the task
+    with start_cluster(overrides=overrides) as client:
+        with pytest.raises(WorkersDiedError) as caught:
+            again_if_a_worker_died(client, work)
+        assert client.submit(sum, [1, 2]).result() == 3  # the cluster itself goes on
+    assert len(tries) == 2
+    message = str(caught.value)
+    assert re.match(r"worker\(s\) died under it twice \(tcp://\S+, then tcp://\S+\): ", message)
+    assert "out of memory (memory.per_thread_pool_size, memory.global_pool)" in message
 
 
 def test_stress_counts_a_worker_that_died_instead_of_dask_s_logs(tmp_path: Path) -> None:

@@ -245,3 +245,32 @@ def test_an_out_that_is_an_input_is_refused_before_anything_starts(
     )
     assert given.read_text() == source.read_text()
     assert list(tmp_path.iterdir()) == [given]
+
+
+@pytest.mark.parametrize("phase", ["trial", "final pairs"])
+def test_a_worker_death_that_fails_the_climate_work_runs_it_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, phase: str
+) -> None:
+    """The climate workload's bands live on their home workers, which Dask cannot recompute
+    from: a death ended the whole tune with "FuturesCancelledError ... already forgotten". The
+    trial now runs again on the restarted workers (the pair places its bands anew), and says
+    so."""
+    died = tmp_path / "died"
+    monkeypatch.setenv(MARKER_ENV, str(died))  # the workers' processes inherit it
+    if phase == "final pairs":
+        monkeypatch.setenv(BESIDE_ENV, "1")
+    sets = [DIES_ONCE_SETS[1], "cluster.dashboard_address=127.0.0.1:0", "parallel.processes=2"]
+    lines: list[str] = []
+    work = workload("climate")
+    tuner = Tuner(load_config(None, sets), work, 60, detect_hardware(), lines.append)
+    if phase == "trial":
+        trial = tuner.measure("baseline", {}, strict=True)
+        assert died.exists() and trial.samples and trial.skipped is None
+        [line] = lines
+        [address] = trial.workers_lost
+        assert f"1 worker(s) died during this trial's first run ({address}), which failed" in line
+    else:
+        comp = tuner.compare(Trial("threads", {"parallel.processes": 1}), pairs=2)
+        assert died.exists() and comp["pairs"] == 2
+        assert all(rate > 0 for rates in comp["rates"].values() for rate in rates)
+        assert len(comp["workers_lost"]["tuned"]) == 1
