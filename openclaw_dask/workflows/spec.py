@@ -675,6 +675,7 @@ def load_workflow(
         chk.bad("steps", "expected a mapping of step names to {op, with, needs, outputs}")
         steps_raw = {}
     output_owner: dict[str, str] = {}
+    unimportable: dict[str, str] = {}  # a module whose import failed: the first step that said it
     for step, raw in steps_raw.items():
         path = f"steps.{step}"
         if not NAME_RE.match(step):
@@ -703,7 +704,14 @@ def load_workflow(
                 if colon and shipped_module(module, beside) is not None:
                     from_beside = True
             except OpError as exc:
-                chk.bad(f"{path}.op", str(exc))
+                module = op_name.partition(":")[0]
+                first = unimportable.setdefault(module, path) if ":" in op_name else path
+                said = str(exc)
+                if first != path and said.startswith(f"cannot import {module!r}"):
+                    # one broken module is one problem, said in full once: a syntax error
+                    # in it had been printed again for every step that uses one of its ops
+                    said = f"cannot import {module!r} for op {op_name!r}: see {first}.op"
+                chk.bad(f"{path}.op", said)
         args = raw.get("with") or {}
         if not isinstance(args, dict):
             chk.bad(f"{path}.with", "expected a mapping of argument names to values")

@@ -616,6 +616,19 @@ def test_user_op_modules_that_fail_and_ops_without_a_context_are_refused_at_the_
             load_workflow(write(tmp_path, text))
         [problem] = [str(p) for p in info.value.problems]
         assert f":4: steps.a.op: {message}" in problem, problem
+    # a module that does not import is said in full once, not again for each step using it
+    steps = "".join(
+        f"  {name}:\n    op: half_written:{op}\n    outputs: [{name}.zarr]\n"
+        for name, op in (("a", "op"), ("b", "other"), ("c", "op"))
+    )
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, f"name: x\nsteps:\n{steps}"))
+    first, *later = [p.message for p in info.value.problems]
+    assert first == expected["half_written:op"]
+    assert later == [
+        "cannot import 'half_written' for op 'half_written:other': see steps.a.op",
+        "cannot import 'half_written' for op 'half_written:op': see steps.a.op",
+    ]
 
 
 def op_with_its_argument_first(size: int, chunk: int = 8) -> dict[str, Any]:
