@@ -21,6 +21,8 @@ import json
 import logging
 import os
 import shutil
+import site
+import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -773,14 +775,20 @@ def raised_in(exc: BaseException, files: Sequence[str]) -> str | None:
     """``myops.py, line 17, in hot_square``: the innermost frame of ``exc``'s traceback that is
     in one of the user's op module ``files``, or ``None``.
 
-    Files match by name: a task's frames are in the worker's copy of the module. The failure
-    said the op's message and that its traceback was in run.json; the user then opened
-    run.json to find which line of their own module had raised it.
+    A frame matches by path, or by name outside the installed packages and Python's own
+    library: a task's frames are in a worker's copy of the module (Dask's upload folder), and a
+    user's ``utils.py`` must not match ``distributed/utils.py``. The failure said the op's
+    message and that its traceback was in run.json; the user then opened run.json to find
+    which line of their own module had raised it.
     """
+    paths = {os.path.abspath(file) for file in files}
     names = {Path(file).name for file in files}
+    installed = (sys.prefix, sys.base_prefix, *site.getsitepackages())
+    libraries = tuple({os.path.abspath(p) + os.sep for p in installed})
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        if Path(frame.filename).name in names:
-            return f"{Path(frame.filename).name}, line {frame.lineno}, in {frame.name}"
+        path = os.path.abspath(frame.filename)
+        if path in paths or (Path(path).name in names and not path.startswith(libraries)):
+            return f"{Path(path).name}, line {frame.lineno}, in {frame.name}"
     return None
 
 

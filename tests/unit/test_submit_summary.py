@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from openclaw_dask.cli.submit_cmd import step_lines
 
 
@@ -36,3 +40,30 @@ def test_plots_a_step_names_are_listed_one_by_one_and_not_again_as_a_folder() ->
         "folder:   r/notes/ (1 file)",
         "analyse.ice_edge_north: 71.83",
     ]
+
+
+def test_the_line_that_raised_is_the_user_module_s_not_a_library_file_of_the_same_name(
+    tmp_path: Path,
+) -> None:
+    """Frames match a user's op module by name too (a worker's copy of it is elsewhere), but
+    a user's ``utils.py`` must not name a line of ``distributed/utils.py``."""
+    import importlib.util
+
+    from distributed.utils import parse_ports
+
+    from openclaw_dask.workflows.runner import raised_in
+
+    path = tmp_path / "utils.py"
+    path.write_text("def boom():\n    raise ValueError('boom')\n")
+    spec = importlib.util.spec_from_file_location("utils", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(ValueError) as mine:
+        module.boom()
+    assert raised_in(mine.value, [str(path)]) == "utils.py, line 2, in boom"
+    # the worker's copy: the same name in another folder
+    assert raised_in(mine.value, ["/elsewhere/utils.py"]) == "utils.py, line 2, in boom"
+    with pytest.raises(ValueError) as theirs:
+        parse_ports("not a port")  # raised in distributed/utils.py
+    assert raised_in(theirs.value, [str(path)]) is None
