@@ -20,7 +20,10 @@ A workflow file (YAML)::
 Parameter types are ``int`` (64-bit: within :data:`INT_RANGE`), ``float`` (finite), ``bool``,
 ``str`` and ``path``: a string made absolute
 when the workflow is read (a ``--set`` value against the current directory, a default against
-the workflow file's folder), so the run records, and ``--resume`` reuses, the same file.
+the workflow file's folder), so the run records, and ``--resume`` reuses, the same file. A
+parameter may also give ``min``, ``max``, ``choices``, a ``doc`` line and a ``unit``; a
+refused ``--set`` value is told them (``expected float from 0.1 to 10.0, got 70.0;
+resolution: grid spacing, in degree``).
 
 Each output is ``NAME.zarr`` (a Zarr store the runner writes) or ``NAME/`` (a folder the op
 fills, e.g. plots); ``NAME`` must be one of the outputs the op declares, as the kind it
@@ -106,6 +109,14 @@ class ParamSpec:
     min: float | None = None
     max: float | None = None
     choices: tuple[Any, ...] = ()
+
+    @property
+    def about(self) -> str:
+        """``; resolution: grid spacing, in degree``: its ``doc`` and ``unit`` for a refusal,
+        or nothing."""
+        unit = f"in {self.unit}" if self.unit else ""
+        said = ", ".join(part for part in (self.doc, unit) if part)
+        return f"; {self.name}: {said}" if said else ""
 
     def check(self, value: Any) -> str | None:
         """``None`` if ``value`` fits, else what was expected (with the allowed range)."""
@@ -579,8 +590,8 @@ def apply_param_overrides(
                 problems.append(Problem(str(exc), f"params.{name}", origin="--set"))
                 continue
         problem = spec.check(value)
-        if problem:
-            problems.append(Problem(problem, f"params.{name}", origin="--set"))
+        if problem:  # what the parameter is, too: its name alone may not say
+            problems.append(Problem(problem + spec.about, f"params.{name}", origin="--set"))
             continue
         values[name], sources[name] = value, "--set"
     return values, sources

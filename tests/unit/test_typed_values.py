@@ -99,10 +99,11 @@ def test_climate_run_lengths_end_where_their_dates_do(tmp_path: Path) -> None:
     for name, least in (("years", 1), ("spinup_years", 0)):
         with pytest.raises(ConfigError) as info:
             load_workflow(climate, {name: "99999999999999999999"})
-        assert [str(p) for p in info.value.problems] == [
+        [problem] = [str(p) for p in info.value.problems]
+        assert problem.startswith(  # then what the parameter is (its doc)
             f"--set: params.{name}: expected int from {least} to {MAX_YEARS}, got "
-            "99999999999999999999"
-        ]
+            f"99999999999999999999; {name}: "
+        )
     # real science passes
     wf = load_workflow(climate, {"resolution": "0.25", "years": "50", "spinup_years": "0"})
     assert wf.values["years"] == 50
@@ -214,3 +215,14 @@ def test_a_resume_does_not_count_a_value_given_again_as_twice(tmp_path: Path) ->
     assert items == ["storage.level=4", "params.size=48"]
     _, items = carried_inputs(record, tmp_path, path, None, [])
     assert items == ["params.size=48", "storage.level=4"]
+
+
+def test_a_refused_parameter_value_is_told_what_the_parameter_is() -> None:
+    """Its doc and unit were read and kept but never shown: a name like ``alpha`` or
+    ``resolution`` alone does not say what it measures, or in what."""
+    with pytest.raises(ConfigError) as info:
+        load_workflow(ROOT / "workflows" / "climate.yaml", {"resolution": "70"})
+    assert [str(p) for p in info.value.problems] == [
+        "--set: params.resolution: expected float from 0.1 to 10.0, got 70.0; "
+        "resolution: grid spacing, in degree"
+    ]
