@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
@@ -75,35 +76,42 @@ def test_bad_input_exits_2_and_starts_nothing(tmp_path: Path) -> None:
     assert "Traceback" not in nonexistent_cores.stderr
     assert read_state() is None
 
-    unreachable = sh("cluster", "status", "--address", "tcp://127.0.0.1:1")
+    # each below waits out the 10 s connect window: run at once, not one after the other
+    with (
+        ThreadPoolExecutor(3) as pool,
+        socket.socket() as mute,
+        fake_daemon(tmp_path) as daemon,
+    ):
+        # a port that takes connections and never speaks (a stopped scheduler, another
+        # program): distributed's handshake read has no deadline, and status waited for ever
+        mute.bind(("127.0.0.1", 0))
+        mute.listen()
+        address = f"tcp://127.0.0.1:{mute.getsockname()[1]}"
+        # the address of a `cluster up` whose scheduler stopped answering: said as such
+        state = {"address": "tcp://127.0.0.1:1", "pid": daemon.pid, "started": time.time()}
+        write_state({**state, "backend": "local"})
+        try:
+            unreachable, silent, hung = pool.map(
+                lambda args: sh(*args),
+                [
+                    ("cluster", "status", "--address", "tcp://127.0.0.1:1"),
+                    ("cluster", "status", "--address", address),
+                    ("cluster", "status"),
+                ],
+            )
+        finally:
+            clear_state()
     assert unreachable.returncode == 2
     assert (
         "no scheduler answers at tcp://127.0.0.1:1: connection refused for 10 s (nothing "
         "listens on port 1)"
     ) in unreachable.stderr  # (it had said the port took connections and did not answer)
     assert "Traceback" not in unreachable.stderr
-
-    # a port that takes connections and never speaks (a stopped scheduler, another program):
-    # distributed's handshake read has no deadline, and status waited for ever
-    with socket.socket() as mute:
-        mute.bind(("127.0.0.1", 0))
-        mute.listen()
-        address = f"tcp://127.0.0.1:{mute.getsockname()[1]}"
-        silent = sh("cluster", "status", "--address", address)
     assert silent.returncode == 2, silent.stderr
     assert (
         f"--address: no scheduler answers at {address}: it takes connections but did not "
         "answer within 10 s"
     ) in silent.stderr
-
-    # the address of a `cluster up` whose scheduler stopped answering: said as such
-    with fake_daemon(tmp_path) as daemon:
-        state = {"address": "tcp://127.0.0.1:1", "pid": daemon.pid, "started": time.time()}
-        write_state({**state, "backend": "local"})
-        try:
-            hung = sh("cluster", "status")
-        finally:
-            clear_state()
     assert hung.returncode == 2
     assert f"cluster up (pid {daemon.pid}): no scheduler answers" in hung.stderr, hung.stderr
     assert "--address" not in hung.stderr
