@@ -226,10 +226,12 @@ class Tuner:
             amount = run()
             samples.append(amount / (time.perf_counter() - t0))
         after = client.run(_ctx_switches)
-        # a worker restarted meanwhile (killed, out of memory) has another address and counts
-        # from zero: only the workers that ran every timed run are counted
-        per_run = {w: (after[w] - before[w]) // self.repeats for w in after if w in before}
-        return samples, per_run, workers_lost(client, workers)
+        lost = workers_lost(client, workers)
+        # a worker restarted meanwhile (killed, out of memory) counts from zero, under another
+        # address or (a pinned port) the same: only the workers that ran every timed run count
+        ran = set(before) & set(after) - set(lost)
+        per_run = {w: (after[w] - before[w]) // self.repeats for w in ran}
+        return samples, per_run, lost
 
     def rate_text(self, rate: float) -> str:
         """A rate of this workload in readable units."""

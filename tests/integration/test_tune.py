@@ -6,14 +6,16 @@ import json
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from distributed import Client, LocalCluster
 
 from openclaw_dask.bench.run import worker_ids, workers_lost
 from openclaw_dask.bench.tune import Trial, Tuner
-from openclaw_dask.bench.workloads import workload
+from openclaw_dask.bench.workloads import Workload, workload
 from openclaw_dask.config import detect_hardware, load_config
 from tests.conftest import ROOT
 from tests.integration.conftest import isolated_env
@@ -204,6 +206,49 @@ def test_a_worker_restarted_on_its_pinned_port_is_lost_all_the_same() -> None:
             time.sleep(0.05)
         assert address.endswith(f":{port}") and set(client.nthreads()) == set(before)
         assert workers_lost(client, before) == [address]
+
+
+def _restarted(client: Client, address: str, pid: int) -> None:
+    """Wait until ``address`` answers from a process other than ``pid``."""
+    deadline = time.monotonic() + 60
+    while client.run(os.getpid, on_error="ignore").get(address) in (None, pid):
+        assert time.monotonic() < deadline, "the worker was not restarted"
+        time.sleep(0.05)
+
+
+def test_a_worker_restarted_on_its_pinned_port_is_left_out_of_the_context_switches() -> None:
+    """A restarted worker counts its context switches from zero: under a pinned port its
+    address is the same, and its per-run figure came out wrong (even negative)."""
+    runs = []
+
+    def prepare(client: Client, config: Any) -> Callable[[], float]:
+        def run() -> float:
+            runs.append(1)
+            if len(runs) == 2:  # the first timed run: a real death, and its restart
+                [(address, pid)] = client.run(os.getpid).items()
+                os.kill(pid, signal.SIGKILL)
+                _restarted(client, address, pid)
+            return 1.0
+
+        return run
+
+    work = Workload("killing", "runs", "kills its worker once", prepare)
+    tuner = Tuner(load_config(None, []), work, 60, detect_hardware(), print, repeats=2)
+    with (
+        LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            worker_port=free_port("127.0.0.1"),
+            dashboard_address="127.0.0.1:0",
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        [address] = client.nthreads()
+        samples, per_run, lost = tuner._timed(client, tuner.base)
+    assert len(samples) == 2 and lost == [address]
+    assert per_run == {}  # not a count from two different processes
 
 
 @pytest.mark.parametrize(
