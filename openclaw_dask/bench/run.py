@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,6 +16,7 @@ from openclaw_dask.bench.machine import config_facts, machine_facts, versions
 from openclaw_dask.bench.suite import BenchContext
 from openclaw_dask.bench.suites import NAMES, suite
 from openclaw_dask.config import Config, ConfigError, detect_hardware, load_config
+from openclaw_dask.config.arguments import check_names, check_overrides, check_path
 from openclaw_dask.config.errors import Problem, did_you_mean
 from openclaw_dask.runtime import start_cluster
 from openclaw_dask.workflows.recovery import prepare_to_continue
@@ -178,6 +180,33 @@ def check_suites(names: Sequence[str] | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def config_argument(func: str, config: Any, overrides: Any) -> Config:
+    """The config :func:`benchmark` or :func:`~openclaw_dask.bench.tune.tune` measures, from
+    their ``config`` and ``overrides`` arguments.
+
+    A string of overrides had been read a letter at a time, and overrides given with a loaded
+    Config were dropped without a word (the run measured the config without them).
+
+    Raises
+    ------
+    TypeError
+        ``config`` is neither a Config nor a path, ``overrides`` not a list of strings or a
+        mapping, or overrides come with a loaded Config.
+    ConfigError
+        The config's own problems.
+    """
+    check_overrides(func, overrides)
+    if isinstance(config, Config):
+        if overrides:
+            raise TypeError(
+                f"{func}: pass overrides only with a config path, not with a loaded Config "
+                "(config.with_values(section__key=value) makes a changed copy)"
+            )
+        return config
+    check_path(func, "config (a Config or its file)", config)
+    return load_config(config, overrides)
+
+
 def _measured(ctx: BenchContext, name: str) -> tuple[dict[str, Any], list[str]]:
     """Suite ``name``'s result, and the workers that died while it ran (it went on)."""
     workers = worker_ids(ctx.client)
@@ -186,9 +215,9 @@ def _measured(ctx: BenchContext, name: str) -> tuple[dict[str, Any], list[str]]:
 
 
 def benchmark(
-    config: Config | str | Path | None = None,
+    config: Config | str | os.PathLike[str] | None = None,
     *,
-    overrides: Sequence[str] | None = None,
+    overrides: Iterable[str] | Mapping[str, Any] | None = None,
     suites: Sequence[str] | None = None,
     quick: bool = False,
     on_suite: Callable[[str], None] | None = None,
@@ -200,7 +229,8 @@ def benchmark(
     config
         A loaded Config, a path, or ``None`` for the search order.
     overrides
-        ``["key=value", ...]`` applied to a config path.
+        ``["key=value", ...]`` (or a mapping, as :func:`~openclaw_dask.load_config` takes) applied
+        to a config path or the search order; not with a loaded Config.
     suites
         Suite names (default: all of :data:`~openclaw_dask.bench.suites.NAMES`).
     quick
@@ -224,10 +254,13 @@ def benchmark(
         When a suite raises: its ``report`` holds the suites that finished before it, the
         failure and the suites not run (the suites measure independent things, but a suite
         that failed may have left the cluster short of workers or memory, so none follows).
+    TypeError
+        An argument of the wrong type (a string where a list belongs, overrides with a loaded
+        Config).
     """
+    config = config_argument("benchmark", config, overrides)
+    check_names("benchmark", "suites", suites)
     names = check_suites(suites)
-    if not isinstance(config, Config):
-        config = load_config(config, list(overrides or []))
     hw = detect_hardware()
     report: dict[str, Any] = {
         "config_hash": config.config_hash(),

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import psutil
@@ -39,13 +39,15 @@ from openclaw_dask.bench.machine import config_facts, machine_facts, values_set,
 from openclaw_dask.bench.run import (
     WorkersDiedError,
     again_if_a_worker_died,
+    config_argument,
     failed_first_note,
     lost_workers_note,
     worker_ids,
     workers_lost,
 )
 from openclaw_dask.bench.workloads import Workload, describe_rate, workload
-from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
+from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware
+from openclaw_dask.config.arguments import check_instance
 from openclaw_dask.config.render import yaml_value
 from openclaw_dask.config.schema import KEYS, SECTIONS
 from openclaw_dask.runtime import start_cluster
@@ -358,14 +360,28 @@ class Tuner:
 
 
 def tune(
-    config: Config | str | Path | None = None,
+    config: Config | str | os.PathLike[str] | None = None,
     *,
-    overrides: Sequence[str] | None = None,
+    overrides: Iterable[str] | Mapping[str, Any] | None = None,
     workload_name: str = "climate",
     budget: float = 600.0,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Tune ``config`` for a workload within ``budget`` seconds.
+
+    Parameters
+    ----------
+    config
+        A loaded Config, a path, or ``None`` for the search order.
+    overrides
+        ``["key=value", ...]`` (or a mapping) applied to a config path or the search order;
+        not with a loaded Config.
+    workload_name
+        ``climate``, ``stencil``, ``matmul`` or a workflow file.
+    budget
+        Seconds (``tune --budget 5m`` is 300).
+    log
+        Called with each line of progress.
 
     Returns
     -------
@@ -380,9 +396,15 @@ def tune(
     TuneInterrupted
         On Ctrl-C once at least one trial was measured: its ``report`` holds the trials
         measured so far (the one cut short marked so), no comparison and no recommendation.
+    TypeError
+        An argument of the wrong type (a string where a list belongs, overrides with a loaded
+        Config, a budget that is not a number of seconds).
     """
-    if not isinstance(config, Config):
-        config = load_config(config, list(overrides or []))
+    config = config_argument("tune", config, overrides)
+    check_instance("tune", "workload_name", workload_name, str, "a str")
+    if isinstance(budget, bool) or not isinstance(budget, int | float):
+        # "5m" (the CLI's form) had been "unsupported operand type(s) for +: 'float' and 'str'"
+        raise TypeError(f"tune: budget must be a number of seconds, got {budget!r}")
     work = workload(workload_name)
     hw = detect_hardware()
     started = time.monotonic()

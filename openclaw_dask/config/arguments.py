@@ -11,6 +11,12 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from openclaw_dask.config.errors import ConfigError, Problem, did_you_mean, quote
+from openclaw_dask.config.hardware import Hardware
+
+#: The backends a ``backend`` argument may force (``None``: ``cluster.backend``'s choice).
+BACKENDS = ("local", "cuda", "ssh", "mpi")
+
 
 def _got(value: Any) -> str:
     return f"got {type(value).__name__} {value!r}"[:120]
@@ -31,6 +37,9 @@ def check_overrides(func: str, value: Any, mapping: bool = True) -> None:
     expected = "a list of 'section.key=value' strings" + (" or a mapping" if mapping else "")
     if isinstance(value, str | bytes):
         raise TypeError(f"{func}: overrides must be {expected}, {_got(value)} (put it in a list)")
+    if isinstance(value, Mapping):
+        # iterated, a mapping gives its keys alone: "expected KEY=VALUE, got 'params.size'"
+        raise TypeError(f"{func}: overrides must be {expected}, {_got(value)}")
     if not isinstance(value, Iterable):
         raise TypeError(f"{func}: overrides must be {expected}, {_got(value)}")
     # a generator is left whole: checking its items would use them up
@@ -46,3 +55,50 @@ def check_instance(
     """``value`` must be a ``kind``; ``shown`` names it (``an openclaw_dask.Config``)."""
     if not isinstance(value, kind):
         raise TypeError(f"{func}: {name} must be {shown}, {_got(value)}{hint}")
+
+
+def check_names(func: str, name: str, value: Any) -> None:
+    """``value`` must be ``None`` or a list of ``str`` (suite names): a lone string was read a
+    letter at a time ("unknown suite 's'", "unknown suite 't'", ...)."""
+    if value is None:
+        return
+    expected = f"{func}: {name} must be a list of names"
+    if isinstance(value, str | bytes):
+        raise TypeError(f"{expected}, {_got(value)} (put it in a list)")
+    if not isinstance(value, Iterable) or isinstance(value, Mapping):
+        raise TypeError(f"{expected}, {_got(value)}")
+    items = value if isinstance(value, list | tuple) else ()
+    bad = [item for item in items if not isinstance(item, str)]
+    if bad:
+        raise TypeError(f"{expected}, an item {_got(bad[0])[4:]}")
+
+
+def check_backend(value: Any) -> None:
+    """``value`` must be ``None`` or one of :data:`BACKENDS`.
+
+    The CLI's ``--backend`` offers only these; from Python another name had ended in a
+    ``KeyError`` of the planners' table.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a string.
+    ConfigError
+        An unknown name, with the closest one.
+    """
+    if value is None or value in BACKENDS:
+        return
+    expected = f"{', '.join(BACKENDS)}, or None for cluster.backend's choice"
+    if not isinstance(value, str):
+        raise TypeError(f"backend must be {expected}, {_got(value)}")
+    # "auto" is the CLI's word for None
+    hint = "; None is that choice" if value == "auto" else did_you_mean(value, BACKENDS)
+    message = f"unknown backend {quote(value)}: expected {expected}{hint}"
+    raise ConfigError([Problem(message, origin="backend")])
+
+
+def check_hardware_arg(func: str, value: Any) -> None:
+    """``value`` must be ``None`` or a :class:`~openclaw_dask.config.hardware.Hardware`."""
+    if value is not None:
+        hint = " (detect_hardware() describes this machine)"
+        check_instance(func, "hardware", value, Hardware, "an openclaw_dask.Hardware or None", hint)

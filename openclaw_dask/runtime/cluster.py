@@ -32,7 +32,12 @@ from distributed import Client
 from distributed.utils import import_term
 
 from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
-from openclaw_dask.config.arguments import check_overrides, check_path
+from openclaw_dask.config.arguments import (
+    check_backend,
+    check_hardware_arg,
+    check_overrides,
+    check_path,
+)
 from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.layout import resolve_backend
 from openclaw_dask.config.render import yaml_value
@@ -554,6 +559,10 @@ def start_cluster(
     Yields
     ------
     distributed.Client
+        A client of its own, not made the default one: a notebook's own client stays the
+        default, and a dask collection's ``compute()`` in the block runs where it would run
+        without it (that client, or dask's local threads). ``client.compute(x)``, or the block
+        under ``with client.as_current():``, runs it on this cluster.
 
     Raises
     ------
@@ -561,6 +570,8 @@ def start_cluster(
         Bad config, a machine that cannot run it, an unreachable scheduler, or workers that do
         not honour the config. Whatever was started is shut down first.
     """
+    check_hardware_arg("start_cluster", hardware)
+    check_backend(backend)
     config = _resolve(config, overrides, address)
     quiet_interrupted_sync()  # a Dask bug's log on Ctrl-C (see runtime/terminal.py)
     mpi_scheduler = mpi_job_scheduler()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from openclaw_dask.config.arguments import check_instance
+from openclaw_dask.config.arguments import check_backend, check_hardware_arg, check_instance
 from openclaw_dask.config.errors import ConfigError
 from openclaw_dask.config.hardware import Hardware, detect_hardware
 from openclaw_dask.config.layout import resolve_backend
@@ -75,6 +75,8 @@ def plan_cluster(
         "an openclaw_dask.Config",
         " (load_config(path) reads one from a file)",
     )
+    check_hardware_arg("plan_cluster", hardware)
+    check_backend(backend)
     hw = hardware or detect_hardware()
     values = config.values
     attach = backend is None and values["cluster.scheduler_address"]

@@ -25,7 +25,7 @@ import site
 import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import CancelledError
 from contextlib import ExitStack
 from pathlib import Path
@@ -929,14 +929,14 @@ def _claimed(path: Path) -> bool:
 
 
 def run_workflow(
-    path: str | Path | None,
-    config: Config | str | None = None,
-    overrides: Sequence[str] | None = None,
+    path: str | os.PathLike[str] | None,
+    config: Config | str | os.PathLike[str] | None = None,
+    overrides: Iterable[str] | None = None,
     *,
     address: str | None = None,
     backend: str | None = None,
-    run_dir: str | Path | None = None,
-    resume: str | Path | None = None,
+    run_dir: str | os.PathLike[str] | None = None,
+    resume: str | os.PathLike[str] | None = None,
     dry_run: bool = False,
     progress: bool = False,
     announce: Callable[[str], None] | None = None,
@@ -980,13 +980,31 @@ def run_workflow(
     Returns
     -------
     dict
-        The run record (also in ``run_dir/run.json``); ``status`` is ``completed``,
-        ``failed`` (an op raised: :class:`StepFailedError`) or ``interrupted``.
+        The run record (also in ``run_dir/run.json``): ``status`` ``completed``; ``dry-run``
+        (the plan, nothing run) with ``dry_run``. A run that does not complete raises, and its
+        ``run.json`` says ``failed``, ``interrupted`` or ``rejected``.
+
+    Raises
+    ------
+    ConfigError
+        Bad input (workflow, config, overrides, a resume that differs), or workers that do not
+        honour the config; nothing has run.
+    StepFailedError
+        A step failed (:mod:`openclaw_dask.workflows.runner`): its ``error`` is what the op
+        raised, a ``ClusterLostError`` (the cluster stopped under it) or a
+        ``WorkersOutOfMemoryError`` (past the memory budget); ``run_dir`` is the run to
+        resume.
+    KeyboardInterrupt
+        Ctrl-C, SIGTERM or a hangup; its ``run_dir`` attribute is the run to resume.
     """
     check_path("run_workflow", "path", path)
     check_overrides("run_workflow", overrides, mapping=False)
+    check_path("run_workflow", "run_dir", run_dir)
+    check_path("run_workflow", "resume", resume)
     if not isinstance(config, Config):
         check_path("run_workflow", "config (a Config or its file)", config)
+    if overrides is not None:  # read more than once below: a generator would be used up
+        overrides = list(overrides)
     given = list(overrides or ())
     previous: dict[str, Any] = {}
     if resume is not None:  # the same run: what it was started with comes along

@@ -55,6 +55,52 @@ EXAMPLE = str(ROOT / "workflows/example.yaml")
             "start_cluster: config (a Config or its file) must be a file path (str or "
             "os.PathLike) or None, got int 123",
         ),
+        (
+            # iterated, a mapping had given its keys alone: "expected KEY=VALUE, got 'params.size'"
+            lambda: oc.run_workflow(EXAMPLE, None, {"params.size": 64}),
+            "run_workflow: overrides must be a list of 'section.key=value' strings, "
+            "got dict {'params.size': 64}",
+        ),
+        (
+            lambda: oc.run_workflow(None, resume=5),
+            "run_workflow: resume must be a file path (str or os.PathLike) or None, got int 5",
+        ),
+        (
+            lambda: oc.start_cluster(hardware="x").__enter__(),
+            "start_cluster: hardware must be an openclaw_dask.Hardware or None, got str 'x' "
+            "(detect_hardware() describes this machine)",
+        ),
+        (
+            # had been twenty "expected KEY=VALUE, got 'p'" problems
+            lambda: oc.benchmark(overrides="parallel.processes=2"),
+            "benchmark: overrides must be a list of 'section.key=value' strings or a mapping, "
+            "got str 'parallel.processes=2' (put it in a list)",
+        ),
+        (
+            # had been "unknown suite 's'", "unknown suite 't'", ...
+            lambda: oc.benchmark(suites="stencil"),
+            "benchmark: suites must be a list of names, got str 'stencil' (put it in a list)",
+        ),
+        (
+            # the overrides had been dropped without a word: the run measured the config as is
+            # (no such suite: a benchmark that dropped them again is refused for that instead)
+            lambda: oc.benchmark(
+                oc.load_config(use_search_path=False),
+                overrides=["parallel.processes=1"],
+                suites=["none"],
+            ),
+            "benchmark: pass overrides only with a config path, not with a loaded Config "
+            "(config.with_values(section__key=value) makes a changed copy)",
+        ),
+        (
+            lambda: oc.tune(overrides="parallel.processes=2"),
+            "tune: overrides must be a list of 'section.key=value' strings or a mapping, "
+            "got str 'parallel.processes=2' (put it in a list)",
+        ),
+        (
+            lambda: oc.tune(oc.load_config(use_search_path=False), budget="5m"),
+            "tune: budget must be a number of seconds, got '5m'",
+        ),
     ],
 )
 def test_a_wrong_argument_is_a_type_error_naming_it(call: Callable[[], Any], said: str) -> None:
@@ -67,3 +113,34 @@ def test_overrides_may_be_any_iterable_of_strings() -> None:
     # a generator is not used up by the check
     config = oc.load_config(overrides=(s for s in ["parallel.processes=2"]), use_search_path=False)
     assert config["parallel.processes"] == 2
+
+
+def test_overrides_may_be_a_generator_for_run_workflow_too() -> None:
+    # run_workflow reads them more than once: the generator had been used up by the first
+    # reading, and the run went on without them
+    record = oc.run_workflow(EXAMPLE, None, (s for s in ["params.size=64"]), dry_run=True)
+    assert record["params"]["size"] == 64
+
+
+@pytest.mark.parametrize(
+    ("backend", "said"),
+    [
+        ("lokal", "; did you mean 'local'?"),
+        ("auto", "; None is that choice"),  # the CLI's word for it
+    ],
+)
+def test_an_unknown_backend_is_refused_by_name(backend: str, said: str) -> None:
+    # it had been a KeyError of the planners' table, from plan_cluster, start_cluster and
+    # run_workflow alike
+    config = oc.load_config(use_search_path=False)
+    for call in (
+        lambda: oc.plan_cluster(config, backend=backend),
+        lambda: oc.start_cluster(config, backend=backend).__enter__(),
+        lambda: oc.run_workflow(EXAMPLE, config, backend=backend, dry_run=True),
+    ):
+        with pytest.raises(oc.ConfigError) as info:
+            call()
+        assert str(info.value) == (
+            f"backend: unknown backend '{backend}': expected local, cuda, ssh, mpi, or None "
+            f"for cluster.backend's choice{said}"
+        )
