@@ -67,12 +67,25 @@ def preserved_environ(names: Any) -> Iterator[None]:
     process before spawning each worker and never undoes it, so ``LD_PRELOAD=libjemalloc``
     would otherwise stay in the client and leak into every program it starts later.
     """
-    names = set(names) | {"LD_PRELOAD"}
-    saved = {name: os.environ.get(name) for name in names}
+    saved = spawn_environ(names)
     try:
         yield
     finally:
         restore_environ(saved)
+
+
+#: What a Nanny sets in this process besides the worker environment it was given: its own
+#: ``PYTHONHASHSEED`` default (distributed 2026.8 ``Nanny.__init__``) and the variable that
+#: lets children set their process title (``WorkerProcess.start``).
+NANNY_ENVIRON = ("LD_PRELOAD", "PYTHONHASHSEED", "__DASK_PARENT_PID")
+#: The dask setting whose variables a Nanny sets in this process before it spawns a worker.
+PRE_SPAWN = "distributed.nanny.pre-spawn-environ"
+
+
+def spawn_environ(names: Any) -> dict[str, str | None]:
+    """The values of ``os.environ`` that starting workers of environment ``names`` changes
+    (:data:`NANNY_ENVIRON` too), to put back with :func:`restore_environ`."""
+    return {name: os.environ.get(name) for name in {*names, *NANNY_ENVIRON}}
 
 
 def restore_environ(saved: Mapping[str, str | None]) -> None:
@@ -615,7 +628,13 @@ def start_cluster(
             # local workers are children in the client's terminal: a Ctrl-C while they start
             # waits for them (runtime/terminal.py); ssh workers are not, and may take long
             held = interrupts_held() if plan.backend in ("local", "cuda") else nullcontext()
-            with preserved_environ(plan.worker_env), warnings.catch_warnings(), held:
+            # the nannies set their workers' environment in this process at every spawn: it is
+            # put back after the start, and again once the cluster has closed, because a worker
+            # restarted meanwhile (client.restart(), one that died) sets it again: LD_PRELOAD
+            # and the BLAS limits had stayed in the caller; a raw dask: section may add to it
+            spawned = {*plan.worker_env, *(dask.config.get(PRE_SPAWN, None) or {})}
+            stack.callback(restore_environ, spawn_environ(spawned))
+            with preserved_environ(spawned), warnings.catch_warnings(), held:
                 # a taken dashboard port: Dask serves on another and warns with a source line;
                 # the link we print shows the port really used (dashboard_note says why)
                 warnings.filterwarnings("ignore", r"Port \d+ is already in use", UserWarning)

@@ -101,6 +101,23 @@ def test_allocator_is_loaded_in_workers_not_left_in_client(allocator: str) -> No
     assert os.environ.get("LD_PRELOAD") == before
 
 
+def test_a_restarted_worker_leaves_nothing_in_the_client_after_the_cluster_closes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A nanny sets its worker's environment in the client again at each restart of the worker
+    (``client.restart()``, a worker that died): LD_PRELOAD, the BLAS limits and Dask's own
+    PYTHONHASHSEED had stayed in the calling process after the cluster closed, so every program
+    a notebook started later ran preloaded."""
+    names = ("LD_PRELOAD", "OMP_NUM_THREADS", "PYTHONHASHSEED", "__DASK_PARENT_PID")
+    for name in names:
+        monkeypatch.delenv(name, raising=False)
+    with cluster("memory.allocator=jemalloc", "parallel.processes=1") as client:
+        client.restart()
+        # the restarted worker still runs preloaded
+        assert {f["allocator"] for f in inspect_workers(client).values()} == {"jemalloc"}
+    assert {name: os.environ.get(name) for name in names} == dict.fromkeys(names)
+
+
 def callback_ms(dask_worker: Any = None, dask_scheduler: Any = None) -> dict[str, float]:
     """The periods (ms) a live server's event loop runs its monitors at."""
     server = dask_worker or dask_scheduler
