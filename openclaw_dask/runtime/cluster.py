@@ -572,10 +572,9 @@ def start_cluster(
     Yields
     ------
     distributed.Client
-        A client of its own, not made the default one: a notebook's own client stays the
-        default, and a dask collection's ``compute()`` in the block runs where it would run
-        without it (that client, or dask's local threads). ``client.compute(x)``, or the block
-        under ``with client.as_current():``, runs it on this cluster.
+        A client of its own, current within the block (``client.as_current()``): a dask
+        collection's ``compute()`` there runs on this cluster. It is not made the global
+        default: after the block, a notebook's own client is the current one again.
 
     Raises
     ------
@@ -650,4 +649,7 @@ def start_cluster(
         link = client.dashboard_link if config["cluster.dashboard_address"] else None
         if link:
             logger.info("dashboard: %s", link)
+        # the block's compute() runs on this cluster (it had run on dask's local threads, or
+        # on a notebook's own client); that client is the current one again after the block
+        stack.enter_context(client.as_current())
         yield client

@@ -347,3 +347,26 @@ def test_a_cluster_whose_workers_all_died_at_once_is_not_called_lost() -> None:
         assert cluster_gone(client) is None
         assert client.nthreads()  # restarted ones (the other may still be starting)
         assert set(client.run(os.getpid).values()).isdisjoint(pids.values())
+
+
+def _where_it_ran() -> str:
+    """Runs as a task: the address of its worker (raises on dask's local threads)."""
+    return str(get_worker().address)
+
+
+def test_compute_in_the_block_runs_on_its_cluster_and_a_notebook_s_client_comes_back() -> None:
+    """A collection's ``compute()`` inside ``with start_cluster(...)`` ran on dask's local
+    threads, or on the notebook's own client, not on the cluster the block had started."""
+    import dask
+    from distributed import Client, LocalCluster, get_client
+
+    ran_at = dask.delayed(_where_it_ran, pure=False)
+    with (
+        LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as theirs,
+        Client(theirs) as notebook,  # the global default, as in a notebook
+    ):
+        with cluster("parallel.processes=1") as client:
+            assert ran_at().compute() in client.nthreads()
+            assert get_client() is client
+        assert get_client() is notebook
+        assert ran_at().compute() in notebook.nthreads()
