@@ -144,3 +144,19 @@ def test_an_unknown_backend_is_refused_by_name(backend: str, said: str) -> None:
             f"backend: unknown backend '{backend}': expected local, cuda, ssh, mpi, or None "
             f"for cluster.backend's choice{said}"
         )
+
+
+def test_overrides_with_a_loaded_config_are_read_as_with_a_config_file() -> None:
+    # with a Config object, "parallel.processes" (no '=') set the key to null, and was
+    # refused as "api: parallel.processes: ... got null"
+    config = oc.load_config(use_search_path=False)
+    with pytest.raises(oc.ConfigError) as info:
+        oc.run_workflow(EXAMPLE, config, ["parallel.processes"], dry_run=True)
+    assert [str(p) for p in info.value.problems] == [
+        "--set: expected KEY=VALUE, got 'parallel.processes'"
+    ]
+    record = oc.run_workflow(EXAMPLE, config, ["parallel.processes=1"], dry_run=True)
+    assert record["plan"]["layout"]["processes"] == 1
+    with pytest.raises(oc.ConfigError) as info:
+        oc.run_workflow(EXAMPLE, config, ["parallel.processes=0"], dry_run=True)
+    assert str(info.value.problems[0]).startswith("--set: parallel.processes: ")
