@@ -437,13 +437,7 @@ class Run:
                 hint = " as a dict of output name -> xarray.Dataset" + _return_hint(expected)
             raise TypeError(f"op returned {got}; the workflow expects outputs {expected}{hint}")
         for name, ds in result.items():
-            if not isinstance(ds, xr.Dataset):
-                array = type(ds) is xr.DataArray
-                hint = " (DataArray.to_dataset(name=...) makes one)" if array else ""
-                raise TypeError(
-                    f"op returned {_type_name(ds)} for output {name!r}; expected an "
-                    f"xarray.Dataset{hint}"
-                )
+            _check_dataset("op", name, ds)
         writes = [
             zarrio.write(ds, self.run_dir / f"{name}.zarr", self.config)
             for name, ds in result.items()
@@ -821,14 +815,19 @@ def _datasets(value: Any, what: str, step: StepSpec) -> dict[str, xr.Dataset]:
     if unknown:
         raise TypeError(f"{what} returned {unknown}, not outputs of the step {outputs}")
     for name, ds in value.items():
-        if not isinstance(ds, xr.Dataset):
-            array = type(ds) is xr.DataArray
-            hint = " (DataArray.to_dataset(name=...) makes one)" if array else ""
-            raise TypeError(
-                f"{what} returned {_type_name(ds)} for output {name!r}; expected an "
-                f"xarray.Dataset{hint}"
-            )
+        _check_dataset(what, name, ds)
     return dict(value)
+
+
+def _check_dataset(what: str, name: str, ds: Any) -> None:
+    """Raise TypeError unless ``what``'s value ``ds`` for output ``name`` is a Dataset."""
+    if not isinstance(ds, xr.Dataset):
+        array = type(ds) is xr.DataArray
+        hint = " (DataArray.to_dataset(name=...) makes one)" if array else ""
+        raise TypeError(
+            f"{what} returned {_type_name(ds)} for output {name!r}; expected an "
+            f"xarray.Dataset{hint}"
+        )
 
 
 def _type_name(value: Any) -> str:

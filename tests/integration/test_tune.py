@@ -181,39 +181,38 @@ def test_a_worker_that_dies_in_the_final_pairs_is_noted_as_in_a_trial(
     )
 
 
-def test_a_worker_restarted_on_its_pinned_port_is_lost_all_the_same() -> None:
-    """A restarted worker was told from the one it replaced by its new address, but an SSH
-    node's ``port`` pins it: the death went unsaid. (Tune's local clusters cannot pin one, so
-    this cluster is started here with Dask's own ``worker_port``.)"""
-    port = free_port("127.0.0.1")
-    with (
-        LocalCluster(
-            n_workers=1,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            worker_port=port,
-            dashboard_address="127.0.0.1:0",  # None is Dask's default, 8787: in use meanwhile
-        ) as cluster,
-        Client(cluster) as client,
-    ):
-        before = worker_ids(client)
-        [(address, pid)] = client.run(os.getpid).items()
-        os.kill(pid, signal.SIGKILL)  # a real death; its nanny starts it again on the same port
-        deadline = time.monotonic() + 60
-        while client.run(os.getpid, on_error="ignore").get(address) in (None, pid):
-            assert time.monotonic() < deadline, "the worker was not restarted"
-            time.sleep(0.05)
-        assert address.endswith(f":{port}") and set(client.nthreads()) == set(before)
-        assert workers_lost(client, before) == [address]
-
-
 def _restarted(client: Client, address: str, pid: int) -> None:
     """Wait until ``address`` answers from a process other than ``pid``."""
     deadline = time.monotonic() + 60
     while client.run(os.getpid, on_error="ignore").get(address) in (None, pid):
         assert time.monotonic() < deadline, "the worker was not restarted"
         time.sleep(0.05)
+
+
+def pinned_port_cluster(port: int) -> LocalCluster:
+    """One worker process on ``port``: restarted by its nanny, it keeps its address."""
+    return LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        worker_port=port,
+        dashboard_address="127.0.0.1:0",  # None is Dask's default, 8787: in use meanwhile
+    )
+
+
+def test_a_worker_restarted_on_its_pinned_port_is_lost_all_the_same() -> None:
+    """A restarted worker was told from the one it replaced by its new address, but an SSH
+    node's ``port`` pins it: the death went unsaid. (Tune's local clusters cannot pin one, so
+    this cluster is started here with Dask's own ``worker_port``.)"""
+    port = free_port("127.0.0.1")
+    with pinned_port_cluster(port) as cluster, Client(cluster) as client:
+        before = worker_ids(client)
+        [(address, pid)] = client.run(os.getpid).items()
+        os.kill(pid, signal.SIGKILL)  # a real death; its nanny starts it again on the same port
+        _restarted(client, address, pid)
+        assert address.endswith(f":{port}") and set(client.nthreads()) == set(before)
+        assert workers_lost(client, before) == [address]
 
 
 def test_a_worker_restarted_on_its_pinned_port_is_left_out_of_the_context_switches() -> None:
@@ -234,17 +233,7 @@ def test_a_worker_restarted_on_its_pinned_port_is_left_out_of_the_context_switch
 
     work = Workload("killing", "runs", "kills its worker once", prepare)
     tuner = Tuner(load_config(None, []), work, 60, detect_hardware(), print, repeats=2)
-    with (
-        LocalCluster(
-            n_workers=1,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            worker_port=free_port("127.0.0.1"),
-            dashboard_address="127.0.0.1:0",
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    with pinned_port_cluster(free_port("127.0.0.1")) as cluster, Client(cluster) as client:
         [address] = client.nthreads()
         samples, per_run, lost = tuner._timed(client, tuner.base)
     assert len(samples) == 2 and lost == [address]
