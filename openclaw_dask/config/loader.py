@@ -72,7 +72,18 @@ class Config:
     line_of: dict[str, int] = field(default_factory=dict, compare=False)
 
     def __getitem__(self, path: str) -> Any:
-        return self.values[path]
+        """The value of the dotted key ``path`` (``"parallel.processes"``).
+
+        Raises
+        ------
+        KeyError
+            An unknown key, with the near ones (a bare ``KeyError: 'parallel.proceses'`` had
+            left the caller to look the spelling up).
+        """
+        try:
+            return self.values[path]
+        except KeyError:
+            raise KeyError(f"{path!r}: unknown key{suggest_key(path)}") from None
 
     def to_nested(self, render: bool = True) -> dict[str, Any]:
         """Nested mapping of every key, values rendered in user units when ``render``."""

@@ -160,3 +160,11 @@ def test_overrides_with_a_loaded_config_are_read_as_with_a_config_file() -> None
     with pytest.raises(oc.ConfigError) as info:
         oc.run_workflow(EXAMPLE, config, ["parallel.processes=0"], dry_run=True)
     assert str(info.value.problems[0]).startswith("--set: parallel.processes: ")
+
+
+def test_an_unknown_key_of_a_loaded_config_suggests_the_near_one() -> None:
+    # a bare KeyError: 'parallel.proceses' left the caller to look the spelling up
+    config = oc.load_config(use_search_path=False)
+    with pytest.raises(KeyError, match=r"unknown key; did you mean 'parallel\.processes'"):
+        config["parallel.proceses"]
+    assert config["parallel.processes"] == "auto"
