@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openclaw_dask.config.arguments import check_overrides, check_path
+from openclaw_dask.config.arguments import check_instance, check_overrides, check_path
 from openclaw_dask.config.errors import CONTROL_RE, ConfigError, Problem, quote, shorten
 from openclaw_dask.config.schema import KEYS, KEYS_BY_PATH, defaults, groups
 from openclaw_dask.config.suggest import suggest_env, suggest_key
@@ -365,6 +365,8 @@ def load_config(
     """
     check_path("load_config", "path", path)
     check_overrides("load_config", overrides)
+    if env is not None:  # a list of "NAME=value" had been read as names, each one unknown
+        check_instance("load_config", "env", env, Mapping, "a mapping like os.environ")
     env = os.environ if env is None else env
     values, sources = defaults(), {k.path: "default" for k in KEYS}
     problems: list[Problem] = []

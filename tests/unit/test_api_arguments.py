@@ -168,3 +168,11 @@ def test_an_unknown_key_of_a_loaded_config_suggests_the_near_one() -> None:
     with pytest.raises(KeyError, match=r"unknown key; did you mean 'parallel\.processes'"):
         config["parallel.proceses"]
     assert config["parallel.processes"] == "auto"
+
+
+def test_env_must_be_a_mapping() -> None:
+    # a list of "NAME=value" was read as variable names, each refused as an unknown key
+    with pytest.raises(TypeError, match=r"load_config: env must be a mapping like os\.environ"):
+        oc.load_config(use_search_path=False, env=["OPENCLAW_PARALLEL__PROCESSES=2"])
+    config = oc.load_config(use_search_path=False, env={"OPENCLAW_PARALLEL__PROCESSES": "2"})
+    assert config["parallel.processes"] == 2
