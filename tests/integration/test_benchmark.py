@@ -108,6 +108,15 @@ def test_ratios_are_computed_from_the_measured_times(quick_report: dict[str, Any
     assert st["ratios"]["efficiency_vs_independent_copies"] == pytest.approx(
         (1 / median(st, f"dask_K{k}")) / copies
     )
+    # --quick's two 90-row bands compute a 64-row halo cone each: 1 + 65 / 180 cells an owned one
+    assert st["ratios"]["halo_work"] == pytest.approx(1 + 65 / 180)
+    # climate.ebm would run the 1° grid in one band (4 K rows a band): measured beside it
+    threads = st["params"]["threads"]
+    assert st["params"]["workflow_bands"] == 1
+    if threads > 1:
+        assert st["ratios"][f"workflow_bands_vs_{threads}_bands"] == pytest.approx(
+            median(st, f"dask_K{k}") / median(st, f"dask_K{k}_workflow_bands")
+        )
     r = s["reduce"]
     cost = median(r, "deterministic_on") / median(r, "deterministic_off")
     assert r["ratios"]["deterministic_cost"] == pytest.approx(cost)
