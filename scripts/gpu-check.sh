@@ -42,12 +42,13 @@ OUT=${OUT:-/tmp/gpucheck-out}
 PY=${PYTHON:-python3}
 case "$PY" in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac  # part c cds
 SITE=${GPU_CHECK_SITE:-/tmp/site}
-# expected ~5 minutes, part c ~1.5-2.5 on 16 cores (by the 2-core VM's timings of its parts;
-# K=1 there is ~12 k tasks a run); 60 + 150 + 240 + 200 s at worst, where the device call's
-# 600 s would cut part c short: gpu-check.json is written by then
+# expected ~5 minutes: a and b took 48 s there on 2026-12-04 and part c 215 s (the suite 207 s:
+# four rounds of the 1-core reference, 13 s, one reference per core, 17 s, and K=1, 13 s, then
+# K=4/16/64, 2-4 s each); 60 + 150 + 240 + 330 s at worst, where the device call's 600 s would
+# cut part c short: gpu-check.json is written by then
 TEST_TIMEOUT=${GPU_CHECK_TEST_TIMEOUT:-150}
 MEASURE_TIMEOUT=${GPU_CHECK_MEASURE_TIMEOUT:-240}
-CPU_TIMEOUT=${GPU_CHECK_CPU_TIMEOUT:-200}
+CPU_TIMEOUT=${GPU_CHECK_CPU_TIMEOUT:-330}
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 
