@@ -185,24 +185,20 @@ def config_argument(func: str, config: Any, overrides: Any) -> Config:
     their ``config`` and ``overrides`` arguments.
 
     A string of overrides had been read a letter at a time, and overrides given with a loaded
-    Config were dropped without a word (the run measured the config without them).
+    Config were dropped without a word (the run measured the config without them); they are
+    applied to it now, as ``run_workflow`` and ``start_cluster`` do.
 
     Raises
     ------
     TypeError
-        ``config`` is neither a Config nor a path, ``overrides`` not a list of strings or a
-        mapping, or overrides come with a loaded Config.
+        ``config`` is neither a Config nor a path, or ``overrides`` not a list of strings or a
+        mapping.
     ConfigError
         The config's own problems.
     """
     check_overrides(func, overrides)
     if isinstance(config, Config):
-        if overrides:
-            raise TypeError(
-                f"{func}: pass overrides only with a config path, not with a loaded Config "
-                "(config.with_values(section__key=value) makes a changed copy)"
-            )
-        return config
+        return config.with_overrides(overrides)
     check_path(func, "config (a Config or its file)", config)
     return load_config(config, overrides)
 
@@ -230,7 +226,7 @@ def benchmark(
         A loaded Config, a path, or ``None`` for the search order.
     overrides
         ``["key=value", ...]`` (or a mapping, as :func:`~openclaw_dask.load_config` takes) applied
-        to a config path or the search order; not with a loaded Config.
+        to the config, loaded or read.
     suites
         Suite names (default: all of :data:`~openclaw_dask.bench.suites.NAMES`).
     quick
@@ -255,8 +251,7 @@ def benchmark(
         failure and the suites not run (the suites measure independent things, but a suite
         that failed may have left the cluster short of workers or memory, so none follows).
     TypeError
-        An argument of the wrong type (a string where a list belongs, overrides with a loaded
-        Config).
+        An argument of the wrong type (a string where a list belongs).
     """
     config = config_argument("benchmark", config, overrides)
     check_names("benchmark", "suites", suites)

@@ -374,8 +374,8 @@ def tune(
     config
         A loaded Config, a path, or ``None`` for the search order.
     overrides
-        ``["key=value", ...]`` (or a mapping) applied to a config path or the search order;
-        not with a loaded Config.
+        ``["key=value", ...]`` (or a mapping) applied to the config, loaded or read (as
+        :meth:`~openclaw_dask.config.Config.with_overrides` reads them).
     workload_name
         ``climate``, ``stencil``, ``matmul`` or a workflow file.
     budget
@@ -397,8 +397,8 @@ def tune(
         On Ctrl-C once at least one trial was measured: its ``report`` holds the trials
         measured so far (the one cut short marked so), no comparison and no recommendation.
     TypeError
-        An argument of the wrong type (a string where a list belongs, overrides with a loaded
-        Config, a budget that is not a number of seconds).
+        An argument of the wrong type (a string where a list belongs, a budget that is not a
+        number of seconds).
     """
     config = config_argument("tune", config, overrides)
     check_instance("tune", "workload_name", workload_name, str, "a str")

@@ -145,6 +145,33 @@ class Config:
             raise ConfigError(problems)
         return Config(values, sources, self.file, self.line_of)
 
+    def with_overrides(
+        self, overrides: Iterable[str] | Mapping[str, Any] | None, params: Collection[str] = ()
+    ) -> Config:
+        """Return a copy with ``--set``-style overrides applied, read as :func:`load_config`
+        reads them (the last of a key given twice wins; the source is ``--set``).
+
+        For the Python API's ``overrides`` given with a loaded Config: ``run_workflow``,
+        ``start_cluster``, ``benchmark`` and ``tune`` all apply them this way.
+
+        Raises
+        ------
+        ConfigError
+            A malformed item, an unknown key or a wrong value.
+        """
+        check_overrides("with_overrides", overrides)
+        if overrides is not None and not isinstance(overrides, Mapping):
+            overrides = list(overrides)  # read twice below: a generator would be used up
+        pairs, problems = parse_overrides(overrides)
+        if not pairs and not problems:
+            return self
+        values, sources = dict(self.values), dict(self.sources)
+        _apply_sets(pairs, overrides, values, sources, problems, params)
+        problems += check_static(values, sources, self.line_of, [p.key for p in problems if p.key])
+        if problems:
+            raise ConfigError(problems)
+        return Config(values, sources, self.file, self.line_of)
+
 
 def find_config_file(
     explicit: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
@@ -327,6 +354,28 @@ def parse_overrides(
     return out, problems
 
 
+def _apply_sets(
+    pairs: list[tuple[str, Any, str | None]],
+    overrides: Iterable[str] | Mapping[str, Any] | None,
+    values: dict[str, Any],
+    sources: dict[str, str],
+    problems: list[Problem],
+    params: Collection[str],
+) -> None:
+    """Store :func:`parse_overrides`' ``pairs`` in ``values`` as ``--set``, or record problems."""
+    # a key given twice keeps the last value (set_source), so only that one is checked: a
+    # slip corrected later on the same line is not an error, and a bad key given twice is
+    # refused once
+    last = {dotted: index for index, (dotted, _, _) in enumerate(pairs)}
+    for index, (dotted, raw, text) in enumerate(pairs):
+        if last[dotted] == index:
+            _assign(dotted, raw, values, sources, "--set", problems, None, params, text)
+    if not isinstance(overrides, Mapping):
+        for dotted, texts in repeated_sets(overrides).items():
+            if sources.get(dotted) == "--set":  # the last one was taken (not refused)
+                sources[dotted] = set_source(texts)
+
+
 def load_config(
     path: str | os.PathLike[str] | None = None,
     overrides: Iterable[str] | Mapping[str, Any] | None = None,
@@ -394,17 +443,7 @@ def load_config(
         _assign(dotted, parse_scalar(text), values, sources, source, problems, None, text=text)
     pairs, set_problems = parse_overrides(overrides)
     problems += set_problems
-    # a key given twice keeps the last value (set_source), so only that one is checked: a
-    # slip corrected later on the same line is not an error, and a bad key given twice is
-    # refused once
-    last = {dotted: index for index, (dotted, _, _) in enumerate(pairs)}
-    for index, (dotted, raw, text) in enumerate(pairs):
-        if last[dotted] == index:
-            _assign(dotted, raw, values, sources, "--set", problems, None, params, text)
-    if not isinstance(overrides, Mapping):
-        for dotted, texts in repeated_sets(overrides).items():
-            if sources.get(dotted) == "--set":  # the last one was taken (not refused)
-                sources[dotted] = set_source(texts)
+    _apply_sets(pairs, overrides, values, sources, problems, params)
     # cross-field rules run even when some values failed their type check (those stay at their
     # defaults), so the user sees every problem in one go
     problems += check_static(values, sources, line_of, [p.key for p in problems if p.key])

@@ -100,12 +100,12 @@ def restore_environ(saved: Mapping[str, str | None]) -> None:
 def _resolve(
     config: Config | str | os.PathLike[str] | None, overrides: Any, address: str | None
 ) -> Config:
+    check_overrides("start_cluster", overrides)
     if not isinstance(config, Config):
         check_path("start_cluster", "config (a Config or its file)", config)
-        check_overrides("start_cluster", overrides)
         config = load_config(config, overrides)
-    elif overrides:
-        raise TypeError("pass overrides only with a config path, not with a loaded Config")
+    else:
+        config = config.with_overrides(overrides)
     return with_address(config, address) if address else config
 
 
@@ -552,7 +552,7 @@ def start_cluster(
         A loaded :class:`~openclaw_dask.config.Config`, a config path, or ``None`` for the
         search order.
     overrides
-        ``["key=value", ...]`` applied when ``config`` is a path or ``None``.
+        ``["key=value", ...]`` (or a mapping) applied to the config, loaded or read.
     hardware
         The machine (default: detected).
     backend

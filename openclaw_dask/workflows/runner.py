@@ -40,7 +40,6 @@ from openclaw_dask.config import Config, ConfigError, detect_hardware, load_conf
 from openclaw_dask.config.arguments import check_overrides, check_path
 from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.hardware import software_versions
-from openclaw_dask.config.loader import parse_overrides
 from openclaw_dask.runtime import counter
 from openclaw_dask.runtime.cluster import (
     ClusterLostError,
@@ -129,11 +128,7 @@ def _load_config(
     if not isinstance(config_arg, Config):
         return load_config(config_arg or workflow_config, config_overrides, params=params)
     # read as load_config reads them: an item without '=' had become the key set to null
-    pairs, problems = parse_overrides(config_overrides)
-    if problems:
-        raise ConfigError(problems)
-    updates = {path.replace(".", "__"): value for path, value, _ in pairs}
-    return config_arg.with_values(source="--set", **updates) if updates else config_arg
+    return config_arg.with_overrides(config_overrides, params=params)
 
 
 def step_fingerprint(

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import openclaw_dask as oc
+from openclaw_dask.config.loader import set_source
 from tests.conftest import ROOT
 
 EXAMPLE = str(ROOT / "workflows/example.yaml")
@@ -82,17 +83,6 @@ EXAMPLE = str(ROOT / "workflows/example.yaml")
             "benchmark: suites must be a list of names, got str 'stencil' (put it in a list)",
         ),
         (
-            # the overrides had been dropped without a word: the run measured the config as is
-            # (no such suite: a benchmark that dropped them again is refused for that instead)
-            lambda: oc.benchmark(
-                oc.load_config(use_search_path=False),
-                overrides=["parallel.processes=1"],
-                suites=["none"],
-            ),
-            "benchmark: pass overrides only with a config path, not with a loaded Config "
-            "(config.with_values(section__key=value) makes a changed copy)",
-        ),
-        (
             lambda: oc.tune(overrides="parallel.processes=2"),
             "tune: overrides must be a list of 'section.key=value' strings or a mapping, "
             "got str 'parallel.processes=2' (put it in a list)",
@@ -107,6 +97,28 @@ def test_a_wrong_argument_is_a_type_error_naming_it(call: Callable[[], Any], sai
     with pytest.raises(TypeError) as info:
         call()
     assert str(info.value) == said
+
+
+def test_overrides_with_a_loaded_config_are_applied_by_every_entry_point() -> None:
+    """benchmark had dropped them without a word (the run measured the config as is), then
+    benchmark, tune and start_cluster refused them while run_workflow applied them."""
+    from openclaw_dask.bench.run import config_argument
+    from openclaw_dask.runtime.cluster import _resolve
+
+    loaded = oc.load_config(use_search_path=False)
+    sets = ["distributed.batch_size=8", "distributed.batch_size=32", "parallel.processes=1"]
+    for config in (config_argument("benchmark", loaded, sets), _resolve(loaded, sets, None)):
+        assert config["distributed.batch_size"] == 32 and config["parallel.processes"] == 1
+        assert config.sources["parallel.processes"] == "--set"
+        assert config.sources["distributed.batch_size"] == set_source(["8", "32"])
+    assert loaded["distributed.batch_size"] == 64  # a changed copy
+    generated = loaded.with_overrides(s for s in ["parallel.processes=2"])
+    assert generated["parallel.processes"] == 2
+    assert loaded.with_overrides(None) is loaded
+    with pytest.raises(oc.ConfigError, match=r"parallel\.procesess.*did you mean"):
+        config_argument("tune", loaded, ["parallel.procesess=1"])
+    with pytest.raises(TypeError, match="with_overrides: overrides must be"):
+        loaded.with_overrides("parallel.processes=2")
 
 
 def test_overrides_may_be_any_iterable_of_strings() -> None:
