@@ -93,6 +93,9 @@ class SuiteResult:
         it comes from interleaved timings; the report shows their range.
     notes : list of str
         What limits a figure, what was skipped and why.
+    profile : dict of str to float
+        Where an extra, untimed run spent its time (from Dask's task stream), where a suite
+        records one.
     """
 
     params: dict[str, Any] = field(default_factory=dict)
@@ -103,6 +106,7 @@ class SuiteResult:
     goals_at_most: set[str] = field(default_factory=set)
     rounds: dict[str, tuple[float, ...]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    profile: dict[str, float] = field(default_factory=dict)
 
     def goal_met(self, name: str) -> bool | None:
         """Whether ratio ``name`` meets its goal (``None``: no goal)."""
@@ -128,7 +132,7 @@ class SuiteResult:
                 for k, v in self.goals.items()
             },
             "notes": self.notes,
-        }
+        } | ({"profile": {k: _finite(v) for k, v in self.profile.items()}} if self.profile else {})
 
 
 def _finite(value: float) -> float | None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from openclaw_dask.bench.suites.stencil import halo_work
+from openclaw_dask.bench.suites.stencil import halo_work, profile_note, task_profile
 
 
 def test_halo_work_counts_the_shrinking_cones_each_batch_computes() -> None:
@@ -17,3 +19,40 @@ def test_halo_work_counts_the_shrinking_cones_each_batch_computes() -> None:
     # the 16-core machine's layout at the default K: 16 bands of 180 rows
     assert halo_work((180,) * 16, 256, 64) == pytest.approx(1 + (30 * 64 * 65 / 2) / (2880 * 64))
     assert halo_work((2880,), 256, 64) == 1.0  # one band exchanges nothing
+
+
+def _record(key: object, start: float, stop: float, action: str = "compute") -> dict:
+    return {"key": key, "startstops": ({"action": action, "start": start, "stop": stop},)}
+
+
+def test_task_profile_reads_the_bands_step_tasks_from_a_task_stream() -> None:
+    # two bands, three batches each on two threads over 10 s; halo slices and a transfer beside
+    records = [
+        _record(("ebm-steps-0-4-a", 0, 0), 0.0, 3.0),  # first batch: 1 s longer
+        _record(("ebm-steps-4-8-a", 0, 0), 3.5, 5.5),
+        _record(("ebm-steps-8-9-a", 0, 0), 6.0, 8.0),
+        _record(("ebm-steps-0-4-a", 1, 0), 0.0, 2.5),
+        _record(("ebm-steps-4-8-a", 1, 0), 3.5, 5.5),
+        _record(("ebm-steps-8-9-a", 1, 0), 6.5, 8.5),
+        _record(("ebm-halo-0-4-a", 0, 1), 3.0, 3.25),
+        _record("finalize-x", 9.0, 9.5),
+        _record(("ebm-halo-0-4-a", 1, 0), 3.0, 3.5, action="transfer"),
+    ]
+    p = task_profile(records, threads=2, began=0.0, ended=10.0)
+    assert p["wall_s"] == 10.0
+    assert p["busy_fraction"] == pytest.approx((7.0 + 6.5 + 0.25 + 0.5) / 20)
+    assert p["step_task_ms"] == pytest.approx(2000)
+    assert p["first_batch_extra_ms"] == pytest.approx(750)  # medians of +1 s and +0.5 s
+    assert p["wait_between_batches_ms"] == pytest.approx((500 + 500 + 1000 + 1000) / 4)
+    assert p["transfer_s"] == pytest.approx(0.5)
+    note = profile_note(4, p)
+    assert "busy 71% of 10.00 s; step tasks 2000 ms (a band's first +750 ms" in note
+    assert "750 ms between a band's step tasks" in note
+
+
+def test_a_run_of_one_batch_a_band_says_so_instead_of_nan() -> None:
+    p = task_profile([_record(("ebm-steps-0-4-a", 0, 0), 0.0, 1.0)], 1, 0.0, 2.0)
+    assert math.isnan(p["step_task_ms"]) and math.isnan(p["wait_between_batches_ms"])
+    assert profile_note(4, p) == (
+        "one more K=4 run in Dask's task stream: threads busy 50% of 2.00 s (one batch a band)"
+    )

@@ -25,6 +25,12 @@ computed per cell owned; 1.36 at K=64 on the 16-core machine's 180-row bands, 1.
 rule measured on 2 cores only), the configured ``K`` also runs on that many bands
 (``dask_K{K}_workflow_bands``), so a many-core machine shows which layout pays.
 
+After the timed runs, one more run at the configured ``K`` is recorded by Dask's task stream
+(untimed, so the recording costs the figures nothing): how busy the threads were, how long a
+step task took, how much longer each band's first one (its operators and buffer), and how long
+a band waited between its step tasks (the halo tasks' hops and transfers, a slower neighbour).
+They are the suite's ``profile`` in the JSON and one note in the report.
+
 Bytes moved per cell-update are counted as the state's read and write (16 bytes in float64),
 the least any explicit step must move; they are compared with a copy-bandwidth probe run in
 this process on as many threads as the cluster has.
@@ -32,11 +38,15 @@ this process on as many threads as the cluster has.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+import statistics
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import dask.array as da
 import numpy as np
-from distributed import Client, wait
+from distributed import Client, get_task_stream, wait
 from threadpoolctl import threadpool_limits
 
 from openclaw_dask.bench.probes import copy_bandwidth
@@ -133,6 +143,11 @@ def run(ctx: BenchContext) -> SuiteResult:
         placed = placed_state(client, start, capacity, workflow_bands)
         fns[fewer] = dask_run(steps_per_task(configured, workflow_bands), placed)
     t = interleaved(fns, repeats=ctx.repeats(3))
+    with get_task_stream(client) as stream:
+        began = time.time()
+        dask_run(configured)()
+        ended = time.time()
+    profile = task_profile(stream.data, threads, began, ended)
     updates = grid.size * nsteps
     best = f"dask_K{configured}"
     speedup = ratio(t[best], t["reference_1core"])
@@ -169,7 +184,8 @@ def run(ctx: BenchContext) -> SuiteResult:
         | ({f"workflow_bands_vs_{threads}_bands": ratio(t[fewer], t[best])} if fewer in t else {})
         | {f"batch_K{k}_vs_K1": ratio(t[f"dask_K{k}"], t["dask_K1"]) for k in sizes if k != 1},
         goals={"parallel_efficiency": 0.9, "fraction_of_copy_bandwidth": 0.6},
-        notes=notes,
+        notes=[*notes, profile_note(configured, profile)],
+        profile=profile,
         rounds={
             "parallel_efficiency": tuple(s / threads for s in speedups),
             "efficiency_vs_independent_copies": tuple(
@@ -196,6 +212,65 @@ def halo_batch(ctx: BenchContext, heights: tuple[int, ...]) -> tuple[int, list[s
         f"bands: measured at K={deepest}"
     )
     return deepest, [note]
+
+
+def task_profile(
+    records: Iterable[Mapping[str, Any]], threads: int, began: float, ended: float
+) -> dict[str, float]:
+    """Where one Dask run spent its time, from its task stream (``distributed.get_task_stream``).
+
+    Returns ``wall_s``; ``busy_fraction``, the tasks' compute time over ``threads x wall_s``;
+    ``step_task_ms``, the median step task after each band's first; ``first_batch_extra_ms``,
+    the median of how much longer a band's first step task took than its later ones;
+    ``wait_between_batches_ms``, the mean time from a band's step task ending to its next one
+    starting; ``transfer_s``, the time workers spent fetching inputs (overlaps compute).
+    """
+    wall = ended - began
+    busy = transfer = 0.0
+    bands: dict[int, list[tuple[float, float]]] = {}
+    for record in records:
+        key = record["key"]
+        for part in record["startstops"]:
+            length = part["stop"] - part["start"]
+            if part["action"] == "transfer":
+                transfer += length
+            elif part["action"] == "compute":
+                busy += length
+                if isinstance(key, tuple) and str(key[0]).startswith("ebm-steps"):
+                    bands.setdefault(int(key[1]), []).append((part["start"], part["stop"]))
+    later, extra, waits = [], [], []
+    for runs in bands.values():
+        runs.sort()
+        lengths = [b - a for a, b in runs]
+        waits += [runs[i + 1][0] - runs[i][1] for i in range(len(runs) - 1)]
+        if len(runs) > 1:
+            later += lengths[1:]
+            extra.append(lengths[0] - statistics.median(lengths[1:]))
+    ms = 1e3
+    return {
+        "wall_s": wall,
+        "busy_fraction": busy / (threads * wall) if wall > 0 else math.nan,
+        "step_task_ms": statistics.median(later) * ms if later else math.nan,
+        "first_batch_extra_ms": statistics.median(extra) * ms if extra else math.nan,
+        "wait_between_batches_ms": statistics.fmean(waits) * ms if waits else math.nan,
+        "transfer_s": transfer,
+    }
+
+
+def profile_note(batch_size: int, p: Mapping[str, float]) -> str:
+    """:func:`task_profile` in a sentence (what a run of one batch a band cannot show left out)."""
+    head = (
+        f"one more K={batch_size} run in Dask's task stream: threads busy "
+        f"{p['busy_fraction']:.0%} of {p['wall_s']:.2f} s"
+    )
+    if math.isnan(p["step_task_ms"]):
+        return f"{head} (one batch a band)"
+    return (
+        f"{head}; step tasks {p['step_task_ms']:.0f} ms (a band's first "
+        f"{p['first_batch_extra_ms']:+.0f} ms: its operators and buffer); "
+        f"{p['wait_between_batches_ms']:.0f} ms between a band's step tasks (halo hops and "
+        "transfers, a slower neighbour)"
+    )
 
 
 def halo_work(heights: tuple[int, ...], nsteps: int, batch_size: int) -> float:
