@@ -49,6 +49,9 @@ class StepContext:
         ``{step: {output: Dataset}}`` of the steps named in ``needs``, opened lazily from Zarr.
     metrics
         Small JSON-able results the op wants in ``run.json`` (e.g. the ice-edge latitude).
+    outputs
+        The step's ``outputs:`` as the workflow lists them (``None``: not checked), so that
+        :meth:`output_dir` of a name the workflow does not list as a folder is refused at once.
     """
 
     step: str
@@ -58,6 +61,7 @@ class StepContext:
     params: dict[str, Any]
     inputs: dict[str, dict[str, xr.Dataset]] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
+    outputs: tuple[str, ...] | None = None
 
     def input(self, step: str, output: str | None = None) -> xr.Dataset:
         """One input dataset; ``output`` may be left out when the step wrote only one.
@@ -84,7 +88,27 @@ class StepContext:
         return outputs[output]
 
     def output_dir(self, name: str) -> Path:
-        """The folder of a ``NAME/`` output (created)."""
+        """The folder of a ``NAME/`` output (created).
+
+        Raises
+        ------
+        KeyError
+            The step's ``outputs:`` do not list ``NAME/`` (with ``NAME.zarr`` listed instead,
+            the message says so): the folder had been created and the step failed only after
+            the op's work, on what it returned.
+        """
+        if self.outputs is not None and f"{name}/" not in self.outputs:
+            listed = f"{name}.zarr" in self.outputs
+            raise KeyError(
+                f"output_dir({name!r}): step {self.step!r} "
+                + (
+                    f"lists {name}.zarr, a Zarr store the runner writes from the dataset the op "
+                    f"returns; for a folder the op fills, list {name}/ instead"
+                    if listed
+                    else f"has no folder output {name}/ (outputs: {list(self.outputs)}): add "
+                    f"{name}/ to its outputs:"
+                )
+            )
         path = self.run_dir / name
         path.mkdir(parents=True, exist_ok=True)
         return path

@@ -392,7 +392,13 @@ class Run:
                 name: zarrio.open_output(self.run_dir / f"{name}.zarr") for name in dep.zarr_outputs
             }
         return StepContext(
-            step.name, self.config, client, self.run_dir, dict(self.workflow.values), inputs
+            step.name,
+            self.config,
+            client,
+            self.run_dir,
+            dict(self.workflow.values),
+            inputs,
+            outputs=step.outputs,
         )
 
     def _finish_step(self, step: StepSpec, rec: dict[str, Any]) -> None:

@@ -276,6 +276,41 @@ def test_a_dataset_for_an_output_listed_as_a_folder_says_how_to_list_it(tmp_path
     ) in result.stderr, result.stderr
 
 
+@pytest.mark.parametrize(
+    ("listed", "said"),
+    [
+        (
+            "nothing.zarr",
+            "KeyError: \"output_dir('nothing'): step 'bad' lists nothing.zarr, a Zarr store the "
+            "runner writes from the dataset the op returns; for a folder the op fills, list "
+            'nothing/ instead"',
+        ),
+        (
+            "other/",
+            "KeyError: \"output_dir('nothing'): step 'bad' has no folder output nothing/ "
+            "(outputs: ['other/']): add nothing/ to its outputs:\"",
+        ),
+    ],
+)
+def test_a_folder_the_workflow_does_not_list_is_refused_before_the_op_fills_it(
+    tmp_path: Path, listed: str, said: str
+) -> None:
+    """output_dir had created the folder, the op filled it, and the step failed only after its
+    work, on what the op returned."""
+    wf = tmp_path / "folder.yaml"
+    text = FAILING_WORKFLOW.replace("user_ops:explode", "user_ops:fills_a_folder")
+    wf.write_text(text.replace("    with: {message: kaboom}\n", "").replace("nothing.zarr", listed))
+    result = submit(str(wf), "--run-dir", str(tmp_path / "run"), "--no-report", *QUIET)
+    assert result.returncode == 1
+    assert said in result.stderr, result.stderr
+    assert not (tmp_path / "run/nothing").exists()
+    # listed as a folder, the same op writes it
+    wf.write_text(wf.read_text().replace(listed, "nothing/"))
+    result = submit(str(wf), "--run-dir", str(tmp_path / "run2"), "--no-report", *QUIET)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "run2/nothing/note.txt").read_text() == "written by the op\n"
+
+
 def test_failing_op_reports_and_keeps_completed_outputs(tmp_path: Path) -> None:
     wf = tmp_path / "fails.yaml"
     wf.write_text(FAILING_WORKFLOW)

@@ -61,6 +61,12 @@ def returns_a_dataset(ctx: StepContext) -> dict[str, xr.Dataset]:
     return {"nothing": ctx.input("field")}
 
 
+def fills_a_folder(ctx: StepContext) -> dict[str, xr.Dataset]:
+    """A user op that writes a file into its ``nothing/`` folder output, declaring no outputs."""
+    (ctx.output_dir("nothing") / "note.txt").write_text("written by the op\n")
+    return {}
+
+
 def returns_a_bare_dataset(ctx: StepContext) -> Any:
     """A user op that returns its one dataset without naming the output."""
     return ctx.input("field")
