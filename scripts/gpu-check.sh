@@ -13,12 +13,17 @@
 #   c. the climate stencil on the machine's CPU cores (openclaw-dask benchmark --suite stencil,
 #      the default config) -> $OUT/stencil-cpu.json: the climate issue's speed goals on a
 #      machine with more than the development VM's 2 cores (--no-cpu leaves it out)
+#   d. openclaw-dask tune --workload climate on those cores (budget 150 s) -> $OUT/tuned.config
+#      and tuned.report.{md,json,png}: which layout, batch_size, allocator and pinning pay
+#      there (the 2-core VM cannot say); cut short by its timeout it is interrupted like a
+#      Ctrl-C and leaves tuned.interrupted.{md,json,png} (--no-tune or --no-cpu leave it out)
 # The log goes to $OUT/gpu-check.log; the exit code is non-zero if any part failed.
 #
 # Here, without a GPU:   OUT=/tmp/gpucheck-out PYTHON=.venv/bin/python bash scripts/gpu-check.sh --dry
 # --dry (alias --no-gpu) accepts a machine without GPU: the parts that need one are reported
 # as skipped ("no GPU here") and only then can the exit code be 0 without a GPU. Part c takes
-# ~3 minutes on 2 cores: GPU_CHECK_CPU_TIMEOUT=400 there, or --no-cpu.
+# ~3 minutes on 2 cores: GPU_CHECK_CPU_TIMEOUT=400 there, or --no-cpu; part d's budget is
+# GPU_CHECK_TUNE_BUDGET (default 150s).
 # --no-install skips the wheel install (it is also skipped when .whl/ holds no wheels, or when
 # the interpreter is not CPython 3.12, which the wheels are built for).
 set -uo pipefail  # no -e: every part runs and is recorded
@@ -27,11 +32,13 @@ cd "$(dirname "$0")/.."
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }  # the header
 DRY=0
 CPU=1
+TUNE=1
 INSTALL=${GPU_CHECK_INSTALL:-1}
 while [ $# -gt 0 ]; do
     case "$1" in
         --dry | --no-gpu) DRY=1 ;;
         --no-cpu) CPU=0 ;;
+        --no-tune) TUNE=0 ;;
         --no-install) INSTALL=0 ;;
         -h | --help) usage; exit 0 ;;
         *) echo "gpu-check: unknown argument: $1" >&2; usage >&2; exit 2 ;;
@@ -49,6 +56,7 @@ SITE=${GPU_CHECK_SITE:-/tmp/site}
 TEST_TIMEOUT=${GPU_CHECK_TEST_TIMEOUT:-150}
 MEASURE_TIMEOUT=${GPU_CHECK_MEASURE_TIMEOUT:-240}
 CPU_TIMEOUT=${GPU_CHECK_CPU_TIMEOUT:-330}
+TUNE_BUDGET=${GPU_CHECK_TUNE_BUDGET:-150s}
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 
@@ -155,6 +163,20 @@ EOF
         [ $rc = 0 ] || fail "stencil on the CPU (exit $rc$([ $rc = 124 ] && echo ': timed out'))"
     else
         echo "skipped (--no-cpu)"
+    fi
+
+    banner "d. tune --workload climate on the CPU cores (openclaw-dask tune)"
+    if [ "$CPU" = 1 ] && [ "$TUNE" = 1 ]; then
+        # SIGINT at the limit: tune saves what it measured as on a Ctrl-C (tuned.interrupted.*)
+        local budget_s
+        budget_s=$("$PY" -c "from openclaw_dask.cli.args import duration; \
+print(int(duration('$TUNE_BUDGET', 'GPU_CHECK_TUNE_BUDGET')))") || budget_s=150
+        (cd "$(mktemp -d)" && timeout -s INT -k 30 $((budget_s + 60)) "$PY" -m openclaw_dask tune \
+            --workload climate --budget "$TUNE_BUDGET" --out "$OUT/tuned.config")
+        rc=$?
+        [ $rc = 0 ] || fail "tune on the CPU (exit $rc$([ $rc = 124 ] && echo ': timed out'))"
+    else
+        echo "skipped ($([ "$CPU" = 1 ] && echo --no-tune || echo --no-cpu))"
     fi
 
     banner "gpu-check: done in $((SECONDS - start)) s"
