@@ -19,7 +19,7 @@ loses when all cores run.
 
 A band computes more than its own rows: each batch of ``K`` steps also advances its halos, a
 cone of ``K`` rows shrinking by one a step, which the neighbour owns (``halo_work``: cells
-computed per cell owned; 1.36 at K=64 on the 16-core machine's 180-row bands, 1.02 on the
+computed per cell owned; 1.34 at K=64 on the 16-core machine's 180-row bands, 1.02 on the
 2-core VM's 1440-row ones). Where the workflow would use fewer bands than threads
 (:func:`~openclaw_dask.workflows.ops.climate.band_count`: bands at least ``4 K`` rows tall, a
 rule measured on 2 cores only), the configured ``K`` also runs on that many bands
