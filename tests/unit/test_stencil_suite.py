@@ -56,3 +56,37 @@ def test_a_run_of_one_batch_a_band_says_so_instead_of_nan() -> None:
     assert profile_note(4, p) == (
         "one more K=4 run in Dask's task stream: threads busy 50% of 2.00 s (one batch a band)"
     )
+
+
+def test_task_profile_finds_each_band_in_the_running_sums_last_batch() -> None:
+    """With ``accumulate`` the last batch's keys are ``(name, 0, band, 0)`` ([T, sum] stacked):
+    every band's last step task had been counted as band 0's, a step task that overlapped
+    band 0's own and made a wait between its batches negative."""
+    records = [
+        _record(("ebm-steps-sum-0-4-a", 0, 0), 0.0, 2.0),
+        _record(("ebm-steps-sum-4-8-b", 0, 0, 0), 3.0, 5.0),
+        _record(("ebm-steps-sum-0-4-a", 1, 0), 0.0, 2.0),
+        _record(("ebm-steps-sum-4-8-b", 0, 1, 0), 3.0, 5.0),
+    ]
+    p = task_profile(records, threads=2, began=0.0, ended=5.0)
+    assert p["wait_between_batches_ms"] == pytest.approx(1000)
+    assert p["step_task_ms"] == pytest.approx(2000)
+    assert p["first_batch_extra_ms"] == pytest.approx(0)
+
+
+def test_a_shorter_last_batch_is_not_counted_as_a_step_task() -> None:
+    """nsteps not a multiple of K (K=90 cut to the quick grid's bands, 256 steps: 90, 90, 76):
+    the median of the later batches had been the mean of a full one and the short one."""
+    records = [
+        _record(("ebm-steps-0-90-a", 0, 0), 0.0, 1.5),
+        _record(("ebm-steps-90-180-a", 0, 0), 2.0, 3.0),
+        _record(("ebm-steps-180-256-a", 0, 0), 3.5, 3.7),
+    ]
+    p = task_profile(records, threads=1, began=0.0, ended=4.0)
+    assert p["step_task_ms"] == pytest.approx(1000)
+    assert p["first_batch_extra_ms"] == pytest.approx(500)
+    assert p["wait_between_batches_ms"] == pytest.approx(500)
+    # a K-deep batch and a shorter one: no full batch after the first, but a wait to show
+    p = task_profile(records[:1] + records[2:], threads=1, began=0.0, ended=4.0)
+    assert math.isnan(p["step_task_ms"]) and p["wait_between_batches_ms"] == pytest.approx(2000)
+    assert profile_note(90, p).endswith("(one full batch a band)")

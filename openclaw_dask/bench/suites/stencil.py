@@ -39,6 +39,7 @@ this process on as many threads as the cluster has.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -96,8 +97,11 @@ def run(ctx: BenchContext) -> SuiteResult:
     slots = [w for w, n in client.nthreads().items() for _ in range(n)]
     state, placed_capacity, homes = placed_state(client, start, capacity, threads)
     configured, notes = halo_batch(ctx, state.chunks[0])
-    # what climate.ebm would run with this config and cluster, where it is not one band a thread
-    workflow_bands = band_count(grid.shape, threads, configured)
+    # what climate.ebm would run with this config and cluster, where it is not one band a
+    # thread: its K is the config's, not the one cut to this layout's bands (its bands are
+    # at least 4 K rows tall); with the cut K it could time more bands than it would use
+    workflow_k = int(ctx.config["distributed.batch_size"])
+    workflow_bands = band_count(grid.shape, threads, workflow_k)
 
     def dask_run(
         k: int, placed: tuple[da.Array, da.Array, list[str]] = (state, placed_capacity, homes)
@@ -138,10 +142,10 @@ def run(ctx: BenchContext) -> SuiteResult:
         "reference_1core": reference,
         "reference_on_every_thread": reference_everywhere,
     } | {f"dask_K{k}": dask_run(k) for k in sizes}
-    fewer = f"dask_K{configured}_workflow_bands"
+    fewer = f"dask_K{workflow_k}_workflow_bands"
     if workflow_bands < threads:
         placed = placed_state(client, start, capacity, workflow_bands)
-        fns[fewer] = dask_run(steps_per_task(configured, workflow_bands), placed)
+        fns[fewer] = dask_run(steps_per_task(workflow_k, workflow_bands), placed)
     t = interleaved(fns, repeats=ctx.repeats(3))
     with get_task_stream(client) as stream:
         began = time.time()
@@ -214,6 +218,11 @@ def halo_batch(ctx: BenchContext, heights: tuple[int, ...]) -> tuple[int, list[s
     return deepest, [note]
 
 
+#: a step task's layer name (:func:`~openclaw_dask.workflows.climate.stepper.advance`):
+#: ``ebm-steps[-sum]-{first step}-{stop}-{token}``
+_STEP_TASK = re.compile(r"ebm-steps(?:-sum)?-(?P<first>\d+)-(?P<stop>\d+)-")
+
+
 def task_profile(
     records: Iterable[Mapping[str, Any]], threads: int, began: float, ended: float
 ) -> dict[str, float]:
@@ -224,28 +233,37 @@ def task_profile(
     the median of how much longer a band's first step task took than its later ones;
     ``wait_between_batches_ms``, the mean time from a band's step task ending to its next one
     starting; ``transfer_s``, the time workers spent fetching inputs (overlaps compute).
+
+    A last batch shorter than ``K`` (``nsteps`` not a multiple of it) is left out of the step
+    task's length and of the first one's extra: it does less work, and with three batches a
+    band it had pulled the median of the later two halfway down.
     """
     wall = ended - began
     busy = transfer = 0.0
-    bands: dict[int, list[tuple[float, float]]] = {}
+    bands: dict[int, list[tuple[float, float, int]]] = {}
     for record in records:
         key = record["key"]
+        steps = _STEP_TASK.match(str(key[0])) if isinstance(key, tuple) else None
         for part in record["startstops"]:
             length = part["stop"] - part["start"]
             if part["action"] == "transfer":
                 transfer += length
             elif part["action"] == "compute":
                 busy += length
-                if isinstance(key, tuple) and str(key[0]).startswith("ebm-steps"):
-                    bands.setdefault(int(key[1]), []).append((part["start"], part["stop"]))
+                if steps:
+                    # the band is the key's next-to-last index: (name, i, 0), and with
+                    # accumulate the last batch's (name, 0, i, 0) ([T, sum] stacked)
+                    depth = int(steps["stop"]) - int(steps["first"])
+                    bands.setdefault(int(key[-2]), []).append((part["start"], part["stop"], depth))
     later, extra, waits = [], [], []
     for runs in bands.values():
         runs.sort()
-        lengths = [b - a for a, b in runs]
         waits += [runs[i + 1][0] - runs[i][1] for i in range(len(runs) - 1)]
-        if len(runs) > 1:
-            later += lengths[1:]
-            extra.append(lengths[0] - statistics.median(lengths[1:]))
+        # the first batch is K deep (min(K, nsteps)); only the last can be shorter
+        full = [b - a for a, b, depth in runs[1:] if depth == runs[0][2]]
+        if full:
+            later += full
+            extra.append(runs[0][1] - runs[0][0] - statistics.median(full))
     ms = 1e3
     return {
         "wall_s": wall,
@@ -264,7 +282,9 @@ def profile_note(batch_size: int, p: Mapping[str, float]) -> str:
         f"{p['busy_fraction']:.0%} of {p['wall_s']:.2f} s"
     )
     if math.isnan(p["step_task_ms"]):
-        return f"{head} (one batch a band)"
+        # a K-deep batch and a shorter last one still have a wait between them
+        one = "one batch" if math.isnan(p["wait_between_batches_ms"]) else "one full batch"
+        return f"{head} ({one} a band)"
     return (
         f"{head}; step tasks {p['step_task_ms']:.0f} ms (a band's first "
         f"{p['first_batch_extra_ms']:+.0f} ms: its operators and buffer); "
