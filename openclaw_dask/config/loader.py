@@ -414,6 +414,10 @@ def load_config(
     """
     check_path("load_config", "path", path)
     check_overrides("load_config", overrides)
+    if overrides is not None and not isinstance(overrides, Mapping):
+        # read twice below (the values, then the keys given twice): a generator would be used
+        # up by the first reading, and a repeated key's source would say plain "--set"
+        overrides = list(overrides)
     if env is not None:  # a list of "NAME=value" had been read as names, each one unknown
         check_instance("load_config", "env", env, Mapping, "a mapping like os.environ")
     env = os.environ if env is None else env

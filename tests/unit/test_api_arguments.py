@@ -125,6 +125,14 @@ def test_overrides_may_be_any_iterable_of_strings() -> None:
     # a generator is not used up by the check
     config = oc.load_config(overrides=(s for s in ["parallel.processes=2"]), use_search_path=False)
     assert config["parallel.processes"] == 2
+    # a key given twice says so as with a list (the generator had been used up before the
+    # repeats were read, and its source said "--set"), as Config.with_overrides does
+    sets = ["parallel.processes=2", "parallel.processes=1"]
+    config = oc.load_config(overrides=(s for s in sets), use_search_path=False)
+    loaded = oc.load_config(use_search_path=False).with_overrides(s for s in sets)
+    for c in (config, loaded):
+        assert c["parallel.processes"] == 1
+        assert c.sources["parallel.processes"] == set_source(["2", "1"])
 
 
 def test_overrides_may_be_a_generator_for_run_workflow_too() -> None:
