@@ -58,7 +58,12 @@ MEASURE_TIMEOUT=${GPU_CHECK_MEASURE_TIMEOUT:-240}
 CPU_TIMEOUT=${GPU_CHECK_CPU_TIMEOUT:-330}
 TUNE_BUDGET=${GPU_CHECK_TUNE_BUDGET:-150s}
 export PYTHONUNBUFFERED=1
-mkdir -p "$OUT"
+# absolute: parts c and d cd, and a relative OUT had sent their files into a temporary folder
+if ! out_abs=$(mkdir -p "$OUT" && cd "$OUT" && pwd); then
+    echo "gpu-check: cannot use OUT=$OUT" >&2
+    exit 2
+fi
+OUT=$out_abs
 
 FAILED=()
 fail() { FAILED+=("$1"); echo "!!! FAILED: $1"; }
@@ -169,8 +174,9 @@ EOF
     if [ "$CPU" = 1 ] && [ "$TUNE" = 1 ]; then
         # SIGINT at the limit: tune saves what it measured as on a Ctrl-C (tuned.interrupted.*)
         local budget_s
-        budget_s=$("$PY" -c "from openclaw_dask.cli.args import duration; \
-print(int(duration('$TUNE_BUDGET', 'GPU_CHECK_TUNE_BUDGET')))") || budget_s=150
+        # the budget as an argument, not inside the code: a quote in it broke the code
+        budget_s=$("$PY" -c "import sys; from openclaw_dask.cli.args import duration; \
+print(int(duration(sys.argv[1], 'GPU_CHECK_TUNE_BUDGET')))" "$TUNE_BUDGET") || budget_s=150
         (cd "$(mktemp -d)" && timeout -s INT -k 30 $((budget_s + 60)) "$PY" -m openclaw_dask tune \
             --workload climate --budget "$TUNE_BUDGET" --out "$OUT/tuned.config")
         rc=$?
