@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -61,13 +63,22 @@ def lost_workers_note(lost: Collection[str], during: str) -> str:
     Parameters
     ----------
     lost : collection of str
-        The addresses of the workers that died.
+        The address of each worker that died, once per death (:func:`workers_lost`).
     during : str
         What was measured (``suite``, ``trial``, ``final comparison``).
     """
     return (
-        f"{len(lost)} worker(s) died during this {during} ({', '.join(sorted(lost))}); "
+        f"{len(lost)} worker(s) died during this {during} ({addresses_text(lost)}); "
         "its figures include the loss and the restart"
+    )
+
+
+def addresses_text(lost: Iterable[str]) -> str:
+    """``A, B (2 times)``: the addresses of :func:`workers_lost`, one that died again (restarted
+    on its pinned port) said once with its count."""
+    counts = Counter(lost)
+    return ", ".join(
+        address if n == 1 else f"{address} ({n} times)" for address, n in sorted(counts.items())
     )
 
 
@@ -75,7 +86,7 @@ def failed_first_note(lost: Collection[str], during: str) -> str:
     """One line for workers whose death failed the first run of a suite or trial, which was
     then run again (:func:`again_if_a_worker_died`)."""
     return (
-        f"{len(lost)} worker(s) died during this {during}'s first run ({', '.join(sorted(lost))}),"
+        f"{len(lost)} worker(s) died during this {during}'s first run ({addresses_text(lost)}),"
         " which failed: these figures are its second"
     )
 
@@ -85,22 +96,56 @@ def worker_ids(client: Client) -> dict[str, str]:
 
     A worker that dies is restarted by its nanny as a new process under a new id; its address
     is new too, unless its port is pinned (an SSH node's ``port``), and then only the id tells
-    the two apart. Pass it to :func:`workers_lost` later.
+    the two apart.
     """
+    return watch_workers(client).ids
+
+
+@dataclass(frozen=True)
+class Watch:
+    """A cluster's workers from one moment on (:func:`watch_workers`, :func:`workers_lost`)."""
+
+    #: the scheduler's clock then: the removals its event log holds from then on are deaths
+    since: float
+    #: each worker's address and ``server_id`` then (:func:`worker_ids`)
+    ids: dict[str, str]
+
+
+def watch_workers(client: Client) -> Watch:
+    """Start watching the cluster's workers: pass the result to :func:`workers_lost` later."""
 
     # a closure, so that it travels by value: an SSH node's scheduler may run another release
-    def ids(dask_scheduler: Any) -> dict[str, str]:
-        return {address: ws.server_id for address, ws in dask_scheduler.workers.items()}
+    def mark(dask_scheduler: Any) -> tuple[float, dict[str, str]]:
+        from distributed.metrics import time as now  # the clock of the scheduler's events
 
-    return dict(client.run_on_scheduler(ids))
+        return now(), {address: ws.server_id for address, ws in dask_scheduler.workers.items()}
+
+    since, ids = client.run_on_scheduler(mark)
+    return Watch(since, dict(ids))
 
 
-def workers_lost(client: Client, before: dict[str, str]) -> list[str]:
-    """The addresses of the workers of ``before`` (:func:`worker_ids`) not there now as the same
-    process: gone, or restarted under the same address. A worker that died twice counts once,
-    and one that joined since is not watched."""
-    now = worker_ids(client)
-    return sorted(address for address, id_ in before.items() if now.get(address) != id_)
+def workers_lost(client: Client, watch: Watch) -> list[str]:
+    """The address of each worker that died since ``watch`` (:func:`watch_workers`).
+
+    One entry per death, from the scheduler's ``remove-worker`` events: a worker that died
+    twice is there twice (under one address when its port is pinned), and one that joined
+    after ``watch`` and died is there too; comparing the workers then and now saw neither.
+    That comparison still adds a death the event log no longer holds (it keeps the last
+    ``distributed.admin.low-level-log-length`` events): an address whose process changed.
+    """
+
+    def removed(dask_scheduler: Any, since: float) -> tuple[list[str], dict[str, str]]:
+        deaths = [
+            msg["worker"]
+            for stamp, msg in dask_scheduler.get_events("all")
+            if stamp >= since and isinstance(msg, dict) and msg.get("action") == "remove-worker"
+        ]
+        ids = {address: ws.server_id for address, ws in dask_scheduler.workers.items()}
+        return deaths, ids
+
+    deaths, now = client.run_on_scheduler(removed, since=watch.since)
+    missed = [a for a, id_ in watch.ids.items() if now.get(a) != id_ and a not in deaths]
+    return sorted([*deaths, *missed])
 
 
 class WorkersDiedError(RuntimeError):
@@ -141,15 +186,15 @@ def again_if_a_worker_died(
     WorkersDiedError
         Workers died during both tries (out of memory each time, say).
     """
-    before = worker_ids(client)
+    before = watch_workers(client)
     try:
         return work(), []
     except Exception:
         lost = workers_lost(client, before)
         if not lost:
             raise
-    prepare_to_continue(client, len(before))  # (outside the except: no chained traceback)
-    before = worker_ids(client)
+    prepare_to_continue(client, len(before.ids))  # (outside the except: no chained traceback)
+    before = watch_workers(client)
     try:
         return (redo or work)(), lost
     except Exception as exc:
@@ -157,7 +202,8 @@ def again_if_a_worker_died(
         if not again:
             raise
         raise WorkersDiedError(
-            f"worker(s) died under it twice ({', '.join(lost)}, then {', '.join(again)}): "
+            f"worker(s) died under it twice ({addresses_text(lost)}, "
+            f"then {addresses_text(again)}): "
             "killed, or out of memory (memory.per_thread_pool_size, memory.global_pool); "
             f"the last error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         ) from None
@@ -205,7 +251,7 @@ def config_argument(func: str, config: Any, overrides: Any) -> Config:
 
 def _measured(ctx: BenchContext, name: str) -> tuple[dict[str, Any], list[str]]:
     """Suite ``name``'s result, and the workers that died while it ran (it went on)."""
-    workers = worker_ids(ctx.client)
+    workers = watch_workers(ctx.client)
     result = suite(name)(ctx).to_dict()
     return result, workers_lost(ctx.client, workers)
 

@@ -13,7 +13,9 @@
    so there is nothing to measure; the report says so).
 6. The best candidate is measured against the baseline again in interleaved pairs (both
    clusters up at once, runs alternating). It is recommended only if it wins; otherwise the
-   tuned config is the baseline, and the report says that nothing measured faster.
+   tuned config is the baseline, and the report says that nothing measured faster. A pair
+   during which a worker of either cluster died is measured again and does not count
+   (``bench/tune_pairs.py``); the tuned config's header names the cluster and the workers.
 
 Every trial starts a real cluster from a real config (``Config.with_values``), so a candidate
 that the config rules refuse on this machine is skipped with the rule's message.
@@ -37,13 +39,21 @@ from distributed import Client
 
 from openclaw_dask.bench.machine import config_facts, machine_facts, values_set, versions
 from openclaw_dask.bench.run import (
+    Watch,
     WorkersDiedError,
     again_if_a_worker_died,
     config_argument,
     failed_first_note,
     lost_workers_note,
-    worker_ids,
+    watch_workers,
     workers_lost,
+)
+from openclaw_dask.bench.tune_pairs import (
+    MIN_PAIRS,
+    candidate_won,
+    death_notes,
+    summary,
+    too_few_pairs,
 )
 from openclaw_dask.bench.workloads import Workload, describe_rate, workload
 from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware
@@ -52,6 +62,7 @@ from openclaw_dask.config.render import yaml_value
 from openclaw_dask.config.schema import KEYS, SECTIONS
 from openclaw_dask.runtime import start_cluster
 from openclaw_dask.translate import plan_cluster
+from openclaw_dask.workflows.recovery import prepare_to_continue
 
 #: a candidate must beat the best so far by this much to count as an improvement
 MIN_GAIN = 1.02
@@ -69,7 +80,8 @@ class Trial:
     changes: dict[str, Any]
     samples: list[float] = field(default_factory=list)
     ctx_switches: dict[str, int] = field(default_factory=dict)
-    #: addresses of workers that died during the trial (its figures include the loss)
+    #: the address of each worker that died during the trial, once per death (its figures
+    #: include the loss)
     workers_lost: list[str] = field(default_factory=list)
     skipped: str | None = None
     #: seconds the trial took: cluster start, warm-up, repeats, shutdown
@@ -194,7 +206,7 @@ class Tuner:
                 # the trial again on the restarted workers; one it survives is in its figures
                 timed, failed = again_if_a_worker_died(client, lambda: self._timed(client, config))
                 trial.samples, trial.ctx_switches, lost = timed
-                trial.workers_lost = sorted({*failed, *lost})
+                trial.workers_lost = sorted([*failed, *lost])  # each death once, of either try
         except ConfigError as exc:
             if strict:
                 raise
@@ -218,7 +230,7 @@ class Tuner:
     ) -> tuple[list[float], dict[str, int], list[str]]:
         """Prepare the workload, warm up, time ``repeats`` runs: the rates, each worker's
         context switches per run, and the workers that died meanwhile (the runs went on)."""
-        workers = worker_ids(client)
+        workers = watch_workers(client)
         run = self.work.prepare(client, config)
         run()  # warm-up
         before = client.run(_ctx_switches)
@@ -291,15 +303,21 @@ class Tuner:
     def compare(self, winner: Trial, pairs: int) -> dict[str, Any]:
         """Baseline vs ``winner`` in interleaved pairs, both clusters up at once.
 
-        Its ``workers_lost`` names, for ``baseline`` and ``tuned``, the workers that died in
-        that cluster from its start to the last pair, as :attr:`Trial.workers_lost`; its line
-        in the log says so, as a trial's line does.
+        A pair during which a worker of either cluster died (the scheduler removed one) is
+        kept under ``dropped`` and measured again, up to ``pairs`` times: ``rates``, ``pairs``,
+        ``speedup`` and ``tuned_wins`` are those of the pairs without a death, which decide
+        (:func:`~openclaw_dask.bench.tune_pairs.candidate_won`). Before the next pair, the
+        cluster that lost a worker has it back and runs once untimed (the new process is
+        cold), as after a death before the first pair. ``workers_lost`` names, for
+        ``baseline`` and ``tuned``, every worker that died in that cluster from its start to
+        the last pair; the log line says what :func:`~.tune_pairs.death_notes` says.
         """
         rates: dict[str, list[float]] = {"baseline": [], "tuned": []}
+        dropped: list[dict[str, Any]] = []
         configs = {"baseline": self.trial_config({}), "tuned": self.trial_config(winner.changes)}
         with ExitStack() as stack:
             clients: dict[str, Client] = {}
-            workers: dict[str, dict[str, str]] = {}
+            started: dict[str, Watch] = {}
             runs: dict[str, Callable[[], float]] = {}
 
             # a worker's death that fails the work took the data placed on it (the climate
@@ -324,37 +342,50 @@ class Tuner:
                 )
                 return rate
 
+            def settle(name: str) -> None:
+                # a restarted worker joins when its nanny has it up, perhaps within the next
+                # pair, and runs its first tasks cold: neither is the config's speed
+                prepare_to_continue(clients[name], len(started[name].ids))
+                sample(name)
+
             for name, config in configs.items():  # each placed before the next one starts
                 clients[name] = stack.enter_context(
                     start_cluster(config, hardware=self.hw, attach_running=False)
                 )
-                workers[name] = worker_ids(clients[name])
+                started[name] = watch_workers(clients[name])
                 again_if_a_worker_died(clients[name], partial(place, name))
             for name in clients:
                 sample(name)  # warm-up
-            for i in range(pairs):
-                if i >= 2 and time.monotonic() > self.deadline:
+            hit = {name for name in clients if workers_lost(clients[name], started[name])}
+            measured = 0
+            # at most `pairs` pairs dropped: a config whose workers keep dying must end
+            while len(rates["tuned"]) < pairs and measured < 2 * pairs:
+                if len(rates["tuned"]) >= MIN_PAIRS and time.monotonic() > self.deadline:
                     break
-                for name in clients:
-                    rates[name].append(sample(name))
-            lost = {name: workers_lost(client, workers[name]) for name, client in clients.items()}
-        med = {k: statistics.median(v) for k, v in rates.items()}
-        wins = sum(t > b for b, t in zip(rates["baseline"], rates["tuned"], strict=True))
-        comparison = {
-            "pairs": len(rates["tuned"]),
-            "rates": rates,
-            "median": med,
-            "speedup": med["tuned"] / med["baseline"],
-            "tuned_wins": wins,
-            "workers_lost": lost,
-        }
+                measured += 1
+                window = {name: watch_workers(client) for name, client in clients.items()}
+                for name in sorted(hit):
+                    settle(name)
+                here = {name: sample(name) for name in clients}
+                died = {
+                    name: workers_lost(client, window[name]) for name, client in clients.items()
+                }
+                hit = {name for name, lost in died.items() if lost}
+                if hit:
+                    dropped.append({"pair": measured, "rates": here, "workers_lost": died})
+                    continue
+                for name, rate in here.items():
+                    rates[name].append(rate)
+            lost = {name: workers_lost(client, started[name]) for name, client in clients.items()}
+        comparison = {**summary(rates), "dropped": dropped, "workers_lost": lost}
+        speedup = comparison["speedup"]
         line = (
             f"baseline vs {winner.label()}, {comparison['pairs']} interleaved pairs: "
-            f"{comparison['speedup']:.3f}x, candidate faster in {wins}"
+            f"{f'{speedup:.3f}x' if speedup is not None else 'no speedup measured'}, "
+            f"candidate faster in {comparison['tuned_wins']}"
         )
-        died = lost_in_pairs(comparison)
-        if died:  # as a trial's line says it (Dask's own logs of a death are kept off)
-            line += f"; {lost_workers_note(died, 'final comparison')}"
+        for note in death_notes(comparison):  # as a trial's line says it (Dask's logs are off)
+            line += f"; {note}"
         self.log(line)
         return comparison
 
@@ -458,8 +489,7 @@ def _stages(
     if candidate is not None:
         comparison = tuner.compare(candidate, pairs=5)
         comparison["candidate"] = candidate.changes
-        won = comparison["speedup"] > 1.0 and comparison["tuned_wins"] * 2 > comparison["pairs"]
-        if best.changes and won:
+        if best.changes and candidate_won(comparison):
             recommended = best.changes
     return best, comparison, recommended
 
@@ -492,14 +522,6 @@ def _report(
         "reasons": {k: v for k, v in tuner.reasons.items() if k in recommended},
         "interrupted": False,
     }
-
-
-def lost_in_pairs(comparison: dict[str, Any]) -> list[str]:
-    """The workers that died in the final comparison, each as ``baseline ADDRESS`` or
-    ``candidate ADDRESS`` (empty for reports written before it was recorded)."""
-    lost = comparison.get("workers_lost") or {}
-    sides = {"baseline": "baseline", "tuned": "candidate"}
-    return [f"{sides[side]} {address}" for side in sides for address in lost.get(side, [])]
 
 
 def unmeasured(trials: Sequence[Trial]) -> dict[str, Any] | None:
@@ -554,10 +576,18 @@ def tuned_config_text(config: Config, report: dict[str, Any]) -> str:
             f"# measured: {comp['speedup']:.3f}x the baseline's throughput over "
             f"{comp['pairs']} interleaved pairs (tuned faster in {comp['tuned_wins']})"
         )
+    elif comp and too_few_pairs(comp):
+        lines.append(
+            f"# measured: fewer than {MIN_PAIRS} final pairs without a worker's death; "
+            "this is the baseline unchanged"
+        )
     elif comp:
         lines.append("# measured: no candidate beat the baseline; this is the baseline unchanged")
     else:
         lines.append("# measured: no candidate within the budget; this is the baseline unchanged")
+    # which cluster, which workers, and whether the decision counted the pair: a death hides
+    # in a figure, and the config is what a user keeps of the tune
+    lines += [f"# {note}" for note in death_notes(comp or {})]
     note = budget_note(report)
     if note:
         lines.append(f"# {note}")

@@ -7,7 +7,8 @@ from typing import Any
 
 from openclaw_dask.bench.machine import values_set
 from openclaw_dask.bench.report import write_json
-from openclaw_dask.bench.tune import budget_note, lost_in_pairs
+from openclaw_dask.bench.tune import budget_note
+from openclaw_dask.bench.tune_pairs import death_notes, too_few_pairs
 from openclaw_dask.bench.workloads import describe_rate
 
 
@@ -65,22 +66,28 @@ def markdown(report: dict[str, Any]) -> str:
             "| pair | baseline | candidate |",
             "|---|---|---|",
         ]
-        for i, (b, t) in enumerate(
-            zip(comp["rates"]["baseline"], comp["rates"]["tuned"], strict=True), 1
-        ):
-            lines.append(f"| {i} | {describe_rate(b, unit)} | {describe_rate(t, unit)} |")
-        lines += [
-            "",
-            f"Median speedup {comp['speedup']:.3f}x; the candidate was faster in "
-            f"{comp['tuned_wins']} of {comp['pairs']} pairs.",
-        ]
-        lost = lost_in_pairs(comp)
-        if lost:
+        # in the order measured: a pair a worker's death hit is shown, marked, and not counted
+        counted = zip(comp["rates"]["baseline"], comp["rates"]["tuned"], strict=True)
+        hits = {hit["pair"]: hit for hit in comp.get("dropped", [])}
+        for i in range(1, comp["pairs"] + len(hits) + 1):
+            b, t = (
+                (hits[i]["rates"]["baseline"], hits[i]["rates"]["tuned"])
+                if i in hits
+                else next(counted)
+            )
+            mark = " (not counted: a worker died)" if i in hits else ""
+            lines.append(f"| {i}{mark} | {describe_rate(b, unit)} | {describe_rate(t, unit)} |")
+        if comp["speedup"] is not None:
             lines += [
                 "",
-                f"{len(lost)} worker(s) died during these pairs ({', '.join(lost)}): "
-                "their figures include the loss and the restart.",
+                f"Median speedup {comp['speedup']:.3f}x; the candidate was faster in "
+                f"{comp['tuned_wins']} of {comp['pairs']} pairs"
+                + (" without a death" if hits else "")
+                + ".",
             ]
+        notes = death_notes(comp)
+        if notes:
+            lines += ["", *(f"- {n[0].upper()}{n[1:]}." for n in notes)]
     elif report.get("interrupted"):
         lines.append("Not measured: tune was interrupted first.")
     else:
@@ -91,6 +98,8 @@ def markdown(report: dict[str, Any]) -> str:
     elif report["recommended"]:
         for key, value in report["recommended"].items():
             lines.append(f"- `{key}: {value}`: {report['reasons'].get(key, '')}")
+    elif comp and too_few_pairs(comp):
+        lines.append("Keep the baseline: too few final pairs without a worker's death.")
     elif comp:
         lines.append("Keep the baseline: no change measured faster in the final pairs.")
     else:
@@ -135,7 +144,9 @@ def plot(report: dict[str, Any], path: Path) -> None:
         ax2.plot(n, comp["rates"]["baseline"], "o-", label="baseline")
         ax2.plot(n, comp["rates"]["tuned"], "s-", label="candidate")
         ax2.set_xlabel("interleaved pair")
-        ax2.set_title(f"baseline vs tuned: {comp['speedup']:.3f}x", fontsize=9)
+        speedup = comp["speedup"]  # None: a worker died in every pair
+        shown = f"{speedup:.3f}x" if speedup is not None else "no pair without a death"
+        ax2.set_title(f"baseline vs tuned: {shown}", fontsize=9)
         ax2.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)

@@ -187,6 +187,7 @@ def tune_cmd(
 ) -> None:
     """Measure candidate configs for a workload and write the fastest as a commented config."""
     from openclaw_dask.bench.tune import TuneInterrupted, budget_note, tune, tuned_config_text
+    from openclaw_dask.bench.tune_pairs import too_few_pairs
     from openclaw_dask.bench.tune_report import report_paths, write_all
     from openclaw_dask.bench.workloads import workload as check_workload
     from openclaw_dask.config import load_config
@@ -227,6 +228,8 @@ def tune_cmd(
         changed = ", ".join(f"{k}={v}" for k, v in report["recommended"].items())
         comp = report["comparison"]
         out.print(f"[green]tuned[/]: {changed} ({comp['speedup']:.3f}x over {comp['pairs']} pairs)")
+    elif report["comparison"] and too_few_pairs(report["comparison"]):
+        out.print("[yellow]no change[/]: too few final pairs without a worker's death")
     elif report["comparison"]:
         out.print("[yellow]no change[/]: nothing measured faster than the baseline")
     else:

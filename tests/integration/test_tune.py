@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 from distributed import Client, LocalCluster
 
-from openclaw_dask.bench.run import worker_ids, workers_lost
-from openclaw_dask.bench.tune import Trial, Tuner
+from openclaw_dask.bench.run import lost_workers_note, watch_workers, workers_lost
+from openclaw_dask.bench.tune import Trial, Tuner, _report, tuned_config_text
+from openclaw_dask.bench.tune_pairs import candidate_won
+from openclaw_dask.bench.tune_report import markdown
 from openclaw_dask.bench.workloads import Workload, workload
 from openclaw_dask.config import detect_hardware, load_config
 from tests.conftest import ROOT
@@ -173,12 +175,68 @@ def test_a_worker_that_dies_in_the_final_pairs_is_noted_as_in_a_trial(
     # the candidate's cluster starts second: its first task is the first one beside the other
     assert comp["workers_lost"]["baseline"] == [] and len(comp["workers_lost"]["tuned"]) == 1
     [address] = comp["workers_lost"]["tuned"]
+    # before the pairs (its placement, its warm-up): back and warmed up again before them
+    assert comp["dropped"] == []
     [line] = lines
     assert line.startswith("baseline vs parallel.processes=1, 2 interleaved pairs: ")
     assert line.endswith(
-        f"; 1 worker(s) died during this final comparison (candidate {address}); "
-        "its figures include the loss and the restart"
+        f"; a worker died before the final pairs (candidate {address}): its cluster's workers "
+        "were back and warmed up before they began, so their figures do not include it"
     )
+
+
+def _kills_the_candidates_worker(at_run: int) -> Workload:
+    """A workload that kills the worker of the one-process cluster (the candidate's) at its
+    ``at_run``-th run, a real death the scheduler has seen before the run's task goes in."""
+
+    def prepare(client: Client, config: Any) -> Callable[[], float]:
+        runs = []
+
+        def run() -> float:
+            runs.append(1)
+            if config["parallel.processes"] == 1 and len(runs) == at_run:
+                [(address, pid)] = client.run(os.getpid).items()
+                os.kill(pid, signal.SIGKILL)
+                deadline = time.monotonic() + 60
+                while address in client.nthreads():
+                    assert time.monotonic() < deadline, "the scheduler did not see the death"
+                    time.sleep(0.05)
+            client.submit(time.sleep, 0.01, pure=False).result()
+            return 1.0
+
+        return run
+
+    return Workload("kills", "runs", "kills the candidate's worker once", prepare)
+
+
+def test_a_pair_a_worker_died_in_does_not_decide_and_the_tuned_config_says_so(
+    tmp_path: Path,
+) -> None:
+    """A death in the final pairs was noted, but its pair counted towards the recommendation,
+    and the tuned config's header did not say it. The pair is now measured again in its place
+    and left out of the decision; the header names the cluster and the worker."""
+    sets = ["cluster.dashboard_address=127.0.0.1:0", "parallel.processes=2"]
+    config = load_config(None, sets)
+    lines: list[str] = []
+    # runs of the candidate: its warm-up, pair 1, pair 2 (the death), the untimed run on the
+    # restarted worker, then pair 3 in place of pair 2
+    tuner = Tuner(config, _kills_the_candidates_worker(3), 60, detect_hardware(), lines.append)
+    winner = Trial("threads", {"parallel.processes": 1})
+    comp = tuner.compare(winner, pairs=2)
+    [hit] = comp["dropped"]
+    [address] = hit["workers_lost"]["tuned"]
+    assert hit["pair"] == 2 and hit["workers_lost"]["baseline"] == []
+    assert comp["pairs"] == 2 and len(comp["rates"]["tuned"]) == len(comp["rates"]["baseline"]) == 2
+    assert comp["workers_lost"] == {"baseline": [], "tuned": [address]}
+    noted = f"a worker died during final pair 2 (candidate {address}): not counted"
+    [line] = lines
+    assert f"; {noted}; the decision rests on the 2 pair(s) without a death" in line
+    comp["candidate"] = winner.changes
+    recommended = winner.changes if candidate_won(comp) else {}
+    report = _report(tuner, config, tuner.work, 60, time.monotonic(), winner, comp, recommended)
+    header = tuned_config_text(config, report).split("\nparallel:")[0]
+    assert f"# {noted}\n# the decision rests on the 2 pair(s) without a death" in header
+    assert "| 2 (not counted: a worker died) |" in markdown(report)
 
 
 def _restarted(client: Client, address: str, pid: int) -> None:
@@ -207,12 +265,45 @@ def test_a_worker_restarted_on_its_pinned_port_is_lost_all_the_same() -> None:
     this cluster is started here with Dask's own ``worker_port``.)"""
     port = free_port("127.0.0.1")
     with pinned_port_cluster(port) as cluster, Client(cluster) as client:
-        before = worker_ids(client)
+        before = watch_workers(client)
         [(address, pid)] = client.run(os.getpid).items()
         os.kill(pid, signal.SIGKILL)  # a real death; its nanny starts it again on the same port
         _restarted(client, address, pid)
-        assert address.endswith(f":{port}") and set(client.nthreads()) == set(before)
+        assert address.endswith(f":{port}") and set(client.nthreads()) == set(before.ids)
         assert workers_lost(client, before) == [address]
+
+
+def test_a_worker_that_dies_twice_is_lost_twice() -> None:
+    """Workers then and now were compared: a worker that died twice in one measurement was one
+    loss (its port pinned: the same address), and its figures said one death."""
+    with pinned_port_cluster(free_port("127.0.0.1")) as cluster, Client(cluster) as client:
+        before = watch_workers(client)
+        for _ in range(2):
+            [(address, pid)] = client.run(os.getpid).items()
+            os.kill(pid, signal.SIGKILL)
+            _restarted(client, address, pid)
+        lost = workers_lost(client, before)
+    assert lost == [address, address]
+    assert f"({address} (2 times))" in lost_workers_note(lost, "trial")
+
+
+def test_a_worker_that_joins_and_dies_during_a_measurement_is_lost() -> None:
+    """Only the workers there at its start were watched: one that joined later (a restarted
+    one, under a new address) and died went unsaid."""
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address="127.0.0.1:0") as cluster,
+        Client(cluster) as client,
+    ):
+        before = watch_workers(client)
+        cluster.scale(2)
+        client.wait_for_workers(2, timeout=60)
+        [joined] = set(client.nthreads()) - set(before.ids)
+        os.kill(client.run(os.getpid, workers=[joined])[joined], signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while joined in client.nthreads():  # until the scheduler has removed it
+            assert time.monotonic() < deadline, "the scheduler did not notice the death"
+            time.sleep(0.05)
+        assert workers_lost(client, before) == [joined]
 
 
 def test_a_worker_restarted_on_its_pinned_port_is_left_out_of_the_context_switches() -> None:

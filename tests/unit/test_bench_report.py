@@ -10,6 +10,7 @@ from rich.console import Console
 from openclaw_dask.bench.machine import config_facts, values_set
 from openclaw_dask.bench.report import table
 from openclaw_dask.bench.tune import tuned_config_text
+from openclaw_dask.bench.tune_pairs import candidate_won, summary
 from openclaw_dask.bench.tune_report import markdown
 from openclaw_dask.config import load_config
 
@@ -102,3 +103,41 @@ def test_the_tune_report_says_which_cluster_of_the_final_pairs_lost_a_worker() -
     )
     del comparison["workers_lost"]
     assert "died" not in markdown({**_tune_report(config), "comparison": comparison})
+
+
+def test_final_pairs_a_death_left_too_few_of_recommend_nothing_and_say_why() -> None:
+    """A pair a worker died in decides nothing; with fewer than two pairs left the tuned config
+    is the baseline, and its header and the report say which cluster lost which worker,
+    rather than "no candidate beat the baseline"."""
+    config = load_config(None, use_search_path=False)
+    died = {"baseline": [], "tuned": ["tcp://127.0.0.1:4000"]}
+    comparison = {
+        "candidate": {"parallel.processes": 1},
+        **summary({"baseline": [1e6], "tuned": [2e6]}),
+        "dropped": [
+            {"pair": 1, "rates": {"baseline": 1e6, "tuned": 5e5}, "workers_lost": died},
+            {"pair": 3, "rates": {"baseline": 2e5, "tuned": 2e6}, "workers_lost": died},
+        ],
+        "workers_lost": {"baseline": ["tcp://127.0.0.1:5000"], "tuned": died["tuned"] * 2},
+    }
+    assert not candidate_won(comparison)  # one pair without a death: a coin toss
+    report = {**_tune_report(config), "comparison": comparison}
+    header = tuned_config_text(config, report).splitlines()[2:]
+    assert header == [
+        "# measured: fewer than 2 final pairs without a worker's death; "
+        "this is the baseline unchanged",
+        "# a worker died during final pair 1 (candidate tcp://127.0.0.1:4000): not counted",
+        "# a worker died during final pair 3 (candidate tcp://127.0.0.1:4000): not counted",
+        "# the decision rests on the 1 pair(s) without a death (it needs 2): no recommendation",
+        "# a worker died before the final pairs (baseline tcp://127.0.0.1:5000): its cluster's "
+        "workers were back and warmed up before they began, so their figures do not include it",
+    ]
+    text = markdown(report)
+    assert "| 1 (not counted: a worker died) | 1 Mcell/s | 0.5 Mcell/s |" in text
+    assert "| 2 | 1 Mcell/s | 2 Mcell/s |" in text
+    assert "| 3 (not counted: a worker died) |" in text
+    assert "faster in 1 of 1 pairs without a death." in text
+    assert "- A worker died during final pair 3 (candidate tcp://127.0.0.1:4000): not counted." in (
+        text
+    )
+    assert "Keep the baseline: too few final pairs without a worker's death." in text
