@@ -97,10 +97,11 @@ class StepContext:
             the message says so): the folder had been created and the step failed only after
             the op's work, on what it returned.
         """
+        given, name = name, name.rstrip("/")  # "plots/", as the workflow writes it, is plots
         if self.outputs is not None and f"{name}/" not in self.outputs:
             listed = f"{name}.zarr" in self.outputs
             raise KeyError(
-                f"output_dir({name!r}): step {self.step!r} "
+                f"output_dir({given!r}): step {self.step!r} "
                 + (
                     f"lists {name}.zarr, a Zarr store the runner writes from the dataset the op "
                     f"returns; for a folder the op fills, list {name}/ instead"

@@ -64,6 +64,8 @@ def returns_a_dataset(ctx: StepContext) -> dict[str, xr.Dataset]:
 def fills_a_folder(ctx: StepContext) -> dict[str, xr.Dataset]:
     """A user op that writes a file into its ``nothing/`` folder output, declaring no outputs."""
     (ctx.output_dir("nothing") / "note.txt").write_text("written by the op\n")
+    # as the workflow lists it: the same folder
+    assert ctx.output_dir("nothing/") == ctx.output_dir("nothing")
     return {}
 
 
