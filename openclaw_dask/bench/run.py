@@ -91,23 +91,14 @@ def failed_first_note(lost: Collection[str], during: str) -> str:
     )
 
 
-def worker_ids(client: Client) -> dict[str, str]:
-    """Each worker's address and the id its process registered with (``server_id``).
-
-    A worker that dies is restarted by its nanny as a new process under a new id; its address
-    is new too, unless its port is pinned (an SSH node's ``port``), and then only the id tells
-    the two apart.
-    """
-    return watch_workers(client).ids
-
-
 @dataclass(frozen=True)
 class Watch:
     """A cluster's workers from one moment on (:func:`watch_workers`, :func:`workers_lost`)."""
 
     #: the scheduler's clock then: the removals its event log holds from then on are deaths
     since: float
-    #: each worker's address and ``server_id`` then (:func:`worker_ids`)
+    #: each worker's address and ``server_id`` then: a worker restarted by its nanny is a new
+    #: process under a new id, and under the same address when its port is pinned
     ids: dict[str, str]
 
 

@@ -18,8 +18,9 @@ from distributed import futures_of, wait
 from rich.table import Table
 
 from openclaw_dask.bench.machine import config_facts, machine_facts, versions
+from openclaw_dask.bench.run import config_argument, watch_workers, workers_lost
 from openclaw_dask.bench.suites.stencil import model_setup
-from openclaw_dask.config import Config, detect_hardware, load_config
+from openclaw_dask.config import Config, detect_hardware
 from openclaw_dask.runtime import start_cluster
 from openclaw_dask.workflows.climate import advance
 from openclaw_dask.workflows.climate.stepper import to_bands
@@ -44,12 +45,12 @@ def stress_test(
     -------
     dict
         ``rounds``, ``failed_tasks``, ``errors`` (first few messages), ``workers_lost`` (the
-        addresses of workers that died during the run), ``memory`` per worker
+        address of each worker that died during the run, once per death), ``memory`` per worker
         (``start``/``end`` bytes and ``growth`` fraction), ``throughput`` per round
         (cell-updates/s) and ``drift`` (last quarter median / first quarter median - 1).
     """
-    if not isinstance(config, Config):
-        config = load_config(config, list(overrides or []))
+    # a loaded Config gets the overrides too (they had been dropped without a word)
+    config = config_argument("stress_test", config, overrides)
     hw = detect_hardware()
     params, grid, start = model_setup(RESOLUTION)
     k = int(config["distributed.batch_size"])
@@ -58,7 +59,8 @@ def stress_test(
     failed = 0
     with start_cluster(config, hardware=hw, attach_running=False) as client, client.as_current():
         threads = sum(client.nthreads().values())
-        workers = set(client.nthreads())
+        # each death, a restart on a pinned port and a worker that joined and died too
+        watch = watch_workers(client)
         [state] = client.persist([to_bands(start, threads)])
         wait(state)
         memory_start: dict[str, int] = {}
@@ -79,7 +81,7 @@ def stress_test(
             if not memory_start:
                 memory_start = client.run(_rss)
         memory_end = client.run(_rss)
-        lost = sorted(workers - set(client.nthreads()))  # restarted workers take new ports
+        lost = sorted(workers_lost(client, watch))
     quarter = max(1, len(rates) // 4)
     first, last = statistics.median(rates[:quarter]), statistics.median(rates[-quarter:])
     return {

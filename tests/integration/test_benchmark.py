@@ -258,6 +258,18 @@ def test_stress_counts_a_worker_that_died_instead_of_dask_s_logs(tmp_path: Path)
     assert re.search(r"workers lost \(died, restarted\) +│ 1 ", proc.stdout), proc.stdout
 
 
+def test_stress_applies_overrides_given_with_a_loaded_config() -> None:
+    """They had been dropped without a word: the run measured the config as loaded."""
+    from openclaw_dask.bench.stress import stress_test
+    from openclaw_dask.config import load_config
+
+    sets = ["parallel.processes=1", "cluster.dashboard_address=127.0.0.1:0"]
+    result = stress_test(load_config(use_search_path=False), overrides=sets, seconds=0.1)
+    assert result["config"]["values"]["parallel"]["processes"] == 1
+    assert set(result["config"]["set"]) == {"parallel.processes", "cluster.dashboard_address"}
+    assert result["rounds"] >= 1 and result["workers_lost"] == []
+
+
 def _file_size_limit(nbytes: int) -> Callable[[], None]:
     def limit() -> None:  # in the child: its writes past nbytes fail with EFBIG
         resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, nbytes))
