@@ -162,6 +162,7 @@ class Config:
         check_overrides("with_overrides", overrides)
         if overrides is not None and not isinstance(overrides, Mapping):
             overrides = list(overrides)  # read twice below: a generator would be used up
+            check_overrides("with_overrides", overrides)  # a generator's items, now read
         pairs, problems = parse_overrides(overrides)
         if not pairs and not problems:
             return self
@@ -418,6 +419,7 @@ def load_config(
         # read twice below (the values, then the keys given twice): a generator would be used
         # up by the first reading, and a repeated key's source would say plain "--set"
         overrides = list(overrides)
+        check_overrides("load_config", overrides)  # a generator's items, now read
     if env is not None:  # a list of "NAME=value" had been read as names, each one unknown
         check_instance("load_config", "env", env, Mapping, "a mapping like os.environ")
     env = os.environ if env is None else env

@@ -121,6 +121,15 @@ def test_overrides_with_a_loaded_config_are_applied_by_every_entry_point() -> No
         loaded.with_overrides("parallel.processes=2")
 
 
+def test_a_generator_of_overrides_with_a_non_string_is_a_type_error_too() -> None:
+    # its items cannot be checked before it is read: it had been an AttributeError of int
+    with pytest.raises(TypeError, match=r"load_config: overrides must be .*, an item int 5"):
+        oc.load_config(overrides=(x for x in ["parallel.processes=2", 5]), use_search_path=False)
+    loaded = oc.load_config(use_search_path=False)
+    with pytest.raises(TypeError, match=r"with_overrides: overrides must be .*, an item int 5"):
+        loaded.with_overrides(x for x in [5])
+
+
 def test_overrides_may_be_any_iterable_of_strings() -> None:
     # a generator is not used up by the check
     config = oc.load_config(overrides=(s for s in ["parallel.processes=2"]), use_search_path=False)
