@@ -6,7 +6,12 @@ import math
 
 import pytest
 
-from openclaw_dask.bench.suites.stencil import halo_work, profile_note, task_profile
+from openclaw_dask.bench.suites.stencil import (
+    ceiling_note,
+    halo_work,
+    profile_note,
+    task_profile,
+)
 
 
 def test_halo_work_counts_the_shrinking_cones_each_batch_computes() -> None:
@@ -90,3 +95,11 @@ def test_a_shorter_last_batch_is_not_counted_as_a_step_task() -> None:
     p = task_profile(records[:1] + records[2:], threads=1, began=0.0, ended=4.0)
     assert math.isnan(p["step_task_ms"]) and p["wait_between_batches_ms"] == pytest.approx(2000)
     assert profile_note(90, p).endswith("(one full batch a band)")
+
+
+def test_a_machine_whose_copies_run_under_the_goal_is_said_to_be_the_ceiling() -> None:
+    # the 16-core device machine on 2026-12-04: 16 references at once ran 12.1x one
+    [note] = ceiling_note(12.12, 16)
+    assert note.startswith("one reference per thread at once runs at 12.12x one (0.76 per ")
+    assert "no cluster layout can then meet here" in note
+    assert ceiling_note(1.9, 2) == [] and ceiling_note(0.9, 1) == []  # 0.95 a thread; 1 thread

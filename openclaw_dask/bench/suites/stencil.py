@@ -59,6 +59,8 @@ from openclaw_dask.workflows.climate.stepper import band_homes, place_bands
 from openclaw_dask.workflows.ops.climate import band_count, steps_per_task
 
 STATE_BYTES_PER_UPDATE = 16  # read T and write T, float64
+#: the climate issue's goal: cell-updates/s on all cores >= 0.9 x cores x the 1-core reference
+EFFICIENCY_GOAL = 0.9
 
 #: batch sizes of the sweep (``distributed.batch_size``)
 BATCH_SIZES = (1, 4, 16)
@@ -187,8 +189,12 @@ def run(ctx: BenchContext) -> SuiteResult:
         }
         | ({f"workflow_bands_vs_{threads}_bands": ratio(t[fewer], t[best])} if fewer in t else {})
         | {f"batch_K{k}_vs_K1": ratio(t[f"dask_K{k}"], t["dask_K1"]) for k in sizes if k != 1},
-        goals={"parallel_efficiency": 0.9, "fraction_of_copy_bandwidth": 0.6},
-        notes=[*notes, profile_note(configured, profile)],
+        goals={"parallel_efficiency": EFFICIENCY_GOAL, "fraction_of_copy_bandwidth": 0.6},
+        notes=[
+            *notes,
+            *ceiling_note(independent / t["reference_1core"].rate(updates), len(slots)),
+            profile_note(configured, profile),
+        ],
         profile=profile,
         rounds={
             "parallel_efficiency": tuple(s / threads for s in speedups),
@@ -273,6 +279,29 @@ def task_profile(
         "wait_between_batches_ms": statistics.fmean(waits) * ms if waits else math.nan,
         "transfer_s": transfer,
     }
+
+
+def ceiling_note(copies_vs_one: float, threads: int) -> list[str]:
+    """A note when ``threads`` independent copies of the reference, nothing exchanged, already
+    run below the efficiency goal: then no cluster layout can meet it on this machine (shared
+    caches, memory bandwidth, all-core clocks), and the missed goal says nothing of Dask.
+
+    Examples
+    --------
+    >>> ceiling_note(12.12, 16)[0][:60]
+    'one reference per thread at once runs at 12.12x one (0.76 pe'
+    >>> ceiling_note(1.9, 2)
+    []
+    """
+    per_core = copies_vs_one / threads
+    if threads < 2 or per_core >= EFFICIENCY_GOAL:
+        return []
+    return [
+        f"one reference per thread at once runs at {copies_vs_one:.2f}x one ({per_core:.2f} per "
+        f"thread): this machine itself stays under the {EFFICIENCY_GOAL} parallel_efficiency "
+        "goal, which no cluster layout can then meet here (efficiency_vs_independent_copies "
+        "is what the cluster loses)"
+    ]
 
 
 def profile_note(batch_size: int, p: Mapping[str, float]) -> str:
