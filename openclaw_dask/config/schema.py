@@ -262,7 +262,7 @@ KEYS: tuple[Key, ...] = (
         "gpu.async_prefetch",
         Bool(),
         True,
-        "load the next chunk to the device while the current one computes",
+        "stage the next chunk on the device while one computes (no built-in op uses a GPU yet)",
     ),
     # memory
     Key(

@@ -82,7 +82,13 @@ def plan_cuda(config: Config, hw: Hardware) -> ClusterPlan:
     if security:
         kwargs["security"] = security
     if config["gpu.async_prefetch"]:
-        notes.append("gpu.async_prefetch: the workflow runner stages the next chunk on the device")
+        # it had said the runner stages the next chunk on the device, which nothing does: the
+        # built-in ops compute on the host (the climate kernels run on CuPy, but simulate keeps
+        # its state in host memory), and a user op's chunks are its own to place
+        notes.append(
+            "gpu.async_prefetch: no effect yet: the built-in ops compute on the host and the "
+            "workflow runner stages no chunks on the device"
+        )
     if config["parallel.thread_affinity"] is not False:
         notes.append(
             "parallel.thread_affinity: dask-cuda pins each GPU worker to the cores nearest its "

@@ -286,6 +286,10 @@ def test_cuda_kwargs_are_local_cuda_cluster_arguments() -> None:
     assert kw["memory_limit"] == "auto"  # the global pool is the RMM pool here
     assert p.worker_env["CUPY_CUDA_PER_THREAD_DEFAULT_STREAM"] == 1
     assert p.layout["processes"] == 2
+    # said as it is: nothing stages chunks on the device (the note had claimed the runner did)
+    [prefetch] = [n for n in p.notes if n.startswith("gpu.async_prefetch")]
+    assert prefetch.startswith("gpu.async_prefetch: no effect yet: ")
+    assert not any("async_prefetch" in n for n in plan("gpu.async_prefetch=false").notes)
 
 
 def test_cuda_all_devices_and_nvlink() -> None:
