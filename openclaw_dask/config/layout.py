@@ -182,11 +182,13 @@ def resolve_layout(values: Mapping[str, Any], hw: Hardware, backend: str | None 
         # on GPUs the global pool is the RMM pool, not the host memory limit
         memory = int(values["memory.global_pool"]) // processes
 
-    affinity = values["parallel.thread_affinity"]
+    # dask-cuda pins each GPU worker to the cores nearest its GPU: no setting goes on top (core
+    # lists had been preloaded on top of it while the plan said they were not applied)
+    affinity = False if backend == "cuda" else values["parallel.thread_affinity"]
     cores: list[list[int]] | None = None
     if isinstance(affinity, list):
         cores = [list(c) for c in affinity]
-    elif affinity in ("compact", "scatter") and backend != "cuda":
+    elif affinity in ("compact", "scatter"):
         pool = (
             hw.physical_core_ids()
             if values["parallel.thread_pool_size"] == "physical"

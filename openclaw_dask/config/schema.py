@@ -100,7 +100,8 @@ KEYS: tuple[Key, ...] = (
         "cluster.backend",
         Choice(("auto", "local", "cuda", "ssh", "mpi")),
         "auto",
-        "auto: ssh if distributed.nodes is set, cuda if GPUs are asked for and present, else local",
+        "auto: ssh if distributed.nodes, mpi if the transport is mpi, cuda if GPUs asked and "
+        "present, else local",
     ),
     Key(
         "cluster.scheduler_address",
@@ -133,20 +134,22 @@ KEYS: tuple[Key, ...] = (
         "parallel.processes",
         OneOf((Choice(("auto",)), Int(1))),
         "auto",
-        "worker processes per node; auto: Dask's heuristic for the thread count",
+        "worker processes per node; auto: Dask's heuristic for the thread count (ssh: 1 per node)",
         "processes",
     ),
     Key(
         "parallel.thread_affinity",
         OneOf((Literal(False), Choice(("compact", "scatter")), ListOf(CoreSet(), 1))),
         False,
-        "pin workers to cores: false, compact, scatter (NUMA-aware), or one core list per worker",
+        "pin workers to cores: false, compact, scatter (NUMA-aware), or a core list per worker "
+        "(not ssh/cuda)",
     ),
     Key(
         "parallel.deterministic_mode",
         Bool(),
         False,
-        "bit-identical outputs for any worker/thread layout and on rerun (workers of one CPU kind)",
+        "bit-identical outputs on any layout and rerun: refuses unlike workers; own ops: "
+        "ctx.deterministic",
     ),
     # distributed
     Key(
@@ -178,7 +181,8 @@ KEYS: tuple[Key, ...] = (
         "distributed.batch_size",
         Int(1),
         64,
-        "work fused per task: time steps per halo exchange, items per task in map steps",
+        "work fused per task: time steps per halo exchange of iterative ops (map ops: "
+        "ctx.batch_size if read)",
         "steps",
     ),
     Key(
@@ -275,14 +279,16 @@ KEYS: tuple[Key, ...] = (
         "memory.per_thread_pool_size",
         OneOf((Choice(("auto",)), Size())),
         "auto",
-        "memory budget per worker thread: worker memory_limit = threads x this (252 MB or more)",
+        "memory budget per worker thread: worker memory_limit = threads x this (252 MB or more; "
+        "not ssh)",
         "bytes",
     ),
     Key(
         "memory.global_pool",
         OneOf((Choice(("auto",)), Size())),
         "auto",
-        "one memory budget for all workers of a node (and the RMM pool on GPUs)",
+        "one memory budget split over a node's workers (not ssh); cuda: each GPU worker's RMM "
+        "pool instead",
         "bytes",
     ),
     Key(
@@ -307,7 +313,8 @@ KEYS: tuple[Key, ...] = (
         "memory.spill.terminate",
         SPILL_FRACTION,
         0.95,
-        "fraction of process memory at which the nanny restarts the worker (false: off)",
+        "fraction of process memory at which the nanny restarts the worker (false: off; mpi: no "
+        "nanny)",
     ),
     # storage
     Key(

@@ -78,6 +78,12 @@ def plan_cuda(config: Config, hw: Hardware) -> ClusterPlan:
         )
     if config["memory.global_pool"] != "auto":
         kwargs["rmm_pool_size"] = int(config["memory.global_pool"])
+        # dask-cuda gives every worker a pool of rmm_pool_size: it is not one budget split
+        # over the node's workers, as the key is on the other backends
+        notes.append(
+            "memory.global_pool: the RMM pool of each GPU worker (not split between them); "
+            "the workers' host memory_limit is not set by it"
+        )
     security = security_kwargs(config)
     if security:
         kwargs["security"] = security
@@ -88,6 +94,16 @@ def plan_cuda(config: Config, hw: Hardware) -> ClusterPlan:
         notes.append(
             "gpu.async_prefetch: no effect yet: the built-in ops compute on the host and the "
             "workflow runner stages no chunks on the device"
+        )
+    shaped = [
+        key
+        for key in ("parallel.thread_pool_size", "parallel.processes")
+        if config.sources.get(key, "default") != "default"
+    ]
+    if shaped:
+        notes.append(
+            f"{' and '.join(shaped)} not applied: a CUDA cluster runs one worker per GPU with "
+            "gpu.stream_count threads"
         )
     if config["parallel.thread_affinity"] is not False:
         notes.append(

@@ -49,6 +49,12 @@ def plan_mpi(config: Config, hw: Hardware) -> ClusterPlan:
             f"cluster.interface unset: ranks bind to {DEFAULT_INTERFACE!r} (all on this host); "
             "set cluster.interface (e.g. ib0) for ranks on several hosts"
         )
+    if dask_config.get("distributed.worker.memory.terminate") is not False:
+        # the nanny restarts a worker at that fraction; worker ranks have none
+        notes.append(
+            "memory.spill.terminate: no effect under mpi: worker ranks run without a nanny "
+            "(target, spill and pause still apply)"
+        )
     kwargs = {
         "interface": interface,
         "nthreads": layout.threads_per_worker,

@@ -75,6 +75,37 @@ def node_threads(config: Config, node: dict[str, Any]) -> int | None:
     return setting if isinstance(setting, int) else None  # None: the remote's own core count
 
 
+def unapplied_notes(config: Config) -> list[str]:
+    """What an SSH cluster does instead of the settings it does not apply.
+
+    The nodes are other machines, laid out by their ``resources``: these keys had been dropped
+    from the plan without a word.
+    """
+    v = config.values
+    unapplied = [
+        key
+        for key, off in (
+            ("parallel.thread_affinity", False),
+            ("memory.per_thread_pool_size", "auto"),
+            ("memory.global_pool", "auto"),
+        )
+        if v[key] != off
+    ]
+    notes = []
+    if unapplied:
+        notes.append(
+            f"{', '.join(unapplied)} not applied on ssh nodes: workers are not pinned, and "
+            "each node's resources.memory (else Dask's auto) is its workers' memory budget"
+        )
+    counted = [n for n in v["distributed.nodes"] if n["resources"]["cpus"] is None]
+    if v["parallel.thread_pool_size"] == "physical" and counted:
+        notes.append(
+            "parallel.thread_pool_size: physical is not known here: a node without "
+            "resources.cpus runs Dask's default, one thread per logical core"
+        )
+    return notes
+
+
 def plan_ssh(config: Config, hw: Hardware) -> ClusterPlan:
     """Plan a SpecCluster over ``distributed.nodes``.
 
@@ -100,6 +131,11 @@ def plan_ssh(config: Config, hw: Hardware) -> ClusterPlan:
         # the session's end (Ctrl-C while it starts, a killed client) stops it too
         **with_preload(dask_config, "scheduler", HANGUP_PRELOAD, []),
     }
+    if config["cluster.interface"]:
+        # the scheduler too, as on the other backends (it had bound to its node's host while
+        # the workers used the interface)
+        del scheduler_kwargs["host"]
+        scheduler_kwargs["interface"] = config["cluster.interface"]
     scheduler = {
         "cls": SSH_SCHEDULER,
         "options": {
@@ -177,6 +213,7 @@ def plan_ssh(config: Config, hw: Hardware) -> ClusterPlan:
         f"scheduler on {sched_node['host']}:{sched_node['ssh_port']}; "
         f"{len(workers)} worker process(es) on {len(nodes)} node(s)"
     )
+    notes += unapplied_notes(config)
     return ClusterPlan(
         backend="ssh",
         cluster_class="distributed.SpecCluster",

@@ -139,3 +139,23 @@ def test_starter_config_header_gives_the_memory_in_words(hw: Any) -> None:
     header = starter_config(hw(memory=24683792 * 2**10)).splitlines()[3:6]
     [line] = [line for line in header if "memory:" in line]
     assert "#   memory: 23.54 GiB;" in line, line
+
+
+def test_docs_say_what_the_code_does_with_the_key(hw: Any) -> None:
+    """Docs that had promised more than the code does (or left out what it does)."""
+    from openclaw_dask.config.layout import resolve_backend
+    from openclaw_dask.workflows.context import StepContext
+
+    doc = {path: key.doc for path, key in KEYS_BY_PATH.items()}
+    # auto picks mpi for the mpi transport, which the doc had left out
+    values = {**defaults(), "distributed.communication_backend": "mpi"}
+    assert resolve_backend(values, hw()) == "mpi"
+    assert "mpi if the transport is mpi" in doc["cluster.backend"]
+    # nothing fuses "items per task in map steps": only iterative ops use it, and a map op sees
+    # it as StepContext.batch_size
+    assert "map steps" not in doc["distributed.batch_size"]
+    assert "halo exchange of iterative ops" in doc["distributed.batch_size"]
+    assert isinstance(StepContext.batch_size, property)
+    # the mode computes nothing differently: it refuses unlike workers and tells an op
+    assert "ctx.deterministic" in doc["parallel.deterministic_mode"]
+    assert isinstance(StepContext.deterministic, property)

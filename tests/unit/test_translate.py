@@ -16,6 +16,7 @@ from distributed.utils import import_term
 
 from openclaw_dask.config import load_config
 from openclaw_dask.config.layout import pin_cores
+from openclaw_dask.config.schema import KEYS_BY_PATH
 from openclaw_dask.config.tls import create_certificates
 from openclaw_dask.runtime import cluster_class, materialise_kwargs
 from openclaw_dask.runtime.plugins import NumericsCheck, common_kind, numerics_kind
@@ -319,6 +320,31 @@ def test_cuda_plan_without_gpu_or_dask_cuda() -> None:
     assert any("needs dask-cuda" in w for w in p.warnings)
 
 
+def test_cuda_leaves_pinning_to_dask_cuda_as_its_note_says() -> None:
+    """Core lists had been preloaded on top of dask-cuda's own pinning while the note said the
+    setting was not applied."""
+    p = plan("gpu.devices=[0,1]", "parallel.thread_affinity=[[0],[1]]", hw=make_hardware(gpus=2))
+    assert p.backend == "cuda" and p.layout["affinity"] is None
+    assert AFFINITY_ENV not in p.worker_env
+    assert AFFINITY_PRELOAD not in p.dask_config["distributed.worker.preload"]
+    assert any(n.startswith("parallel.thread_affinity: dask-cuda pins") for n in p.notes)
+
+
+def test_cuda_says_which_layout_keys_it_does_not_apply() -> None:
+    gpus = make_hardware(gpus=2)
+    p = plan("gpu.devices=[0,1]", "parallel.thread_pool_size=8", "parallel.processes=4", hw=gpus)
+    assert p.cluster_kwargs["threads_per_worker"] == 2 and p.cluster_kwargs["n_workers"] == 2
+    assert (
+        "parallel.thread_pool_size and parallel.processes not applied: a CUDA cluster runs one "
+        "worker per GPU with gpu.stream_count threads"
+    ) in p.notes
+    assert not any("not applied: a CUDA" in n for n in plan("gpu.devices=[0]", hw=gpus).notes)
+    # each worker gets a pool of rmm_pool_size: the global pool is not split between them
+    pooled = plan("gpu.devices=[0,1]", "memory.global_pool=16GiB", hw=gpus)
+    assert pooled.cluster_kwargs["rmm_pool_size"] == 16 * 2**30
+    assert any(n.startswith("memory.global_pool: the RMM pool of each GPU") for n in pooled.notes)
+
+
 @pytest.mark.gpu
 def test_cuda_signature_matches_dask_cuda_when_installed() -> None:
     dask_cuda = pytest.importorskip("dask_cuda", reason="dask-cuda not importable here")
@@ -376,6 +402,50 @@ def test_ssh_host_keys_and_processes() -> None:
     assert plan(NODES, "memory.allocator=tcmalloc").worker_env["LD_PRELOAD"] == "libtcmalloc.so.4"
 
 
+def test_ssh_says_what_its_nodes_do_not_apply() -> None:
+    """Pinning and the memory budgets had been dropped from an SSH plan without a word."""
+    assert not any("not applied" in n for n in plan(NODES).notes)
+    for key, value in (
+        ("parallel.thread_affinity", "compact"),
+        ("memory.per_thread_pool_size", "1GiB"),
+        ("memory.global_pool", "8GiB"),
+    ):
+        p = plan(NODES, f"{key}={value}")
+        workers = p.cluster_kwargs["workers"]
+        assert workers["10.0.0.1-22"]["options"]["kwargs"]["memory_limit"] == "auto"
+        assert AFFINITY_ENV not in p.worker_env
+        assert any(n.startswith(f"{key} not applied on ssh nodes: ") for n in p.notes), key
+        assert "not ssh" in KEYS_BY_PATH[key].doc  # and the key's doc says so
+    # a node without resources.cpus gets Dask's default: one thread per logical core
+    bare = "distributed.nodes=[{host: 10.0.0.1}]"
+    physical = plan(bare, "parallel.thread_pool_size=physical")
+    assert "nthreads" not in physical.cluster_kwargs["workers"]["10.0.0.1-22"]["options"]["kwargs"]
+    assert any(
+        n.startswith("parallel.thread_pool_size: physical is not known") for n in physical.notes
+    )
+    counted = plan(NODES, "parallel.thread_pool_size=physical")  # every node says its cpus
+    assert not any("physical" in n for n in counted.notes)
+    assert "(ssh: 1 per node)" in KEYS_BY_PATH["parallel.processes"].doc
+
+
+def test_ssh_scheduler_binds_to_the_interface_too() -> None:
+    """``cluster.interface`` had reached the workers only; the scheduler bound to its host."""
+    p = plan(NODES, "cluster.interface=lo", "cluster.dashboard_address=null")
+    kwargs = p.cluster_kwargs["scheduler"]["options"]["kwargs"]
+    assert kwargs["interface"] == "lo" and "host" not in kwargs
+    assert set(kwargs) <= SCHEDULER_PARAMS
+    for spec in p.cluster_kwargs["workers"].values():
+        assert spec["options"]["kwargs"]["interface"] == "lo"
+    # what a node runs (dask_spec makes a distributed.Scheduler of these keywords) listens there
+    own = {k: v for k, v in kwargs.items() if not k.startswith("preload")}  # hangup: ssh only
+
+    async def address() -> str:
+        async with distributed.Scheduler(**own) as scheduler:
+            return scheduler.address
+
+    assert asyncio.run(address()).startswith("tcp://127.0.0.1:")
+
+
 # ---- mpi --------------------------------------------------------------------------------------
 
 
@@ -404,6 +474,17 @@ def test_mpi_kwargs_and_command() -> None:
             "cluster.backend=mpi", "parallel.processes=4", hw=make_hardware(cores=4)
         ).launch_command
     )
+
+
+def test_mpi_says_terminate_has_no_nanny_to_act() -> None:
+    """Worker ranks run without a nanny, and only a nanny acts on the terminate fraction."""
+    p = plan("cluster.backend=mpi", "parallel.processes=2", hw=make_hardware(cores=4))
+    assert p.cluster_kwargs["nanny"] is False
+    assert any(n.startswith("memory.spill.terminate: no effect under mpi") for n in p.notes)
+    off = plan("cluster.backend=mpi", "memory.spill.terminate=false", hw=make_hardware(cores=4))
+    assert not any("terminate" in n for n in off.notes)
+    assert "mpi: no nanny" in KEYS_BY_PATH["memory.spill.terminate"].doc
+    assert not any("terminate" in n for n in plan().notes)  # local workers have their nanny
 
 
 # ---- attach, JSON, and the real classes -------------------------------------------------------
