@@ -208,7 +208,7 @@ KEYS: tuple[Key, ...] = (
         "distributed.clock_skew_action",
         Choice(("error", "warn")),
         "error",
-        "what a skew beyond the tolerance does: error refuses the worker, warn only logs",
+        "a skew beyond the tolerance at start: error stops the start naming the worker; warn logs",
     ),
     Key(
         "distributed.tls.ca_file",
