@@ -90,7 +90,7 @@ def validate_cmd(paths: tuple[str, ...], overrides: tuple[str, ...]) -> None:
         else:
             shape = f"{len(layout.get('nodes', []))} node(s)"
         out.print(f"[green]ok[/] {name}: {plan.backend} cluster, {shape}")
-        for note in plan.notes:
+        for note in plan.all_notes:
             out.print(f"   note: {note}")
     if failed:
         sys.exit(EXIT_BAD_INPUT)
@@ -179,7 +179,7 @@ def plan_cmd(
         out.print(plan.to_json(), markup=False, highlight=False)
         return
     out.print(f"[bold]backend:[/] {plan.backend}    [bold]class:[/] {plan.cluster_class}")
-    for note in plan.notes:
+    for note in plan.all_notes:
         out.print(f"  note: {note}", markup=False)
     sections = [
         ("cluster kwargs", plan.cluster_kwargs),

@@ -174,7 +174,7 @@ def submit_cmd(
                 f"cluster: {plan['backend']} ({plan['cluster_class']}) {plan['layout']}",
                 markup=False,
             )
-        for note in plan["notes"]:
+        for note in [*plan["notes"], *plan["unapplied"]]:
             out.print(f"  note: {note}", markup=False)
         if record.get("mpirun"):
             out.print(f"mpirun: {record['mpirun']}", markup=False)

@@ -103,7 +103,7 @@ def plan_cluster(
         ]
         if ignored:
             hint = "; `openclaw-dask cluster down` lets this config start its own"
-            plan.notes.append(
+            plan.unapplied.append(
                 "not applied, the running cluster keeps its own workers: "
                 + ", ".join(ignored)
                 + (hint if origin.startswith("cluster up") else "")
@@ -127,7 +127,7 @@ def plan_cluster(
     if values["cluster.backend"] == "auto" and backend is None:
         plan.notes.insert(0, f"cluster.backend: auto resolved to {chosen!r} on this machine")
         if values["gpu.devices"] and not hw.gpus:
-            plan.notes.insert(1, "gpu.devices is set but no GPU was found: using CPU workers")
+            plan.unapplied.insert(0, "gpu.devices is set but no GPU was found: using CPU workers")
     return plan
 
 

@@ -50,6 +50,7 @@ def plan_cuda(config: Config, hw: Hardware) -> ClusterPlan:
     layout = resolve_layout(config.values, hw, "cuda")
     env = {**worker_env(config, hw, layout), **PTDS_ENV}
     dask_config, notes = common_dask_config(config, env)
+    unapplied: list[str] = []  # what the plan cannot do as asked: submit prints these
     ids = gpu_ids(config.values, hw) or None  # [] when forced to cuda: every GPU
     proto = protocol(config)
     kwargs = {
@@ -80,7 +81,7 @@ def plan_cuda(config: Config, hw: Hardware) -> ClusterPlan:
         kwargs["rmm_pool_size"] = int(config["memory.global_pool"])
         # dask-cuda gives every worker a pool of rmm_pool_size: it is not one budget split
         # over the node's workers, as the key is on the other backends
-        notes.append(
+        unapplied.append(
             "memory.global_pool: the RMM pool of each GPU worker (not split between them); "
             "the workers' host memory_limit is not set by it"
         )
@@ -91,7 +92,7 @@ def plan_cuda(config: Config, hw: Hardware) -> ClusterPlan:
         # it had said the runner stages the next chunk on the device, which nothing does: the
         # built-in ops compute on the host (the climate kernels run on CuPy, but simulate keeps
         # its state in host memory), and a user op's chunks are its own to place
-        notes.append(
+        unapplied.append(
             "gpu.async_prefetch: no effect yet: the built-in ops compute on the host and the "
             "workflow runner stages no chunks on the device"
         )
@@ -101,12 +102,12 @@ def plan_cuda(config: Config, hw: Hardware) -> ClusterPlan:
         if config.sources.get(key, "default") != "default"
     ]
     if shaped:
-        notes.append(
+        unapplied.append(
             f"{' and '.join(shaped)} not applied: a CUDA cluster runs one worker per GPU with "
             "gpu.stream_count threads"
         )
     if config["parallel.thread_affinity"] is not False:
-        notes.append(
+        unapplied.append(
             "parallel.thread_affinity: dask-cuda pins each GPU worker to the cores nearest its "
             "GPU (its CPUAffinity plugin); the setting is not applied on top"
         )
@@ -119,4 +120,5 @@ def plan_cuda(config: Config, hw: Hardware) -> ClusterPlan:
         worker_plugins=worker_plugins(config),
         layout=layout_dict(layout),
         notes=alias_notes(config) + notes,
+        unapplied=unapplied,
     )

@@ -42,6 +42,7 @@ def plan_mpi(config: Config, hw: Hardware) -> ClusterPlan:
     layout = resolve_layout(config.values, hw, "mpi")
     env = worker_env(config, hw, layout)
     dask_config, notes = common_dask_config(config, env)
+    unapplied: list[str] = []
     interface = config["cluster.interface"]
     if not interface:
         interface = DEFAULT_INTERFACE
@@ -50,8 +51,10 @@ def plan_mpi(config: Config, hw: Hardware) -> ClusterPlan:
             "set cluster.interface (e.g. ib0) for ranks on several hosts"
         )
     if dask_config.get("distributed.worker.memory.terminate") is not False:
-        # the nanny restarts a worker at that fraction; worker ranks have none
-        notes.append(
+        # the nanny restarts a worker at that fraction; worker ranks have none. Said at submit
+        # too when the user set it; Dask's own default dropped is only a note
+        asked = config.sources.get("memory.spill.terminate", "default") != "default"
+        (unapplied if asked else notes).append(
             "memory.spill.terminate: no effect under mpi: worker ranks run without a nanny "
             "(target, spill and pause still apply)"
         )
@@ -85,4 +88,5 @@ def plan_mpi(config: Config, hw: Hardware) -> ClusterPlan:
         layout=layout_dict(layout),
         launch_command=command,
         notes=alias_notes(config) + notes,
+        unapplied=unapplied,
     )

@@ -83,6 +83,10 @@ class ClusterPlan:
         For ``attach``: the scheduler address.
     notes
         What was translated and why (aliases, fallbacks), shown by ``config plan``.
+    unapplied
+        Settings the config asks for that this backend drops, or applies otherwise than their
+        doc says. Shown with the notes, and also printed by ``submit`` when a run starts: a
+        user who set them should not have to ask ``config plan`` to learn it.
     warnings
         Mismatches with this machine, reported instead of raised in dry runs.
     """
@@ -97,7 +101,13 @@ class ClusterPlan:
     launch_command: list[str] | None = None
     address: str | None = None
     notes: list[str] = field(default_factory=list)
+    unapplied: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def all_notes(self) -> list[str]:
+        """The notes, then the settings not applied: what ``config plan`` lists."""
+        return [*self.notes, *self.unapplied]
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (what ``config plan --json`` prints)."""

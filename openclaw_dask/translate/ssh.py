@@ -213,7 +213,6 @@ def plan_ssh(config: Config, hw: Hardware) -> ClusterPlan:
         f"scheduler on {sched_node['host']}:{sched_node['ssh_port']}; "
         f"{len(workers)} worker process(es) on {len(nodes)} node(s)"
     )
-    notes += unapplied_notes(config)
     return ClusterPlan(
         backend="ssh",
         cluster_class="distributed.SpecCluster",
@@ -223,4 +222,5 @@ def plan_ssh(config: Config, hw: Hardware) -> ClusterPlan:
         worker_plugins=worker_plugins(config),
         layout={"nodes": per_node},
         notes=alias_notes(config) + notes,
+        unapplied=unapplied_notes(config),
     )

@@ -1117,7 +1117,12 @@ def run_workflow(
         },
         "versions": software_versions(),
         "hardware": detect_hardware().to_dict(),
-        "plan": {"backend": plan.backend, "layout": plan.layout, "notes": plan.notes},
+        "plan": {
+            "backend": plan.backend,
+            "layout": plan.layout,
+            "notes": plan.notes,
+            "unapplied": plan.unapplied,
+        },
         "order": list(workflow.order),
         "steps": previous.get("steps", {}),
         "attempts": previous.get("attempts", 0) + 1,
@@ -1136,6 +1141,9 @@ def run_workflow(
             run.save()
             if announce:  # before the cluster starts: an interrupted start can be resumed too
                 announce(f"run directory: {directory}")
+                if plan.backend != "attach":  # the attach line below lists its own
+                    for note in plan.unapplied:  # set by the user and not done: say so now
+                        announce(f"note: {note}")
             with ExitStack() as stack:
                 client = stack.enter_context(start_cluster(cfg, backend=backend))
                 stack.enter_context(client.as_current())
@@ -1216,7 +1224,7 @@ def _attached_note(client: Any, plan: ClusterPlan, cfg: Config) -> str:
         f"cluster: the running scheduler at {plan.address} ({origin}): "
         f"{len(threads)} workers, {sum(threads.values())} threads"
     )
-    return "\n".join([line, *(f"  note: {n}" for n in plan.notes if n.startswith("not applied"))])
+    return "\n".join([line, *(f"  note: {n}" for n in plan.unapplied)])
 
 
 def _cluster_summary(client: Any) -> dict[str, Any]:

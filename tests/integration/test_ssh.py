@@ -94,10 +94,16 @@ def test_workflow_runs_on_two_ssh_nodes(rig: SshRig, tmp_path: Path) -> None:
     a, b, _ = hosts(rig)
     config = rig.config([rig.node(a, **NODE_A), rig.node(b, **NODE_B)], tmp_path / "ssh.config")
     run_dir = tmp_path / "run"
-    result = cli("submit", str(EXAMPLE), "--config", str(config), "--run-dir", str(run_dir), *SMALL)
+    pinned = ["--set", "parallel.thread_affinity=compact"]  # which ssh nodes do not apply
+    args = ["--config", str(config), "--run-dir", str(run_dir), *SMALL, *pinned]
+    result = cli("submit", str(EXAMPLE), *args)
     assert result.returncode == 0, result.stderr[-3000:]
     rec = json.loads((run_dir / "run.json").read_text())
     assert rec["status"] == "completed" and rec["plan"]["backend"] == "ssh"
+    # said when the run starts, not only by `config plan`: the user set it and it is not done
+    [unapplied] = rec["plan"]["unapplied"]
+    assert unapplied.startswith("parallel.thread_affinity not applied on ssh nodes: ")
+    assert result.stderr.splitlines()[1] == f"note: {unapplied}"
     assert rec["cluster"]["scheduler"].startswith(f"tcp://{a.host}:")
     workers = {w["name"]: w for w in rec["cluster"]["workers"].values()}
     wa, wb = workers[f"{a.host}-{a.port}"], workers[f"{b.host}-{b.port}"]

@@ -288,9 +288,9 @@ def test_cuda_kwargs_are_local_cuda_cluster_arguments() -> None:
     assert p.worker_env["CUPY_CUDA_PER_THREAD_DEFAULT_STREAM"] == 1
     assert p.layout["processes"] == 2
     # said as it is: nothing stages chunks on the device (the note had claimed the runner did)
-    [prefetch] = [n for n in p.notes if n.startswith("gpu.async_prefetch")]
+    [prefetch] = [n for n in p.unapplied if n.startswith("gpu.async_prefetch")]
     assert prefetch.startswith("gpu.async_prefetch: no effect yet: ")
-    assert not any("async_prefetch" in n for n in plan("gpu.async_prefetch=false").notes)
+    assert not any("async_prefetch" in n for n in plan("gpu.async_prefetch=false").all_notes)
 
 
 def test_cuda_all_devices_and_nvlink() -> None:
@@ -327,7 +327,7 @@ def test_cuda_leaves_pinning_to_dask_cuda_as_its_note_says() -> None:
     assert p.backend == "cuda" and p.layout["affinity"] is None
     assert AFFINITY_ENV not in p.worker_env
     assert AFFINITY_PRELOAD not in p.dask_config["distributed.worker.preload"]
-    assert any(n.startswith("parallel.thread_affinity: dask-cuda pins") for n in p.notes)
+    assert any(n.startswith("parallel.thread_affinity: dask-cuda pins") for n in p.unapplied)
 
 
 def test_cuda_says_which_layout_keys_it_does_not_apply() -> None:
@@ -337,12 +337,14 @@ def test_cuda_says_which_layout_keys_it_does_not_apply() -> None:
     assert (
         "parallel.thread_pool_size and parallel.processes not applied: a CUDA cluster runs one "
         "worker per GPU with gpu.stream_count threads"
-    ) in p.notes
-    assert not any("not applied: a CUDA" in n for n in plan("gpu.devices=[0]", hw=gpus).notes)
+    ) in p.unapplied
+    assert not any("not applied: a CUDA" in n for n in plan("gpu.devices=[0]", hw=gpus).all_notes)
     # each worker gets a pool of rmm_pool_size: the global pool is not split between them
     pooled = plan("gpu.devices=[0,1]", "memory.global_pool=16GiB", hw=gpus)
     assert pooled.cluster_kwargs["rmm_pool_size"] == 16 * 2**30
-    assert any(n.startswith("memory.global_pool: the RMM pool of each GPU") for n in pooled.notes)
+    assert any(
+        n.startswith("memory.global_pool: the RMM pool of each GPU") for n in pooled.unapplied
+    )
 
 
 @pytest.mark.gpu
@@ -404,7 +406,7 @@ def test_ssh_host_keys_and_processes() -> None:
 
 def test_ssh_says_what_its_nodes_do_not_apply() -> None:
     """Pinning and the memory budgets had been dropped from an SSH plan without a word."""
-    assert not any("not applied" in n for n in plan(NODES).notes)
+    assert not plan(NODES).unapplied
     for key, value in (
         ("parallel.thread_affinity", "compact"),
         ("memory.per_thread_pool_size", "1GiB"),
@@ -414,17 +416,17 @@ def test_ssh_says_what_its_nodes_do_not_apply() -> None:
         workers = p.cluster_kwargs["workers"]
         assert workers["10.0.0.1-22"]["options"]["kwargs"]["memory_limit"] == "auto"
         assert AFFINITY_ENV not in p.worker_env
-        assert any(n.startswith(f"{key} not applied on ssh nodes: ") for n in p.notes), key
+        assert any(n.startswith(f"{key} not applied on ssh nodes: ") for n in p.unapplied), key
         assert "not ssh" in KEYS_BY_PATH[key].doc  # and the key's doc says so
     # a node without resources.cpus gets Dask's default: one thread per logical core
     bare = "distributed.nodes=[{host: 10.0.0.1}]"
     physical = plan(bare, "parallel.thread_pool_size=physical")
     assert "nthreads" not in physical.cluster_kwargs["workers"]["10.0.0.1-22"]["options"]["kwargs"]
     assert any(
-        n.startswith("parallel.thread_pool_size: physical is not known") for n in physical.notes
+        n.startswith("parallel.thread_pool_size: physical is not known") for n in physical.unapplied
     )
     counted = plan(NODES, "parallel.thread_pool_size=physical")  # every node says its cpus
-    assert not any("physical" in n for n in counted.notes)
+    assert not any("physical" in n for n in counted.all_notes)
     assert "(ssh: 1 per node)" in KEYS_BY_PATH["parallel.processes"].doc
 
 
@@ -481,8 +483,11 @@ def test_mpi_says_terminate_has_no_nanny_to_act() -> None:
     p = plan("cluster.backend=mpi", "parallel.processes=2", hw=make_hardware(cores=4))
     assert p.cluster_kwargs["nanny"] is False
     assert any(n.startswith("memory.spill.terminate: no effect under mpi") for n in p.notes)
+    assert not p.unapplied  # Dask's default, not the user's: a note, not said at submit
     off = plan("cluster.backend=mpi", "memory.spill.terminate=false", hw=make_hardware(cores=4))
-    assert not any("terminate" in n for n in off.notes)
+    assert not any("terminate" in n for n in off.all_notes)
+    asked = plan("cluster.backend=mpi", "memory.spill.terminate=0.9", hw=make_hardware(cores=4))
+    assert any(n.startswith("memory.spill.terminate: no effect") for n in asked.unapplied)
     assert "mpi: no nanny" in KEYS_BY_PATH["memory.spill.terminate"].doc
     assert not any("terminate" in n for n in plan().notes)  # local workers have their nanny
 

@@ -308,7 +308,7 @@ def test_a_huge_thread_count_keeps_other_problems_and_stops_no_attach() -> None:
     )
     plan = plan_cluster(config, hw)
     assert plan.backend == "attach"
-    assert any("not applied" in n and "parallel.thread_pool_size" in n for n in plan.notes)
+    assert any("not applied" in n and "parallel.thread_pool_size" in n for n in plan.unapplied)
 
 
 @pytest.mark.timeout(20)
