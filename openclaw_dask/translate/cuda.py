@@ -18,6 +18,7 @@ from openclaw_dask.translate.plan import (
     layout_dict,
     protocol,
     security_kwargs,
+    user_set,
     uses_nvlink,
     with_child_worker_preload,
     worker_env,
@@ -92,14 +93,12 @@ def plan_cuda(config: Config, hw: Hardware) -> ClusterPlan:
         # it had said the runner stages the next chunk on the device, which nothing does: the
         # built-in ops compute on the host (the climate kernels run on CuPy, but simulate keeps
         # its state in host memory), and a user op's chunks are its own to place
-        unapplied.append(
+        (unapplied if user_set(config, "gpu.async_prefetch") else notes).append(
             "gpu.async_prefetch: no effect yet: the built-in ops compute on the host and the "
             "workflow runner stages no chunks on the device"
         )
     shaped = [
-        key
-        for key in ("parallel.thread_pool_size", "parallel.processes")
-        if config.sources.get(key, "default") != "default"
+        key for key in ("parallel.thread_pool_size", "parallel.processes") if user_set(config, key)
     ]
     if shaped:
         unapplied.append(

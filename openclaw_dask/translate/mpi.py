@@ -27,6 +27,7 @@ from openclaw_dask.translate.plan import (
     dashboard_kwargs,
     layout_dict,
     protocol,
+    user_set,
     worker_env,
     worker_plugins,
 )
@@ -53,8 +54,7 @@ def plan_mpi(config: Config, hw: Hardware) -> ClusterPlan:
     if dask_config.get("distributed.worker.memory.terminate") is not False:
         # the nanny restarts a worker at that fraction; worker ranks have none. Said at submit
         # too when the user set it; Dask's own default dropped is only a note
-        asked = config.sources.get("memory.spill.terminate", "default") != "default"
-        (unapplied if asked else notes).append(
+        (unapplied if user_set(config, "memory.spill.terminate") else notes).append(
             "memory.spill.terminate: no effect under mpi: worker ranks run without a nanny "
             "(target, spill and pause still apply)"
         )

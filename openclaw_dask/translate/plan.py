@@ -129,6 +129,15 @@ def layout_dict(layout: Layout) -> dict[str, Any]:
     }
 
 
+def user_set(config: Config, key: str) -> bool:
+    """Whether the config's user gave ``key`` (a file, ``--set``, the environment).
+
+    A default that a backend cannot apply is a plan note; a value the user gave and the backend
+    drops is also said when a run starts (:attr:`ClusterPlan.unapplied`).
+    """
+    return config.sources.get(key, "default") != "default"
+
+
 def protocol(config: Config) -> str:
     """Dask protocol for the configured transport (mpi carries data over tcp)."""
     return {"tcp": "tcp", "tls": "tls", "ucx": "ucx", "mpi": "tcp"}[transport(config.values)]

@@ -288,8 +288,12 @@ def test_cuda_kwargs_are_local_cuda_cluster_arguments() -> None:
     assert p.worker_env["CUPY_CUDA_PER_THREAD_DEFAULT_STREAM"] == 1
     assert p.layout["processes"] == 2
     # said as it is: nothing stages chunks on the device (the note had claimed the runner did)
-    [prefetch] = [n for n in p.unapplied if n.startswith("gpu.async_prefetch")]
+    [prefetch] = [n for n in p.all_notes if n.startswith("gpu.async_prefetch")]
     assert prefetch.startswith("gpu.async_prefetch: no effect yet: ")
+    # its default (on) is a note; said at submit only when the user turned it on
+    assert prefetch in p.notes
+    asked = plan("gpu.devices=[0]", "gpu.async_prefetch=true", hw=make_hardware(gpus=1))
+    assert any(n.startswith("gpu.async_prefetch: no effect yet") for n in asked.unapplied)
     assert not any("async_prefetch" in n for n in plan("gpu.async_prefetch=false").all_notes)
 
 
