@@ -180,6 +180,11 @@ def submit_cmd(
             out.print(f"mpirun: {record['mpirun']}", markup=False)
         for step, what in record.get("resume", {}).items():
             out.print(f"resume: {step}: {what}", markup=False)
+        if record.get("software_changed"):
+            changed = ", ".join(record["software_changed"])
+            out.print(
+                f"resume: the software changed since the last attempt: {changed}", markup=False
+            )
         out.print("dry run: nothing started, nothing written")
         return
     if mpi_job_scheduler():  # rank 1 of an mpi launch: the launching submit prints the summary

@@ -212,6 +212,36 @@ def resume_problems(
     return problems
 
 
+def software_changes(record: Mapping[str, Any], now: Mapping[str, str]) -> list[str]:
+    """What changed of Python and the core packages since the recorded attempt.
+
+    A resume continues the run with the software it finds (an upgrade in between is allowed:
+    the completed steps and the checkpoint stay as they were made), but a run whose parts were
+    made by different versions is not the run an uninterrupted one would be, bit for bit, so
+    the resume says it and ``run.json`` keeps it.
+
+    Parameters
+    ----------
+    record
+        The recorded run (its ``versions``: those of its last attempt).
+    now
+        This attempt's versions (:func:`~openclaw_dask.config.hardware.software_versions`).
+
+    Returns
+    -------
+    list of str
+        ``"numpy 2.1.0 -> 2.2.0"`` for each package whose version differs, in ``now``'s order.
+    """
+    before = record.get("versions")
+    if not isinstance(before, Mapping):
+        return []
+    return [
+        f"{name} {before[name]} -> {version}"
+        for name, version in now.items()
+        if name in before and before[name] != version
+    ]
+
+
 def _same(a: Any, b: Any) -> bool:
     # the record went through JSON (tuples became lists): compare in that form
     return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)

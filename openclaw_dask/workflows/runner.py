@@ -74,6 +74,7 @@ from openclaw_dask.workflows.resume import (
     read_run,
     recorded_workflow,
     resume_problems,
+    software_changes,
 )
 from openclaw_dask.workflows.spec import StepSpec, Workflow, load_workflow
 
@@ -1083,9 +1084,12 @@ def run_workflow(
                 announce=announce,
                 report=report,
             )
+    versions = software_versions()
+    changed = software_changes(previous, versions) if resume is not None else []
     if dry_run:
         if resume is not None:
             summary["resume"] = resume_plan(workflow, cfg, previous, resume_path)
+            summary["software_changed"] = changed
         return {"status": "dry-run", **summary}
 
     made = False  # whether this run made its directory (a --resume's, a user's empty one: not)
@@ -1115,7 +1119,12 @@ def run_workflow(
             "values": cfg.to_nested(),
             "sources": cfg.sources,
         },
-        "versions": software_versions(),
+        "versions": versions,
+        # every attempt's changes (the versions above are the last attempt's alone)
+        "software_changed": [
+            *(earlier if isinstance(earlier := previous.get("software_changed"), list) else []),
+            *(f"attempt {previous.get('attempts', 0) + 1}: {c}" for c in changed),
+        ],
         "hardware": detect_hardware().to_dict(),
         "plan": {
             "backend": plan.backend,
@@ -1141,6 +1150,12 @@ def run_workflow(
             run.save()
             if announce:  # before the cluster starts: an interrupted start can be resumed too
                 announce(f"run directory: {directory}")
+                if changed:
+                    announce(
+                        f"note: the software changed since the run's last attempt "
+                        f"({', '.join(changed)}); the completed steps and the checkpoint are kept "
+                        "as the earlier versions made them"
+                    )
                 if plan.backend != "attach":  # the attach line below lists its own
                     for note in plan.unapplied:  # set by the user and not done: say so now
                         announce(f"note: {note}")

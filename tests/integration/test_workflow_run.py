@@ -521,6 +521,44 @@ def test_user_op_by_import_path_and_resume_skips_done_steps(tmp_path: Path) -> N
     assert "skipped" not in again["steps"]["field"] and "skipped" in again["steps"]["double"]
 
 
+def test_a_resume_after_an_upgrade_says_what_changed_and_run_json_keeps_it(
+    tmp_path: Path,
+) -> None:
+    """A resume continued with other versions of the packages without a word, and the record's
+    versions became the new ones: nothing said that the run's parts came from two."""
+    wf = tmp_path / "two.yaml"
+    wf.write_text(
+        "name: two\nsteps:\n"
+        "  field:\n    op: example.field\n    with: {size: 32, chunk: 16}\n"
+        "    outputs: [field.zarr]\n"
+        "  double:\n    op: tests.integration.user_ops:double\n    needs: [field]\n"
+        "    with: {factor: 2.0}\n    outputs: [doubled.zarr]\n"
+    )
+    run_dir = tmp_path / "run"
+    rec = run_workflow(wf, overrides=QUIET[1:], run_dir=run_dir, report=False)
+    assert rec["software_changed"] == []
+    numpy_now = rec["versions"]["numpy"]
+    made = record_of(run_dir)
+    made["versions"]["numpy"] = "1.0.0"  # as an attempt before an upgrade recorded it
+    (run_dir / "run.json").write_text(json.dumps(made))
+    shutil.rmtree(run_dir / "doubled.zarr")  # something left to run
+    plan = run_workflow(wf, overrides=QUIET[1:], resume=run_dir, dry_run=True)
+    assert plan["software_changed"] == [f"numpy 1.0.0 -> {numpy_now}"]
+    said: list[str] = []
+    again = run_workflow(wf, overrides=QUIET[1:], resume=run_dir, announce=said.append)
+    assert (
+        f"note: the software changed since the run's last attempt (numpy 1.0.0 -> {numpy_now}); "
+        "the completed steps and the checkpoint are kept as the earlier versions made them"
+    ) in said
+    assert again["software_changed"] == [f"attempt 2: numpy 1.0.0 -> {numpy_now}"]
+    # a later attempt on the same versions keeps the record of the change, and says nothing
+    shutil.rmtree(run_dir / "doubled.zarr")
+    said.clear()
+    again = run_workflow(wf, overrides=QUIET[1:], resume=run_dir, announce=said.append)
+    assert again["attempts"] == 3 and not any("software changed" in line for line in said)
+    assert record_of(run_dir)["software_changed"] == [f"attempt 2: numpy 1.0.0 -> {numpy_now}"]
+
+
 def test_existing_run_dir_is_never_overwritten(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
