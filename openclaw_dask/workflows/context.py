@@ -22,11 +22,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import xarray as xr
 
 from openclaw_dask.config import Config
+
+if TYPE_CHECKING:
+    from openclaw_dask.workflows.registry import RunFacts
 
 
 @dataclass
@@ -171,6 +174,16 @@ class IterativeOp:
 
         Called when the workflow is checked, before anything starts; see
         :mod:`~openclaw_dask.workflows.registry`.
+        """
+        return {}
+
+    @staticmethod
+    def check_run(args: Mapping[str, Any], run: RunFacts) -> Mapping[str, str]:
+        """``{argument: problem}`` for values wrong only with the run's config or the other
+        steps' arguments (``run``: :class:`~openclaw_dask.workflows.registry.RunFacts`).
+
+        Called once the config is loaded, before the run directory is made or the cluster
+        starts (and in ``submit --dry-run``); none by default.
         """
         return {}
 

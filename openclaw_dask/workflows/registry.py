@@ -21,6 +21,12 @@ check=fn)`` for a function op, or a ``check_args`` static method on an :class:`I
 problem}``; the workflow check reports each one at its file, line and dotted key, so a value the
 op would refuse (a grid that does not divide the sphere) fails in ``submit --dry-run`` and before
 the cluster starts, not after a step has run.
+
+A value that is wrong only with the run's config or another step's arguments (climate.ebm's
+``bands``: the forcing step's grid and ``distributed.batch_size``) is checked by
+``check_run=fn`` (or a ``check_run`` static method): ``fn(args, run)`` also gets a
+:class:`RunFacts`, once the config is loaded: in ``submit --dry-run`` too, and before the run
+directory is made or the cluster starts.
 """
 
 from __future__ import annotations
@@ -48,6 +54,28 @@ BUILTIN_MODULES = ("openclaw_dask.workflows.ops.example", "openclaw_dask.workflo
 
 #: ``check(args) -> {argument: problem}``: an op's check of its ``with:`` values.
 ArgsCheck = Callable[[Mapping[str, Any]], Mapping[str, str]]
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What an op's ``check_run`` sees besides its own arguments.
+
+    Parameters
+    ----------
+    config
+        The run's :class:`~openclaw_dask.config.Config` (``config["distributed.batch_size"]``).
+    steps
+        Every step of the workflow by name (:class:`~openclaw_dask.workflows.spec.StepSpec`:
+        its ``info`` and, by ``arg(name)``, an argument as given or the op's default).
+    """
+
+    config: Any
+    steps: Mapping[str, Any]
+
+
+#: ``check_run(args, run) -> {argument: problem}``: a check that needs the config or the
+#: other steps (:class:`RunFacts`).
+RunCheck = Callable[[Mapping[str, Any], RunFacts], Mapping[str, str]]
 
 _REGISTRY: dict[str, OpInfo] = {}
 #: Ops of installed packages (entry points) that cannot be used, and why: said to a workflow
@@ -81,6 +109,9 @@ class OpInfo:
     step_args
         Arguments whose value names a step the op reads (``source``): it must be among the
         step's ``needs:``.
+    check_run
+        ``check_run(args, run) -> {argument: problem}`` for the values that are wrong only with
+        the run's config or another step's arguments (:class:`RunFacts`), or ``None``.
     """
 
     name: str
@@ -90,6 +121,7 @@ class OpInfo:
     check: ArgsCheck | None = None
     folders: tuple[str, ...] = ()
     step_args: tuple[str, ...] = ()
+    check_run: RunCheck | None = None
 
     @property
     def parameters(self) -> Mapping[str, inspect.Parameter]:
@@ -147,6 +179,7 @@ def _info(
     outputs: tuple[str, ...] | None,
     check: ArgsCheck | None = None,
     step_args: tuple[str, ...] = (),
+    check_run: RunCheck | None = None,
 ) -> OpInfo:
     from openclaw_dask.workflows.context import IterativeOp
 
@@ -163,13 +196,14 @@ def _info(
             )
         outputs = tuple(target.outputs)
         check = check or target.check_args
+        check_run = check_run or target.check_run
         step_args = step_args or tuple(target.step_args)
         _check_signature(name, target.__init__, 2)  # (self, ctx)
     elif not callable(target):
         raise OpError(f"{name} is not a function or an IterativeOp subclass")
     else:
         _check_signature(name, target, 1)
-    return OpInfo(name, target, iterative, outputs, check, folders, step_args)
+    return OpInfo(name, target, iterative, outputs, check, folders, step_args, check_run)
 
 
 def _check_signature(name: str, func: Any, leading: int) -> None:
@@ -216,6 +250,7 @@ def register(
     outputs: tuple[str, ...] | None = None,
     check: ArgsCheck | None = None,
     step_args: tuple[str, ...] = (),
+    check_run: RunCheck | None = None,
 ) -> Callable[[Any], Any]:
     """Decorator: register a built-in op under ``name`` (``family.op``).
 
@@ -233,10 +268,14 @@ def register(
     step_args
         Arguments that name a step whose outputs the op reads (``source``); the workflow check
         requires each among the step's ``needs:`` (iterative ops set ``step_args``).
+    check_run
+        ``check_run(args, run) -> {argument: problem}``: what the op would refuse given the
+        run's config and the other steps (:class:`RunFacts`), found once the config is loaded,
+        before the run starts (iterative ops define ``check_run`` instead).
     """
 
     def decorate(target: Any) -> Any:
-        info = _info(name, target, outputs, check, step_args)
+        info = _info(name, target, outputs, check, step_args, check_run)
         target.__openclaw_op__ = info
         _REGISTRY[name] = info
         return target

@@ -76,7 +76,7 @@ from openclaw_dask.workflows.resume import (
     resume_problems,
     software_changes,
 )
-from openclaw_dask.workflows.spec import StepSpec, Workflow, load_workflow
+from openclaw_dask.workflows.spec import StepSpec, Workflow, load_workflow, run_problems
 
 logger = logging.getLogger("openclaw_dask.workflows")
 
@@ -1032,6 +1032,9 @@ def run_workflow(
     except ConfigError as exc:
         problems += exc.problems
     if problems or workflow is None or cfg is None:
+        raise ConfigError(problems)
+    problems = run_problems(workflow, cfg)  # the ops' checks that need the config too
+    if problems:
         raise ConfigError(problems)
     if resume is not None:
         problems = resume_problems(previous, workflow, cfg, split_overrides(given)[1])

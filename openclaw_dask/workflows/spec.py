@@ -172,6 +172,17 @@ class StepSpec:
     needs: tuple[str, ...]
     outputs: tuple[str, ...]
     description: str = ""
+    #: the ``with:`` arguments as written (``${params.x}`` unresolved): a refusal names the
+    #: parameter a value came from
+    written: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def arg(self, name: str) -> Any:
+        """The argument ``name`` as given in ``with:``, else the op's default (``None`` if it
+        has neither)."""
+        if name in self.args:
+            return self.args[name]
+        default = getattr(self.info.parameters.get(name), "default", None)
+        return None if default is inspect.Parameter.empty else default
 
     @property
     def zarr_outputs(self) -> tuple[str, ...]:
@@ -200,6 +211,8 @@ class Workflow:
     #: op modules imported from beside the workflow file, shipped to the cluster
     #: (:func:`~openclaw_dask.workflows.registry.ship_modules`)
     op_files: tuple[str, ...] = ()
+    #: the line of each dotted path in the file, for the problems :func:`run_problems` finds
+    lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
 
 def _substitute(value: Any, values: Mapping[str, Any]) -> Any:
@@ -450,9 +463,6 @@ def _check_args(
     the arguments hold a reference that could not be resolved, so their values are not checked.
     """
 
-    def origin(param: str) -> str:
-        return ", set by --set" if is_set_source(sources.get(param)) else ""
-
     params = info.parameters
     found = len(chk.problems)
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
@@ -495,9 +505,50 @@ def _check_args(
             chk.bad(f"{path}.with", f"op {info.name}'s argument check failed: {exc}")
             return
     for name, problem in refused.items():
-        ref = REF_RE.fullmatch(str(raw.get(name, "")).strip())
-        where = f" (from params.{ref.group(1)}{origin(ref.group(1))})" if ref else ""
-        chk.bad(f"{path}.with.{name}", f"{problem}{where}")
+        chk.bad(f"{path}.with.{name}", problem + _origin(raw.get(name), sources))
+
+
+def _origin(raw: Any, sources: Mapping[str, str]) -> str:
+    """`` (from params.x, set by --set)`` when an argument's value as written, ``raw``, is a
+    parameter; else nothing."""
+    ref = REF_RE.fullmatch(str(raw if raw is not None else "").strip())
+    if not ref:
+        return ""
+    set_by = ", set by --set" if is_set_source(sources.get(ref.group(1))) else ""
+    return f" (from params.{ref.group(1)}{set_by})"
+
+
+def run_problems(workflow: Workflow, config: Any) -> list[Problem]:
+    """What the ops' ``check_run`` refuse, given the run's ``config`` and the other steps.
+
+    Called once the config is loaded (the workflow is read first: it may name the config
+    file), before the dry run's plan, the run directory and the cluster. Each problem is at
+    the line of its argument, as :func:`load_workflow`'s are.
+    """
+    from openclaw_dask.workflows.registry import RunFacts
+
+    facts = RunFacts(config, workflow.steps)
+    problems = []
+    for step in workflow.order:
+        spec = workflow.steps[step]
+        if spec.info.check_run is None:
+            continue
+        path = f"steps.{step}.with"
+        try:
+            refused = dict(spec.info.check_run(spec.args, facts))
+        except Exception as exc:  # a user op's checker that breaks must not hide the rest
+            refused = {"": f"op {spec.op}'s run check failed: {exc}"}
+        for name, problem in refused.items():
+            key = f"{path}.{name}" if name else path
+            line = _line_of(workflow.lines, key)
+            message = problem + _origin(spec.written.get(name), workflow.param_sources)
+            problems.append(Problem(message, key, workflow.file, line))
+    return problems
+
+
+def _line_of(lines: Mapping[str, int], path: str) -> int | None:
+    """The line of ``path``, or of its nearest ancestor that has one."""
+    return YamlDocument({}, "", dict(lines)).line_of(path)
 
 
 def _check_step_args(
@@ -781,6 +832,7 @@ def load_workflow(
             tuple(needs),
             outputs,
             str(raw.get("description", "")),
+            args,
         )
 
     order: tuple[str, ...] = ()
@@ -808,4 +860,5 @@ def load_workflow(
         order,
         sources,
         tuple(modules_beside(beside)) if from_beside else (),
+        doc.lines,
     )

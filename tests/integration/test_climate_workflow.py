@@ -13,9 +13,10 @@ from typing import Any
 import dask
 import numpy as np
 import psutil
+import pytest
 import xarray as xr
 
-from openclaw_dask.config import load_config
+from openclaw_dask.config import ConfigError, load_config
 from openclaw_dask.runtime import start_cluster
 from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.climate import EBMParams, LatLonGrid, band_homes, insolation_factor
@@ -102,6 +103,26 @@ def _banded(tmp_path: Path, bands: int = 2) -> Path:
     )
     assert f"bands: {bands}" in banded.read_text()
     return banded
+
+
+def test_bands_the_grid_refuses_stop_the_run_before_any_step(tmp_path: Path) -> None:
+    """A ``bands:`` thinner than ``distributed.batch_size`` (or above the grid's rows) was
+    refused when the simulate step started: after the cluster, the run directory and the
+    forcing step's work, exit 1 and a resume hint. Now the dry run and the run refuse it
+    before any of that, like every other bad value."""
+    for bands, said in (
+        (3, "into bands of 15, fewer than distributed.batch_size=16"),
+        (46, "46 is more than the 45 rows of the 4.0° grid"),
+    ):
+        for dry_run in (True, False):
+            run_dir = tmp_path / f"run-{bands}-{dry_run}"
+            with pytest.raises(ConfigError) as info:
+                run_workflow(
+                    _banded(tmp_path, bands), overrides=QUICK, run_dir=run_dir, dry_run=dry_run
+                )
+            [problem] = [str(p) for p in info.value.problems]
+            assert ":29: steps.simulate.with.bands: " in problem and said in problem, problem
+            assert not run_dir.exists()  # no run directory, no forcing.zarr
 
 
 def test_each_band_runs_on_its_home_worker(tmp_path: Path) -> None:

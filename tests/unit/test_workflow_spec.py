@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import xarray as xr
 
-from openclaw_dask.config import ConfigError
+from openclaw_dask.config import ConfigError, load_config
 from openclaw_dask.workflows.context import IterativeOp
 from openclaw_dask.workflows.registry import OpError, OpInfo, available_ops, resolve_op
-from openclaw_dask.workflows.spec import _type_problem, load_workflow
+from openclaw_dask.workflows.spec import _type_problem, load_workflow, run_problems
 from tests.conftest import ROOT
 
 OP_PATH = "openclaw_dask.workflows.ops.example"
@@ -526,7 +526,8 @@ def test_a_broken_argument_check_is_one_problem_not_a_crash(tmp_path: Path) -> N
 
 
 def test_climate_bands_that_the_grid_and_batch_size_refuse_are_said_in_workflow_terms() -> None:
-    # needs the grid and the config, so climate.ebm checks it when its step starts
+    # what climate.ebm says when its step starts (an op called from Python, or a grid from
+    # another forcing op); through a workflow, run_problems says it first (test below)
     from openclaw_dask.workflows.ops.climate import _check_bands
 
     with pytest.raises(
@@ -539,6 +540,44 @@ def test_climate_bands_that_the_grid_and_batch_size_refuse_are_said_in_workflow_
         _check_bands(46, 45, 16, 4.0)
     _check_bands(3, 45, 15, 4.0)  # allowed: bands of 15 rows, K = 15
     _check_bands(1, 45, 64, 4.0)  # one band borrows nothing
+
+
+def test_climate_bands_are_checked_against_the_forcing_grid_and_the_config(
+    tmp_path: Path,
+) -> None:
+    """A ``bands:`` the grid or ``distributed.batch_size`` refuses was found only when the
+    simulate step started, after the forcing step's work (exit 1): it needs the forcing step's
+    ``resolution`` and the config, which the op's own ``check_args`` does not see."""
+    text = CLIMATE.read_text().replace(
+        "      initial:", '      bands: "${params.bands}"\n      initial:'
+    )
+    text = text.replace("\nsteps:", "\n  bands: {type: int, default: 0, min: 0}\nsteps:")
+    wf = write(tmp_path, text)
+    config = load_config(overrides=["distributed.batch_size=16"], use_search_path=False)
+    cases = {
+        "46": "46 is more than the 45 rows of the 4.0° grid",
+        "3": "3 cuts the 4.0° grid's 45 rows into bands of 15, fewer than "
+        "distributed.batch_size=16",
+    }
+    for bands, said in cases.items():
+        workflow = load_workflow(wf, {"resolution": "4", "bands": bands})  # alone: no config
+        [problem] = [str(p) for p in run_problems(workflow, config)]
+        assert problem.startswith(f"{wf}:32: steps.simulate.with.bands: {said}"), problem
+        assert problem.endswith("(from params.bands, set by --set)"), problem
+    # the forcing op's own default grid (2°, 90 rows) when the step does not give one
+    no_resolution = text.replace('      resolution: "${params.resolution}"\n', "")
+    workflow = load_workflow(write(tmp_path, no_resolution), {"bands": "91"})
+    [problem] = run_problems(workflow, config)
+    assert (
+        problem.message
+        == "91 is more than the 90 rows of the 2.0° grid (from params.bands, set by --set)"
+    )
+    for bands, batch_size in (("0", 64), ("1", 64), ("3", 15), ("45", 1)):  # allowed
+        workflow = load_workflow(wf, {"resolution": "4", "bands": bands})
+        fits = load_config(
+            overrides=[f"distributed.batch_size={batch_size}"], use_search_path=False
+        )
+        assert run_problems(workflow, fits) == [], bands
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,7 @@ from openclaw_dask.workflows.climate import (
 )
 from openclaw_dask.workflows.climate.stepper import band_chunks, band_homes, place_bands
 from openclaw_dask.workflows.context import IterativeOp, StepContext
-from openclaw_dask.workflows.registry import register
+from openclaw_dask.workflows.registry import RunFacts, register
 
 DAYS_PER_YEAR = 365.25
 #: The monthly means' ``time``: CF dates, so that ``xarray.open_zarr`` gives dates and
@@ -204,21 +204,31 @@ def forcing(
     return {"forcing": ds}
 
 
-def _check_bands(bands: int, nlat: int, batch_size: int, resolution: float) -> None:
-    """A ``bands:`` the grid and ``distributed.batch_size`` allow, said in workflow terms.
+def _bands_problem(bands: int, nlat: int, batch_size: int, resolution: float) -> str | None:
+    """Why the grid and ``distributed.batch_size`` refuse a ``bands:``, in workflow terms.
 
-    Needs the grid (from the forcing step) and the config, so it runs when the step starts.
+    Needs the grid (the forcing step's ``resolution``) and the config: ``climate.ebm``'s
+    ``check_run`` asks before the run starts, and the op again when its step starts (a grid
+    from another forcing op, or the op called from Python).
     """
     if bands > nlat:
-        raise ValueError(f"bands: {bands} is more than the {nlat} rows of the {resolution}° grid")
+        return f"{bands} is more than the {nlat} rows of the {resolution}° grid"
     lowest = min(band_chunks(nlat, bands))
     if bands > 1 and lowest < batch_size:
-        raise ValueError(
-            f"bands: {bands} cuts the {resolution}° grid's {nlat} rows into bands of {lowest}, "
+        return (
+            f"{bands} cuts the {resolution}° grid's {nlat} rows into bands of {lowest}, "
             f"fewer than distributed.batch_size={batch_size} (a task borrows that many halo "
             f"rows from each neighbour); use fewer bands, batch_size <= {lowest}, or bands: 0 "
             "to let the step choose"
         )
+    return None
+
+
+def _check_bands(bands: int, nlat: int, batch_size: int, resolution: float) -> None:
+    """:func:`_bands_problem` as a ``ValueError`` that names ``bands``."""
+    problem = _bands_problem(bands, nlat, batch_size, resolution)
+    if problem:
+        raise ValueError(f"bands: {problem}")
 
 
 #: Default spin-up: the global mean relaxes towards equilibrium with an e-folding time of ~2.2
@@ -332,6 +342,19 @@ class EnergyBalanceModel(IterativeOp):
             except ValueError as exc:
                 problems["initial"] = str(exc)
         return problems
+
+    @staticmethod
+    def check_run(args: Mapping[str, Any], run: RunFacts) -> dict[str, str]:
+        """A ``bands:`` that the grid of the forcing step this step reads, or
+        ``distributed.batch_size``, refuses: said before the forcing step's work, not after."""
+        bands = args.get("bands", 0)
+        source = run.steps.get(args.get("source", "forcing"))
+        if not bands or source is None or source.info.target is not forcing:
+            return {}  # another op's grid is known only from its output, when the step starts
+        resolution = float(source.arg("resolution"))
+        batch_size = int(run.config["distributed.batch_size"])
+        problem = _bands_problem(bands, LatLonGrid(resolution).nlat, batch_size, resolution)
+        return {"bands": problem} if problem else {}
 
     def __init__(
         self,
