@@ -119,7 +119,8 @@ KEYS: tuple[Key, ...] = (
         "cluster.interface",
         Nullable(Text()),
         None,
-        "network interface for scheduler and workers (e.g. ib0, lo); null: Dask's choice",
+        "network interface for scheduler and workers (e.g. ib0); null: 127.0.0.1 (mpi: lo; "
+        "ssh: each node's host)",
     ),
     # parallel
     Key(
@@ -266,7 +267,8 @@ KEYS: tuple[Key, ...] = (
         "gpu.async_prefetch",
         Bool(),
         True,
-        "stage the next chunk on the device while one computes (no built-in op uses a GPU yet)",
+        "stage the next chunk on the device while one computes; no effect yet: nothing stages "
+        "chunks",
     ),
     # memory
     Key(
