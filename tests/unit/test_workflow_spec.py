@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import xarray as xr
 
@@ -501,6 +502,49 @@ def test_an_initial_state_that_is_no_climate_state_says_what_it_is(tmp_path: Pat
         [problem] = [str(p) for p in info.value.problems]
         where = f"{CLIMATE}:31: steps.simulate.with.initial: {given}: "
         assert problem == f"{where}{said} (from params.initial, set by --set)"
+
+
+def test_an_initial_state_must_be_finite_and_cover_the_sphere(tmp_path: Path) -> None:
+    """A NaN cell spread over the globe and the run completed with NaN everywhere (exit 0);
+    a field over part of the sphere was extended by its edge rows and columns, silently."""
+    from openclaw_dask.workflows.climate import LatLonGrid
+
+    grid = LatLonGrid(10.0)  # 18 rows from -85, 36 columns from 5
+
+    def store(name: str, field: np.ndarray, lat: Any = grid.lat, lon: Any = grid.lon) -> Path:
+        path = tmp_path / name / "final.zarr"
+        temperature = xr.DataArray(field, dims=("lat", "lon"), attrs={"units": "degC"})
+        xr.Dataset({"T": temperature}, coords={"lat": lat, "lon": lon}).to_zarr(path)
+        return path.parent  # the run directory that holds it
+
+    warm = np.full(grid.shape, 10.0)
+    nan, cold = warm.copy(), warm.copy()
+    nan[3, 5], cold[0, 1] = np.nan, -300.0
+    refused = {
+        store("nan", nan): "T is NaN or infinite in 1 of 648 cells (first: nan at lat -55, "
+        "lon 55); expected a finite value in every cell",
+        store("cold", cold): "T is below absolute zero in 1 of 648 cells (first: -300 at lat "
+        "-85, lon 15)",
+        store("south", warm[:9], lat=grid.lat[:9]): "T has 9 rows, from latitude -85 to -5; "
+        "expected a field over the whole sphere (rows within one row spacing of each pole)",
+        store("west", warm[:, :30], lon=grid.lon[:30]): "T has 30 columns, from longitude 5 "
+        "to 295; expected a field over the whole sphere (no gap around the turn wider than two "
+        "column spacings)",
+    }
+    for given, said in refused.items():
+        with pytest.raises(ConfigError) as info:
+            load_workflow(CLIMATE, {"initial": str(given)})
+        [problem] = [str(p) for p in info.value.problems]
+        assert problem.startswith(f"{CLIMATE}:31: steps.simulate.with.initial: "), problem
+        assert said in problem, problem
+    # the whole sphere: in another longitude frame, without its first column, or on poles
+    poles = np.linspace(-90, 90, 19)
+    for given in (
+        store("frame", warm, lon=grid.lon - 180),
+        store("gap", warm[:, 1:], lon=grid.lon[1:]),
+        store("poles", np.full((19, 36), -20.0), lat=poles),
+    ):
+        load_workflow(CLIMATE, {"initial": str(given)})
 
 
 def _breaks(args: Any) -> dict[str, str]:

@@ -308,6 +308,57 @@ def initial_field(path: str) -> xr.DataArray:
     return T
 
 
+def check_initial(path: str) -> None:
+    """:func:`initial_field`, then what its coordinates and values must be to start a run:
+    over the whole sphere (:func:`regrid` would fill what is missing with the nearest row's or
+    column's value) and finite, above absolute zero (one NaN cell spread over the globe and
+    the run ended with NaN everywhere, exit 0). Reads the field: 52 MB at 0.1°.
+
+    Raises
+    ------
+    ValueError
+        Saying what the field holds and what was expected.
+    """
+    T = initial_field(path)
+    store = initial_store(path)
+    lat, lon = T["lat"].values, T["lon"].values
+    dlat = float(np.diff(lat).max()) if lat.size > 1 else 0.0
+    dlon = float(np.diff(lon).max()) if lon.size > 1 else 0.0
+    whole = "expected a field over the whole sphere"
+    # every point of the sphere within one spacing of the field's rows and columns
+    if lat.size < 2 or lat[0] - dlat > -90 + 1e-6 or lat[-1] + dlat < 90 - 1e-6:
+        raise ValueError(
+            f"{store}: T has {_count(lat.size, 'row')}, from latitude {lat[0]:g} to "
+            f"{lat[-1]:g}; {whole} (rows within one row spacing of each pole)"
+        )
+    if lon.size < 2 or (360 - (lon[-1] - lon[0])) / 2 > dlon + 1e-6:
+        raise ValueError(
+            f"{store}: T has {_count(lon.size, 'column')}, from longitude {lon[0]:g} to "
+            f"{lon[-1]:g}; {whole} (no gap around the turn wider than two column spacings)"
+        )
+    values = np.asarray(T.values, dtype=np.float64)
+    for bad, what, expected in (
+        (
+            ~np.isfinite(values),
+            "NaN or infinite",
+            "a finite value in every cell (one NaN spreads over the globe)",
+        ),
+        (values < -273.15, "below absolute zero", "degC above -273.15"),
+    ):
+        if bad.any():
+            j, i = np.argwhere(bad)[0]
+            raise ValueError(
+                f"{store}: T is {what} in {int(bad.sum())} of {_count(values.size, 'cell')} "
+                f"(first: {values[j, i]:g} at lat {lat[j]:g}, lon {lon[i]:g}); "
+                f"expected {expected}"
+            )
+
+
+def _count(n: int, thing: str) -> str:
+    """``1 row``, ``2 rows``."""
+    return f"{n} {thing}" + ("" if n == 1 else "s")
+
+
 @register("climate.ebm")
 class EnergyBalanceModel(IterativeOp):
     """Spin up and run the 2-D energy-balance model; emit monthly means of T.
@@ -338,7 +389,7 @@ class EnergyBalanceModel(IterativeOp):
                     problems[name] += " (the last year whose dates xarray decodes)"
         if args.get("initial"):
             try:
-                initial_field(str(args["initial"]))
+                check_initial(str(args["initial"]))
             except ValueError as exc:
                 problems["initial"] = str(exc)
         return problems
