@@ -504,6 +504,29 @@ def test_an_initial_state_that_is_no_climate_state_says_what_it_is(tmp_path: Pat
         assert problem == f"{where}{said} (from params.initial, set by --set)"
 
 
+def test_an_initial_state_path_that_is_a_file_or_mistyped_says_so(tmp_path: Path) -> None:
+    """A run's ``run.json``, or a file inside its ``final.zarr``, was "no such Zarr store or run
+    directory", though it was there; a mistyped run id said nothing of the run beside it."""
+    run = _run_dir(tmp_path / "20261205-101010", "climate-ebm", "completed")
+    (run / "final.zarr").mkdir()
+    (run / "final.zarr" / "zarr.json").write_text("{}")
+    expected = "expected a run's final.zarr, or the run directory that holds it"
+    cases = {
+        run / "run.json": f"a file, not a Zarr store or run directory; {expected}; "
+        f"did you mean '{run}'?",
+        run / "final.zarr" / "zarr.json": f"a file, not a Zarr store or run directory; "
+        f"{expected}; did you mean '{run / 'final.zarr'}'?",
+        tmp_path / "20261205-101011": f"no such Zarr store or run directory; {expected}; "
+        f"did you mean '{run}'?",
+    }
+    for given, said in cases.items():
+        with pytest.raises(ConfigError) as info:
+            load_workflow(CLIMATE, {"initial": str(given)})
+        [problem] = [str(p) for p in info.value.problems]
+        where = f"{CLIMATE}:31: steps.simulate.with.initial: {given}: "
+        assert problem == f"{where}{said} (from params.initial, set by --set)"
+
+
 def test_an_initial_state_must_be_finite_and_cover_the_sphere(tmp_path: Path) -> None:
     """A NaN cell spread over the globe and the run completed with NaN everywhere (exit 0);
     a field over part of the sphere was extended by its edge rows and columns, silently."""

@@ -21,6 +21,7 @@ all, so one task then advances a whole segment (up to a month or a sync window) 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from openclaw_dask.config.errors import closest
 from openclaw_dask.workflows.climate import (
     EBMParams,
     LatLonGrid,
@@ -244,11 +246,16 @@ def initial_store(path: str) -> Path:
     store = Path(path).expanduser().resolve()
     if (store / "final.zarr").is_dir():
         store = store / "final.zarr"
+    expected = "expected a run's final.zarr, or the run directory that holds it"
+    if store.exists() and not store.is_dir():  # run.json, or a file inside the store
+        above = store.parent
+        inside = above.name == "final.zarr" or (above / "final.zarr").is_dir()
+        hint = f"; did you mean '{os.path.dirname(path)}'?" if inside else ""
+        raise ValueError(f"{path}: a file, not a Zarr store or run directory; {expected}{hint}")
     if not store.is_dir():
         where = "" if Path(path).expanduser().is_absolute() else f" (here: {store})"
         raise ValueError(
-            f"{path}: no such Zarr store or run directory{where}; expected a run's final.zarr, "
-            "or the run directory that holds it"
+            f"{path}: no such Zarr store or run directory{where}; {expected}{_near_folder(path)}"
         )
     if not (store / "zarr.json").is_file() and not (store / ".zgroup").is_file():
         # said in workflow terms: zarr's own "No group found in store" named neither the run
@@ -260,6 +267,19 @@ def initial_store(path: str) -> Path:
             )
         raise ValueError(f"{path}: {_not_a_state(store)}")
     return store
+
+
+def _near_folder(path: str) -> str:
+    """``"; did you mean 'runs/x/2026...'?"`` for a folder beside the missing ``path`` whose
+    name is close to its own (a mistyped run id), else ``""``."""
+    written = path.rstrip("/")
+    folder, name = os.path.split(os.path.expanduser(written))
+    try:
+        folders = [entry.name for entry in os.scandir(folder or ".") if entry.is_dir()]
+    except OSError:
+        return ""
+    match = closest(name, folders)
+    return f"; did you mean '{os.path.join(os.path.dirname(written), match)}'?" if match else ""
 
 
 def _not_a_state(folder: Path) -> str:
