@@ -281,8 +281,8 @@ KEYS: tuple[Key, ...] = (
         "memory.per_thread_pool_size",
         OneOf((Choice(("auto",)), Size())),
         "auto",
-        "memory budget per worker thread: worker memory_limit = threads x this (252 MB or more; "
-        "not ssh)",
+        "memory budget per worker thread: worker memory_limit = threads x this (252 MB or more "
+        "a worker; not ssh)",
         "bytes",
     ),
     Key(
