@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -42,6 +43,27 @@ def test_grid_two_degrees_is_90_by_180_with_unit_total_area() -> None:
 def test_grid_refuses_resolutions_that_do_not_divide_180(bad: float) -> None:
     with pytest.raises(ValueError, match="resolution"):
         LatLonGrid(bad)
+
+
+@pytest.mark.parametrize(
+    ("bad", "near"),
+    [
+        (7.0, "7.2 or 6 (25 or 30 rows)"),
+        (0.7, "0.72 or 0.625 (250 or 288 rows)"),
+        (9.7, "10 or 9 (18 or 20 rows)"),
+        (100.0, "90 (2 rows)"),  # no coarser grid: two rows at least
+    ],
+)
+def test_a_resolution_that_does_not_divide_180_suggests_the_nearest_that_do(
+    bad: float, near: str
+) -> None:
+    """It said "use e.g. 0.5, 1, 2, 4, 5" whatever was asked: 7 got no 7.2 or 6."""
+    with pytest.raises(
+        ValueError, match=rf"does not divide 180°; did you mean {re.escape(near)}\?$"
+    ):
+        LatLonGrid(bad)
+    for suggested in near.partition(" (")[0].split(" or "):
+        LatLonGrid(float(suggested))  # each does
 
 
 def test_regrid_is_bilinear_periodic_in_longitude_and_the_identity_on_its_own_grid() -> None:

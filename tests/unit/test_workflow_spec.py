@@ -449,7 +449,8 @@ def test_ops_check_their_argument_values_before_anything_runs(tmp_path: Path) ->
     [problem] = [str(p) for p in info.value.problems]
     assert problem.startswith(f"{CLIMATE}:20: steps.forcing.with.resolution: resolution 7.0°")
     assert problem.endswith(
-        "does not divide 180°; use e.g. 0.5, 1, 2, 4, 5 (from params.resolution, set by --set)"
+        "does not divide 180°; did you mean 7.2 or 6 (25 or 30 rows)? "
+        "(from params.resolution, set by --set)"
     )
     # an iterative op's check_args (climate.ebm), on a value written in the file
     text = CLIMATE.read_text().replace("      years:", "      bands: -2\n      years:")

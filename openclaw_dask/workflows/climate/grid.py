@@ -20,6 +20,22 @@ import numpy as np
 __all__ = ["LatLonGrid", "idealized_land_mask"]
 
 
+def _nearest_resolutions(resolution: float) -> str:
+    """``"; did you mean 7.2 or 6 (25 or 30 rows)?"``: the nearest coarser and finer
+    resolutions that divide 180° with at most three decimals (180° / n for the n that divide
+    180,000)."""
+    rows = 180.0 / resolution
+    tidy = [n for n in range(2, 180_001) if 180_000 % n == 0]
+    coarser = [n for n in tidy if n < rows][-1:]
+    finer = [n for n in tidy if n > rows][:1]
+    near = coarser + finer
+    return (
+        "; did you mean "
+        + " or ".join(f"{180 / n:g}" for n in near)
+        + f" ({' or '.join(map(str, near))} rows)?"
+    )
+
+
 @dataclass(frozen=True)
 class LatLonGrid:
     """A regular lat-lon grid with cell centres, resolution in degrees.
@@ -44,7 +60,8 @@ class LatLonGrid:
         nlat = round(180.0 / self.resolution)
         if nlat < 2 or abs(nlat * self.resolution - 180.0) > 1e-9:
             raise ValueError(
-                f"resolution {self.resolution!r}° does not divide 180°; use e.g. 0.5, 1, 2, 4, 5"
+                f"resolution {self.resolution!r}° does not divide 180°"
+                + _nearest_resolutions(self.resolution)
             )
 
     # -- sizes ------------------------------------------------------------------------------
