@@ -3,7 +3,8 @@
 Every run has a directory ``runs/<workflow>/<run id>/`` holding the outputs, ``run.json`` (the
 resolved config and its hash, versions, hardware, the cluster as it really ran, per-step wall
 time, task counts, bytes written, output checksums and the status) and Dask's
-``performance-report.html`` (unless switched off: rendering it costs 0.1-0.5 s here).
+``performance-report.html`` (unless switched off: rendering it costs 0.3-0.7 s here, 1.3 s
+on a 2 GHz core).
 ``run.json`` is rewritten after every step and every checkpoint, so an interrupted or killed
 run leaves a true record behind, and ``--resume`` continues it (with the parameters and
 result-relevant config it was started with: :mod:`~openclaw_dask.workflows.resume`): steps
@@ -975,7 +976,7 @@ def run_workflow(
     report
         Write Dask's ``performance-report.html`` into the run directory (a resumed attempt
         writes ``performance-report-<attempt>.html`` beside an earlier attempt's). Rendering
-        it costs 0.1-0.5 s on the scheduler (bokeh); ``False`` skips it (``submit
+        it costs 0.3-0.7 s on the scheduler (bokeh); ``False`` skips it (``submit
         --no-report``) for short runs. ``None``: a new run writes one, a resume does as the
         run it continues did.
 

@@ -12,9 +12,9 @@ the state at the same sync points (what a careful user writes to keep the graph 
 engine adds checkpoints, the run record with checksums, progress tracking and the worker
 checks on top.
 
-``submit`` writes Dask's ``performance_report`` by default, 0.1-1 s of bokeh rendering on the
-scheduler whatever the run's size (0.1-0.5 s measured on the 2-core VM). So the engine is
-compared like for like twice: with the report against plain Dask inside
+``submit`` writes Dask's ``performance_report`` by default, bokeh rendering on the scheduler
+whatever the run's size (0.3-0.7 s measured on the 2-core VMs, 1.3 s on a 2 GHz core). So the
+engine is compared like for like twice: with the report against plain Dask inside
 ``distributed.performance_report``, and with ``--no-report`` against bare plain Dask. Default
 ``submit`` against bare plain Dask is reported too (no goal): that is the report's price on a
 run this short.
