@@ -470,6 +470,27 @@ def test_ops_check_their_argument_values_before_anything_runs(tmp_path: Path) ->
     )
 
 
+def test_a_grid_whose_forcing_cannot_fit_this_machine_is_refused(tmp_path: Path) -> None:
+    """``climate.yaml``'s ``params.resolution`` has a ``min``; a workflow that writes the
+    forcing step's ``resolution:`` itself has none, and 0.001° failed in the forcing step,
+    after the cluster started: "MemoryError: Unable to allocate 60.3 GiB"."""
+    from openclaw_dask.config.hardware import detect_hardware
+
+    memory = detect_hardware().memory
+    if memory >= 180_000 * 360_000 * 9:
+        pytest.skip("this machine holds a 0.001° grid's forcing")
+    fine = CLIMATE.read_text().replace('resolution: "${params.resolution}"', "resolution: 0.001")
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, fine))
+    [problem] = [str(p) for p in info.value.problems]
+    assert problem.endswith(
+        ":20: steps.forcing.with.resolution: the 0.001° grid has 180,000 x 360,000 cells, "
+        "whose land mask and heat capacity alone take 543.1 GiB, more than this machine's "
+        f"{memory / 2**30:.1f} GiB; use a coarser grid"
+    )
+    load_workflow(CLIMATE, {"resolution": "0.1"})  # the finest climate.yaml allows: 0.03 GiB
+
+
 def _run_dir(folder: Path, workflow: str, status: str) -> Path:
     folder.mkdir()
     record = {"workflow": {"name": workflow}, "status": status}

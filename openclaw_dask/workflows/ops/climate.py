@@ -137,12 +137,33 @@ def _placed(client: Any, field: np.ndarray, bands: tuple[int, ...]) -> da.Array:
     return placed
 
 
+#: Bytes a cell of the grid the forcing step surely holds at once, in the submitting process:
+#: the land mask (bool) and the heat capacity (float64). A lower bound: its temporaries, the
+#: model's state and the workers' copies come on top.
+FORCING_BYTES_PER_CELL = 9
+
+
 def _check_forcing(args: Mapping[str, Any]) -> dict[str, str]:
-    """The grid must exist: a resolution that divides 180° (what :class:`LatLonGrid` checks)."""
+    """The grid must exist: a resolution that divides 180° (what :class:`LatLonGrid` checks),
+    and its forcing fields fit this machine's memory (a workflow that writes ``resolution:``
+    itself skips ``climate.yaml``'s ``min``: 0.001° failed in the forcing step, after the
+    cluster started, "Unable to allocate 60.3 GiB")."""
     try:
-        LatLonGrid(float(args.get("resolution", 2.0)))
+        grid = LatLonGrid(float(args.get("resolution", 2.0)))
     except (TypeError, ValueError) as exc:
         return {"resolution": str(exc)}
+    held = grid.size * FORCING_BYTES_PER_CELL
+    if held > 2**30:  # only then ask the machine (0.1 s)
+        from openclaw_dask.config.hardware import detect_hardware
+
+        memory = detect_hardware().memory
+        if held > memory:
+            return {
+                "resolution": f"the {grid.resolution:g}° grid has {grid.nlat:,} x "
+                f"{grid.nlon:,} cells, whose land mask and heat capacity alone take "
+                f"{held / 2**30:,.1f} GiB, more than this machine's {memory / 2**30:.1f} GiB; "
+                "use a coarser grid"
+            }
     return {}
 
 
