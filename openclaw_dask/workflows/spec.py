@@ -67,6 +67,7 @@ from openclaw_dask.config.yamlsource import (
 from openclaw_dask.workflows.registry import (
     OpError,
     OpInfo,
+    RunFacts,
     modules_beside,
     resolve_op,
     shipped_module,
@@ -525,8 +526,6 @@ def run_problems(workflow: Workflow, config: Any) -> list[Problem]:
     file), before the dry run's plan, the run directory and the cluster. Each problem is at
     the line of its argument, as :func:`load_workflow`'s are.
     """
-    from openclaw_dask.workflows.registry import RunFacts
-
     facts = RunFacts(config, workflow.steps)
     problems = []
     for step in workflow.order:

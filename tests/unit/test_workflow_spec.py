@@ -605,6 +605,10 @@ op_with_a_broken_check.__openclaw_op__ = OpInfo(  # type: ignore[attr-defined]
 )
 
 
+def op_with_a_broken_run_check(ctx: Any, *, size: int = 1) -> dict[str, Any]:
+    return {}
+
+
 def test_a_broken_argument_check_is_one_problem_not_a_crash(tmp_path: Path) -> None:
     op = f"{__name__}:op_with_a_broken_check"
     text = f"name: x\nsteps:\n  a:\n    op: {op}\n    with: {{size: 2}}\n    outputs: [out.zarr]\n"
@@ -612,6 +616,23 @@ def test_a_broken_argument_check_is_one_problem_not_a_crash(tmp_path: Path) -> N
         load_workflow(write(tmp_path, text))
     [problem] = [str(p) for p in info.value.problems]
     assert problem.endswith(":5: steps.a.with: op " + op + "'s argument check failed: checker bug")
+
+
+op_with_a_broken_run_check.__openclaw_op__ = OpInfo(  # type: ignore[attr-defined]
+    f"{__name__}:op_with_a_broken_run_check",
+    op_with_a_broken_run_check,
+    False,
+    ("out",),
+    check_run=lambda args, run: _breaks(args),
+)
+
+
+def test_a_broken_run_check_is_one_problem_not_a_crash(tmp_path: Path) -> None:
+    op = f"{__name__}:op_with_a_broken_run_check"
+    text = f"name: x\nsteps:\n  a:\n    op: {op}\n    with: {{size: 2}}\n    outputs: [out.zarr]\n"
+    config = load_config(use_search_path=False)
+    [problem] = [str(p) for p in run_problems(load_workflow(write(tmp_path, text)), config)]
+    assert problem.endswith(":5: steps.a.with: op " + op + "'s run check failed: checker bug")
 
 
 def test_climate_bands_that_the_grid_and_batch_size_refuse_are_said_in_workflow_terms() -> None:
