@@ -1052,6 +1052,7 @@ def run_workflow(
             # directory is made and in the dry run too
             raise ConfigError([attach_refusal(cfg, theirs["hash"], theirs.get("values"))])
     plan = plan_cluster(cfg, backend=backend)
+    plan.unapplied += host_ops_note(workflow, plan)
     summary = {
         "workflow": workflow.name,
         "order": list(workflow.order),
@@ -1233,6 +1234,32 @@ def run_workflow(
             finally:
                 held.close()  # also when the record cannot be saved (a full disk)
     return record
+
+
+def host_ops_note(workflow: Workflow, plan: ClusterPlan) -> list[str]:
+    """What a CUDA cluster does to a workflow's built-in ops: they compute on the host.
+
+    A CUDA cluster runs one worker per GPU with ``gpu.stream_count`` threads, so the built-in
+    ops (the climate model's included) get that many CPU threads in all instead of every core,
+    and nothing said so but the README. Said with the settings not applied (submit prints it).
+    A user op's device is its own: not counted.
+    """
+    if plan.backend != "cuda":
+        return []
+    host = [
+        name
+        for name, step in workflow.steps.items()
+        if (getattr(step.info.target, "__module__", "") or "").startswith("openclaw_dask.")
+    ]
+    if not host:
+        return []
+    layout = plan.layout
+    threads = layout.get("processes", 0) * layout.get("threads_per_worker", 0)
+    return [
+        f"step(s) {', '.join(host)} compute on the CPU: this CUDA cluster runs them on its "
+        f"{threads} worker thread(s) (gpu.stream_count per GPU), not on every core; leave "
+        "gpu.devices empty (or --backend local) to give them all cores"
+    ]
 
 
 def _attached_note(client: Any, plan: ClusterPlan, cfg: Config) -> str:
