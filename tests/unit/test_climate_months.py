@@ -1,0 +1,82 @@
+"""Months of the climate model: which steps a monthly mean averages, whatever the windows.
+
+A model year of ``n`` steps (365 at 10°, 2239 at 4°) rarely divides by 12: step ``k`` of a year
+belongs to month ``floor(12 k / n)``. ``climate.ebm`` averages each month over exactly those
+steps, however the runner cuts the run into ``distributed.sync_interval`` windows (a month's sum
+travels in the state), and :func:`~openclaw_dask.workflows.climate.monthly_means` groups a
+per-step series the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import dask
+import numpy as np
+import pytest
+
+from openclaw_dask.config import load_config
+from openclaw_dask.workflows.climate import advance_band, monthly_means
+from openclaw_dask.workflows.context import StepContext
+from openclaw_dask.workflows.ops.climate import EnergyBalanceModel, forcing
+
+
+def _month_of(step: int, steps_per_year: int) -> int:
+    return 12 * (step % steps_per_year) // steps_per_year
+
+
+@pytest.mark.parametrize("steps_per_year", [13, 25, 365, 2239])
+def test_monthly_means_group_the_steps_of_each_month(steps_per_year: int) -> None:
+    n = steps_per_year
+    steps = np.arange(2 * n, dtype=np.float64)
+    months = monthly_means(steps[:, None], n)[..., 0]
+    assert months.shape == (2, 12)
+    for year in range(2):
+        for month in range(12):
+            own = [k for k in range(year * n, (year + 1) * n) if _month_of(k, n) == month]
+            assert months[year, month] == np.mean(own), (year, month)
+
+
+def _model(tmp_path: Path) -> tuple[EnergyBalanceModel, np.ndarray]:
+    """``climate.ebm`` for one recorded year at 10° (365 steps, months of 30 and 31 steps),
+    run without a cluster, and its forcing's heat capacity."""
+    config = load_config(None, use_search_path=False)
+    made = forcing(StepContext("forcing", config, None, tmp_path, {}), resolution=10.0)
+    inputs = {"forcing": {"forcing": made["forcing"]}}
+    ctx = StepContext("simulate", config, None, tmp_path, {}, inputs)
+    model = EnergyBalanceModel(ctx, years=1, spinup_years=0)
+    return model, np.asarray(made["forcing"]["heat_capacity"].values)
+
+
+def _monthly(model: EnergyBalanceModel, window: int) -> np.ndarray:
+    """The monthly means of a run cut into windows of ``window`` steps, as the runner cuts it
+    (each window persisted before the next)."""
+    state = model.initial_state()
+    months, s = [], 0
+    while s < model.total_steps:
+        n = min(window, model.total_steps - s)
+        state, records = model.advance(state, s, n)
+        state, records = dask.persist(state, records, scheduler="sync")
+        if records:
+            months.append(records["monthly"]["T"].values)
+        s += n
+    return np.concatenate(months)
+
+
+def test_monthly_means_are_the_months_steps_however_the_windows_cut_them(tmp_path: Path) -> None:
+    model, capacity = _model(tmp_path)
+    assert model.spy == 365 and model.total_steps == 365
+    whole = _monthly(model, model.total_steps)
+    assert whole.shape == (12, *model.grid.shape)
+    # windows of 100 steps end inside months 3, 6 and 9: the month's sum carries over
+    assert np.array_equal(_monthly(model, 100), whole)
+    # each month is the mean of the temperatures after each of its own steps, no more, no less
+    T = model.initial_state()["T"].values
+    for month in range(12):
+        first, stop = (math.ceil(m * model.spy / 12) for m in (month, month + 1))
+        assert {_month_of(k, model.spy) for k in range(first, stop)} == {month}
+        T, total = advance_band(
+            T, capacity, model.params, model.grid, 0, first, stop - first, accumulate=True
+        )
+        assert np.array_equal(whole[month], total / (stop - first)), month
