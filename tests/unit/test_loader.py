@@ -415,6 +415,16 @@ def test_nothing_after_the_equals_sign_says_so(write_config: Any, key: str, expe
     assert load_config(write_config(""), ["cluster.interface="])["cluster.interface"] is None
 
 
+def test_a_set_value_may_hold_an_equals_sign() -> None:
+    """``KEY=VALUE`` splits at the first ``=``: a preload's ``--flag=value`` stays one value."""
+    sets = ["dask.distributed.worker.preload-argv=[--openclaw-config=/etc/node.config]"]
+    config = load_config(None, sets, use_search_path=False)
+    worker = config["dask"]["distributed"]["worker"]
+    assert worker == {"preload-argv": ["--openclaw-config=/etc/node.config"]}
+    with_overrides = load_config(None, use_search_path=False).with_overrides(sets)
+    assert with_overrides["dask"] == config["dask"]
+
+
 def test_a_key_set_twice_keeps_the_last_and_says_so(write_config: Any) -> None:
     # the first value was dropped without a word
     sets = ["distributed.sync_interval=4", "storage.level=5", "distributed.sync_interval=2"]
