@@ -168,6 +168,16 @@ def test_pin_compact_and_scatter_on_two_numa_nodes() -> None:
     assert pin_cores("compact", [0, 1], {0: [0, 1]}, 3, 1) == [[0], [1], [0]]
 
 
+def test_pinning_follows_numa_nodes_whose_cores_are_numbered_alternately() -> None:
+    """Two-socket machines often number cores round-robin over the sockets (node 0 even,
+    node 1 odd): compact keeps each worker on one node, scatter spreads workers over both."""
+    numa = {0: [0, 2, 4, 6], 1: [1, 3, 5, 7]}
+    pool = list(range(8))
+    assert pin_cores("compact", pool, numa, 2, 4) == [[0, 2, 4, 6], [1, 3, 5, 7]]
+    assert pin_cores("compact", pool, numa, 4, 2) == [[0, 2], [4, 6], [1, 3], [5, 7]]
+    assert pin_cores("scatter", pool, numa, 4, 2) == [[0, 2], [1, 3], [4, 6], [5, 7]]
+
+
 def test_affinity_in_plan() -> None:
     p = plan(
         "parallel.thread_affinity=scatter",
@@ -310,6 +320,23 @@ def test_cuda_all_devices_and_nvlink() -> None:
     assert kw["protocol"] == "ucx" and kw["enable_tcp_over_ucx"] is True
     assert kw["enable_nvlink"] is True and kw["enable_infiniband"] is True
     assert kw["enable_rdmacm"] is True
+
+
+def test_cuda_nccl_alias_turns_nvlink_on() -> None:
+    """The seed's ``nccl`` names are UCX with NVLink, as the plan's note says: on GPUs that is
+    ``enable_nvlink`` for LocalCUDACluster, not only the ``distributed-ucxx`` switch."""
+    for alias in ("nccl", "nccl-style"):
+        sets = ("gpu.devices=all", f"distributed.communication_backend={alias}")
+        p = plan(*sets, hw=make_hardware(gpus=2))
+        kw = p.cluster_kwargs
+        assert p.backend == "cuda" and kw["protocol"] == "ucx", alias
+        assert kw["enable_nvlink"] is True and kw["enable_tcp_over_ucx"] is True, alias
+        assert p.dask_config["distributed-ucxx.nvlink"] is True, alias
+        assert any("with NVLink (enable_nvlink)" in n for n in p.notes), alias
+    plain = plan(
+        "gpu.devices=all", "distributed.communication_backend=ucx", hw=make_hardware(gpus=2)
+    )
+    assert plain.cluster_kwargs["enable_nvlink"] is False
 
 
 def test_cuda_plan_without_gpu_or_dask_cuda() -> None:
