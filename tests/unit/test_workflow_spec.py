@@ -549,6 +549,7 @@ def test_an_initial_state_path_that_is_a_file_or_mistyped_says_so(tmp_path: Path
         assert problem == f"{where}{said} (from params.initial, set by --set)"
 
 
+@pytest.mark.filterwarnings("error")  # a store without consolidated metadata: xarray warned
 def test_an_initial_state_must_be_finite_and_cover_the_sphere(tmp_path: Path) -> None:
     """A NaN cell spread over the globe and the run completed with NaN everywhere (exit 0);
     a field over part of the sphere was extended by its edge rows and columns, silently."""
@@ -559,7 +560,9 @@ def test_an_initial_state_must_be_finite_and_cover_the_sphere(tmp_path: Path) ->
     def store(name: str, field: np.ndarray, lat: Any = grid.lat, lon: Any = grid.lon) -> Path:
         path = tmp_path / name / "final.zarr"
         temperature = xr.DataArray(field, dims=("lat", "lon"), attrs={"units": "degC"})
-        xr.Dataset({"T": temperature}, coords={"lat": lat, "lon": lon}).to_zarr(path)
+        xr.Dataset({"T": temperature}, coords={"lat": lat, "lon": lon}).to_zarr(
+            path, consolidated=False
+        )
         return path.parent  # the run directory that holds it
 
     warm = np.full(grid.shape, 10.0)

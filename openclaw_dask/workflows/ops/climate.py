@@ -336,7 +336,9 @@ def initial_field(path: str) -> xr.DataArray:
     """
     store = initial_store(path)
     try:
-        T = xr.open_zarr(store)["T"]
+        # not consolidated: a user's store may have no consolidated metadata (xarray then
+        # warns on the terminal), and T, lat and lon are three small reads anyway
+        T = xr.open_zarr(store, consolidated=False)["T"]
     except (KeyError, OSError, ValueError) as exc:
         raise ValueError(f"{store}: not a climate run's final state (T(lat, lon)): {exc}") from None
     lat, lon = (T[c].values if c in T.coords else None for c in ("lat", "lon"))
