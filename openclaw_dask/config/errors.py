@@ -132,17 +132,22 @@ def not_a_file(path: str, shown: str | None = None) -> str:
     return f"file not found: {name}{nearby(path, name)}"
 
 
-def nearby(path: str, shown: str | None = None) -> str:
+def nearby(path: str, shown: str | None = None, folders: bool = False) -> str:
     """``"; did you mean 'dir/name'?"`` for a file beside the missing ``path`` whose name is
     close to its own (``climat.yaml``, ``openclaw.conf``), else ``""``. Folders are not
-    suggested: a file was asked for.
+    suggested, a file was asked for; with ``folders``, only folders are (a mistyped run id).
 
     ``shown`` is how the message names ``path``; the suggestion keeps its folder part as
     written. A folder that cannot be listed suggests nothing.
     """
-    folder, name = os.path.split(os.path.expanduser(path))
+    shown = (shown or path).rstrip("/") if folders else shown
+    folder, name = os.path.split(os.path.expanduser(path.rstrip("/") if folders else path))
     try:
-        siblings = [entry.name for entry in os.scandir(folder or ".") if entry.is_file()]
+        siblings = [
+            entry.name
+            for entry in os.scandir(folder or ".")
+            if (entry.is_dir() if folders else entry.is_file())
+        ]
     except OSError:
         return ""
     match = closest(name, siblings)

@@ -31,7 +31,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from openclaw_dask.config.errors import closest
+from openclaw_dask.config.errors import nearby
 from openclaw_dask.workflows.climate import (
     EBMParams,
     LatLonGrid,
@@ -276,7 +276,8 @@ def initial_store(path: str) -> Path:
     if not store.is_dir():
         where = "" if Path(path).expanduser().is_absolute() else f" (here: {store})"
         raise ValueError(
-            f"{path}: no such Zarr store or run directory{where}; {expected}{_near_folder(path)}"
+            f"{path}: no such Zarr store or run directory{where}; {expected}"
+            + nearby(path, folders=True)
         )
     if not (store / "zarr.json").is_file() and not (store / ".zgroup").is_file():
         # said in workflow terms: zarr's own "No group found in store" named neither the run
@@ -288,19 +289,6 @@ def initial_store(path: str) -> Path:
             )
         raise ValueError(f"{path}: {_not_a_state(store)}")
     return store
-
-
-def _near_folder(path: str) -> str:
-    """``"; did you mean 'runs/x/2026...'?"`` for a folder beside the missing ``path`` whose
-    name is close to its own (a mistyped run id), else ``""``."""
-    written = path.rstrip("/")
-    folder, name = os.path.split(os.path.expanduser(written))
-    try:
-        folders = [entry.name for entry in os.scandir(folder or ".") if entry.is_dir()]
-    except OSError:
-        return ""
-    match = closest(name, folders)
-    return f"; did you mean '{os.path.join(os.path.dirname(written), match)}'?" if match else ""
 
 
 def _not_a_state(folder: Path) -> str:
