@@ -501,6 +501,30 @@ def test_fingerprint_covers_node_relevant_keys_only(write_config: Any) -> None:
     assert "distributed.sync_interval" in base.fingerprint()[1]
 
 
+def test_fingerprint_changes_with_every_node_relevant_key(write_config: Any) -> None:
+    """Each key a worker must agree on (the whole storage section too) changes the hash; keys
+    of where and how wide a cluster runs do not."""
+    base = load_config(write_config(""))
+    relevant = {
+        "parallel__deterministic_mode": True,
+        "distributed__sync_interval": 50,
+        "distributed__batch_size": 4,
+        "distributed__compression": "zstd",
+        "distributed__compression_level": 5,
+        "memory__allocator": "jemalloc",
+        "storage__codec": "lz4",
+        "storage__level": 5,
+        "storage__shuffle": "bit",
+    }
+    for name, value in relevant.items():
+        changed = base.with_values(**{name: value})
+        assert changed.fingerprint()[0] != base.fingerprint()[0], name
+        assert name.replace("__", ".") in base.fingerprint()[1], name
+    shape = {"parallel__processes": 1, "parallel__thread_pool_size": 1, "cluster__interface": "lo"}
+    for name, value in shape.items():
+        assert base.with_values(**{name: value}).fingerprint() == base.fingerprint(), name
+
+
 def test_result_fingerprint_leaves_out_how_a_run_goes(write_config: Any) -> None:
     base = load_config(write_config(""))
     # every node must agree on the allocator and transport compression, but results do not
