@@ -15,8 +15,9 @@ from distributed import get_worker
 
 from openclaw_dask.config import ConfigError, detect_hardware, load_config
 from openclaw_dask.runtime import inspect_workers, memory_compact, refused_workers, start_cluster
-from openclaw_dask.runtime.cluster import cluster_gone
+from openclaw_dask.runtime.cluster import cluster_gone, verify_cluster
 from openclaw_dask.runtime.plugins import numerics_kind
+from openclaw_dask.translate import plan_cluster
 from openclaw_dask.translate.plan import QUIET_MONITORS
 
 BASE = ["cluster.dashboard_address=127.0.0.1:0"]
@@ -77,6 +78,26 @@ def test_a_site_preload_in_the_dask_section_leaves_the_pinning_in_force(tmp_path
         assert pinned(client) == {"0": [0], "1": [1]}
         ran = client.run(lambda dask_worker: getattr(dask_worker, "site_preloaded", False))
         assert list(ran.values()) == [True, True]
+
+
+def test_a_thread_pinned_unlike_its_worker_is_refused_though_the_cores_add_up() -> None:
+    """The check reads every thread's mask: one thread on core 0 of a worker planned on
+    [0, 1] leaves the union of the masks as planned, and is still refused."""
+    if len(detect_hardware().usable_cores) < 2:
+        pytest.fail("this test needs 2 usable cores")
+    sets = [*BASE, "parallel.thread_affinity=compact", "parallel.processes=1"]
+    sets.append("parallel.thread_pool_size=2")
+    config = load_config(None, sets)
+    plan = plan_cluster(config)
+    assert plan.layout["affinity"] == [[0, 1]]
+    with start_cluster(config) as client:
+        assert verify_cluster(client, plan, config) == []
+        # client.run calls this in the worker's event-loop thread: only that thread moves
+        client.run(lambda: os.sched_setaffinity(0, [0]))
+        [facts] = inspect_workers(client).values()
+        assert facts["affinity"] == [0, 1] and not facts["threads_pinned_alike"]
+        with pytest.raises(ConfigError, match=r"parallel\.thread_affinity: worker .* planned"):
+            verify_cluster(client, plan, config)
 
 
 def test_unpinned_workers_use_every_core() -> None:
