@@ -91,3 +91,17 @@ def test_ice_edge_interpolates_per_hemisphere() -> None:
     assert ice_edge_latitude(profile, lat, threshold=-100.0) == pytest.approx(
         (math.nan, math.nan), nan_ok=True
     )
+
+
+@pytest.mark.parametrize("nlat", [90, 91])
+def test_an_ice_edge_next_to_the_equator_is_found_in_either_hemisphere(nlat: int) -> None:
+    """Ice everywhere but the rows at the equator (a nearly snowball climate): each hemisphere
+    reads its own rows up to the equator, the middle row of an odd grid in both."""
+    lat = np.linspace(-89.0, 89.0, nlat)
+    near = np.abs(lat) < 1.5  # the row on each side of the equator (and the one on it)
+    profile = np.where(near, 0.0, -20.0)
+    south, north = ice_edge_latitude(profile, lat)
+    edge = np.abs(lat[~near]).min()  # the last ice rows, then -10 halfway to the next row
+    open_row = np.abs(lat[near]).max()
+    assert 0.0 < north < edge and north == pytest.approx((edge + open_row) / 2)
+    assert south == pytest.approx(-north, abs=1e-9)
