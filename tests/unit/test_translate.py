@@ -410,6 +410,9 @@ def test_ssh_spec_has_per_node_options() -> None:
     assert b["kwargs"]["host"] == "10.0.0.2"  # binds to the node's own address
     assert b["connect_options"] == {"port": 2222, "username": "bob"}
     assert b["remote_python"] == "/opt/py/bin/python"
+    # each node starts its workers with its own python, not the scheduler node's
+    nodes = load_config(None, [NODES], use_search_path=False)["distributed.nodes"]
+    assert a["remote_python"] == nodes[0]["python"] != b["remote_python"]
     for spec in workers.values():
         assert spec["cls"] == "openclaw_dask.runtime.ssh_process.Worker"
         assert set(spec["options"]["kwargs"]) - {"n_workers"} <= NANNY_PARAMS
