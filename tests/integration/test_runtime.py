@@ -329,6 +329,28 @@ def test_clock_skew_beyond_tolerance() -> None:
         assert client.submit(sum, [1]).result() == 1
 
 
+def test_clock_skew_is_compared_in_seconds_both_ways() -> None:
+    """A worker 300 ms off the scheduler (either way) is refused at the default 100 ms; 30 ms
+    is within it. The offsets are given to the check (no test can skew a clock here); the rest
+    of each worker's facts is read from the running worker."""
+    config = load_config(None, [*BASE, "parallel.processes=1"])
+    plan = plan_cluster(config)
+    assert config["distributed.clock_skew_tolerance"] == 0.1
+    with start_cluster(config) as client:
+        facts = inspect_workers(client)
+        for offset in (0.3, -0.3):
+            off = {a: {**f, "clock_offset": offset} for a, f in facts.items()}
+            said = r"worker .* clock is 300 ms off the scheduler's \(tolerance 100 ms\)"
+            with pytest.raises(ConfigError, match=said):
+                verify_cluster(client, plan, config, off)
+        near = {a: {**f, "clock_offset": 0.03} for a, f in facts.items()}
+        assert verify_cluster(client, plan, config, near) == []
+        warn = config.with_values(distributed__clock_skew_action="warn")
+        off = {a: {**f, "clock_offset": 0.3} for a, f in facts.items()}
+        [warning] = verify_cluster(client, plan, warn, off)
+        assert "300 ms off" in warning
+
+
 def test_unreachable_scheduler_is_bad_input() -> None:
     """Nothing listens there: said so after one retrying window (10 s), where the client's own
     retries then took as long again (20 s)."""
