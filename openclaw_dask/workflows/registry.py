@@ -139,6 +139,12 @@ class OpInfo:
         slot = params[1 if self.iterative else 0 : 2 if self.iterative else 1]
         return slot[0].name if slot and slot[0].kind is not slot[0].VAR_POSITIONAL else None
 
+    @property
+    def builtin(self) -> bool:
+        """Whether the op is one of the package's own (they compute on the host)."""
+        module = getattr(self.target, "__module__", None) or ""
+        return module.partition(".")[0] == "openclaw_dask"
+
     @functools.cached_property
     def code(self) -> str | None:
         """A hash of a user op's source: its function, or its class with every method.
@@ -149,8 +155,7 @@ class OpInfo:
         since (the fix of a wrong result); only the op's own source counts, so fixing one op
         never runs the completed steps of the others in its module again.
         """
-        module = getattr(self.target, "__module__", None) or ""
-        if module.partition(".")[0] == "openclaw_dask":
+        if self.builtin:
             return None
         try:
             source = inspect.getsource(self.target)

@@ -1246,11 +1246,7 @@ def host_ops_note(workflow: Workflow, plan: ClusterPlan) -> list[str]:
     """
     if plan.backend != "cuda":
         return []
-    host = [
-        name
-        for name, step in workflow.steps.items()
-        if (getattr(step.info.target, "__module__", "") or "").startswith("openclaw_dask.")
-    ]
+    host = [name for name, step in workflow.steps.items() if step.info.builtin]
     if not host:
         return []
     layout = plan.layout
