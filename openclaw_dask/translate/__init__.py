@@ -18,7 +18,7 @@ from openclaw_dask.config.validate import check_hardware, check_threads, locate
 from openclaw_dask.translate.cuda import plan_cuda
 from openclaw_dask.translate.local import plan_local
 from openclaw_dask.translate.mpi import plan_mpi
-from openclaw_dask.translate.plan import ClusterPlan, worker_plugins
+from openclaw_dask.translate.plan import ClusterPlan, user_set, worker_plugins
 from openclaw_dask.translate.ssh import plan_ssh
 
 PLANNERS = {"local": plan_local, "cuda": plan_cuda, "ssh": plan_ssh, "mpi": plan_mpi}
@@ -99,7 +99,7 @@ def plan_cluster(
         ignored = [
             f"{key} ({config.sources[key]})"
             for key in sorted(config.values)
-            if key.startswith(WORKER_SHAPE) and config.sources.get(key, "default") != "default"
+            if key.startswith(WORKER_SHAPE) and user_set(config, key)
         ]
         if ignored:
             hint = "; `openclaw-dask cluster down` lets this config start its own"
