@@ -470,6 +470,39 @@ def test_ops_check_their_argument_values_before_anything_runs(tmp_path: Path) ->
     )
 
 
+def test_a_start_temperature_must_be_a_finite_number_above_absolute_zero(tmp_path: Path) -> None:
+    """``climate.ebm``'s ``initial_temperature`` was not checked, as an initial store's cells
+    are: -500 started a run below 0 K. The start profile's poles are its coldest cells."""
+    above = (
+        "expected a finite temperature whose start profile stays above absolute zero "
+        "(the poles start 13.33 K colder: above -259.817 degC),"
+    )
+    for given, said in (
+        ("-500", f"{above} got -500"),
+        ("-259.9", f"{above} got -259.9"),  # the poles at -273.23
+        (".nan", f"{above} got nan"),
+        ("'warm'", "expected float, got 'warm'"),  # the op's type, from its signature
+    ):
+        text = CLIMATE.read_text().replace(
+            "      years:", f"      initial_temperature: {given}\n      years:"
+        )
+        with pytest.raises(ConfigError) as info:
+            load_workflow(write(tmp_path, text))
+        [problem] = [str(p) for p in info.value.problems]
+        assert ":29: steps.simulate.with.initial_temperature: " in problem, problem
+        assert said in problem, problem
+    for fine in (
+        "-259.8",
+        "0",
+        "35.5",
+        "300",
+    ):  # -259.8: the poles at -273.13  # a cold or hot start, in degC
+        text = CLIMATE.read_text().replace(
+            "      years:", f"      initial_temperature: {fine}\n      years:"
+        )
+        load_workflow(write(tmp_path, text))
+
+
 def test_a_grid_whose_forcing_cannot_fit_this_machine_is_refused(tmp_path: Path) -> None:
     """``climate.yaml``'s ``params.resolution`` has a ``min``; a workflow that writes the
     forcing step's ``resolution:`` itself has none, and 0.001° failed in the forcing step,
@@ -571,7 +604,7 @@ def test_an_initial_state_must_be_finite_and_cover_the_sphere(tmp_path: Path) ->
     refused = {
         store("nan", nan): "T is NaN or infinite in 1 of 648 cells (first: nan at lat -55, "
         "lon 55); expected a finite value in every cell",
-        store("cold", cold): "T is below absolute zero in 1 of 648 cells (first: -300 at lat "
+        store("cold", cold): "T is at or below absolute zero in 1 of 648 cells (first: -300 at lat "
         "-85, lon 15)",
         store("south", warm[:9], lat=grid.lat[:9]): "T has 9 rows, from latitude -85 to -5; "
         "expected a field over the whole sphere (rows within one row spacing of each pole)",

@@ -261,6 +261,22 @@ def _check_bands(bands: int, nlat: int, batch_size: int, resolution: float) -> N
 SPINUP_YEARS = 20
 
 
+#: 0 K in degC: the model's temperatures (an initial store's cells, ``initial_temperature``) must
+#: lie above it.
+ABSOLUTE_ZERO = -273.15
+
+
+def start_profile(initial_temperature: float, sin_lat: np.ndarray) -> np.ndarray:
+    """The cold start's temperature (degC) at latitudes ``sin_lat``: ``initial_temperature``
+    as the global mean, warm at the equator and 20 K colder at the poles (the ice caps grow to
+    their equilibrium edge in the spin-up)."""
+    return initial_temperature + 20.0 * (1.0 / 3.0 - sin_lat**2)
+
+
+#: The lowest ``initial_temperature``: its start profile's poles are at absolute zero.
+COLDEST_START = ABSOLUTE_ZERO - float(start_profile(0.0, np.ones(1))[0])
+
+
 def initial_store(path: str) -> Path:
     """The absolute path of the ``final.zarr`` that ``path`` names (itself, or in a run
     directory); ``ValueError`` when there is none."""
@@ -374,7 +390,7 @@ def check_initial(path: str) -> None:
             "NaN or infinite",
             "a finite value in every cell (one NaN spreads over the globe)",
         ),
-        (values < -273.15, "below absolute zero", "degC above -273.15"),
+        (values <= ABSOLUTE_ZERO, "at or below absolute zero", f"degC above {ABSOLUTE_ZERO:g}"),
     ):
         if bad.any():
             j, i = np.argwhere(bad)[0]
@@ -418,6 +434,16 @@ class EnergyBalanceModel(IterativeOp):
                 problems[name] = f"expected an integer {expected}, got {value!r}"
                 if name == "years" and not wrong and value > most:  # type: ignore[operator]
                     problems[name] += " (the last year whose dates xarray decodes)"
+        start = args.get("initial_temperature", 10.0)
+        if isinstance(start, bool) or not isinstance(start, int | float):
+            problems["initial_temperature"] = f"expected a number (degC), got {start!r}"
+        elif not math.isfinite(start) or start <= COLDEST_START:
+            # the same bounds as an initial store's cells (check_initial), at the poles
+            problems["initial_temperature"] = (
+                "expected a finite temperature whose start profile stays above absolute zero "
+                f"(the poles start {COLDEST_START - ABSOLUTE_ZERO:.4g} K colder: above "
+                f"{COLDEST_START:.6g} degC), got {start!r}"
+            )
         if args.get("initial"):
             try:
                 check_initial(str(args["initial"]))
@@ -451,7 +477,13 @@ class EnergyBalanceModel(IterativeOp):
     ) -> None:
         super().__init__(ctx)
         refused = self.check_args(
-            {"years": years, "spinup_years": spinup_years, "bands": bands, "initial": initial}
+            {
+                "years": years,
+                "spinup_years": spinup_years,
+                "bands": bands,
+                "initial": initial,
+                "initial_temperature": initial_temperature,
+            }
         )
         if refused:  # called from Python, not through a checked workflow
             raise ValueError("; ".join(f"{k}: {v}" for k, v in refused.items()))
@@ -493,8 +525,7 @@ class EnergyBalanceModel(IterativeOp):
             source = initial_field(self.initial)
             T0 = regrid(source.values, source["lat"].values, source["lon"].values, self.grid)
         else:
-            # a warm, pole-cold start: the ice caps grow to their equilibrium edge in the spin-up
-            profile = self.initial_temperature + 20.0 * (1.0 / 3.0 - self.grid.sin_lat**2)
+            profile = start_profile(self.initial_temperature, self.grid.sin_lat)
             T0 = np.repeat(profile[:, None], self.grid.nlon, axis=1)
         return self._state(
             _placed(self.ctx.client, T0, self.bands),
