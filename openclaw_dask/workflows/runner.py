@@ -228,20 +228,43 @@ def output_damage(step: StepSpec, recorded: Mapping[str, Any], run_dir: Path) ->
     return zarrio.manifest_damage(run_dir, files) if isinstance(files, dict) else None
 
 
+def completed_steps(record: Mapping[str, Any]) -> set[str]:
+    """The steps a run's ``record`` says completed (none for a new run's empty record)."""
+    steps = record.get("steps")
+    if not isinstance(steps, Mapping):
+        return set()
+    return {
+        name
+        for name, step in steps.items()
+        if isinstance(step, Mapping) and step.get("status") == "completed"
+    }
+
+
+def skipped_steps(
+    workflow: Workflow, config: Config, record: Mapping[str, Any], run_dir: Path
+) -> set[str]:
+    """The steps a resume of the run in ``run_dir`` is sure to skip: :func:`done_before`, and
+    every step they need skipped too (one that runs again may give them other inputs)."""
+    skipped: set[str] = set()
+    steps = record.get("steps", {})
+    for name in workflow.order:  # (needs come first)
+        step = workflow.steps[name]
+        fingerprint = step_fingerprint(step, record, config)
+        if all(need in skipped for need in step.needs) and done_before(
+            step, steps.get(name, {}), fingerprint, record, config, run_dir
+        ):
+            skipped.add(name)
+    return skipped
+
+
 def nothing_left(
     workflow: Workflow, config: Config, record: Mapping[str, Any], run_dir: Path
 ) -> bool:
     """Whether a resume of the run in ``run_dir`` (its ``record``) has nothing to run: the run
     completed, and every step would be skipped (:func:`done_before`)."""
-    if record.get("status") != "completed":
-        return False
-    steps = record.get("steps", {})
-    for name in workflow.order:
-        step = workflow.steps[name]
-        fingerprint = step_fingerprint(step, record, config)
-        if not done_before(step, steps.get(name, {}), fingerprint, record, config, run_dir):
-            return False
-    return True
+    return record.get("status") == "completed" and skipped_steps(
+        workflow, config, record, run_dir
+    ) == set(workflow.order)
 
 
 def resume_plan(
@@ -1023,8 +1046,11 @@ def run_workflow(
     _, param_overrides = split_overrides(overrides)
     problems: list[Problem] = []
     workflow = cfg = None
+    # the steps a resume skips: their values were checked when the run started (see
+    # load_workflow's `settled`); first those recorded completed, then those sure to be skipped
+    settled = completed_steps(previous)
     try:
-        workflow = load_workflow(path, param_overrides, given=overrides)
+        workflow = load_workflow(path, param_overrides, given=overrides, settled=settled)
     except ConfigError as exc:
         problems += exc.problems
     try:  # the config is checked even when the workflow is bad: every problem at once
@@ -1034,7 +1060,12 @@ def run_workflow(
         problems += exc.problems
     if problems or workflow is None or cfg is None:
         raise ConfigError(problems)
-    problems = run_problems(workflow, cfg)  # the ops' checks that need the config too
+    if resume is not None:
+        sure = skipped_steps(workflow, cfg, previous, resume_path)
+        if sure != settled:  # a completed step that runs again (changed, damaged, or after one
+            settled = sure  # that runs) has its values checked
+            workflow = load_workflow(path, param_overrides, given=overrides, settled=settled)
+    problems = run_problems(workflow, cfg, settled)  # the ops' checks that need the config too
     if problems:
         raise ConfigError(problems)
     if resume is not None:

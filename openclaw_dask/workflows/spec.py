@@ -41,7 +41,7 @@ import inspect
 import math
 import re
 import typing
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import UnionType
@@ -455,6 +455,7 @@ def _check_args(
     raw: dict[str, Any],
     sources: Mapping[str, str],
     unresolved: bool = False,
+    settled: bool = False,
 ) -> None:
     """Argument names against the op's signature, scalar types against its annotations, then
     the values by the op's own check.
@@ -462,6 +463,8 @@ def _check_args(
     ``raw`` holds the arguments before substitution and ``sources`` where each parameter's
     value came from, so a refused value set by ``--set params.x=...`` says so. ``unresolved``:
     the arguments hold a reference that could not be resolved, so their values are not checked.
+    ``settled``: the step completed in the run being resumed, and the resume skips it; the op's
+    own check is not asked (see :func:`load_workflow`).
     """
 
     params = info.parameters
@@ -499,7 +502,7 @@ def _check_args(
         for name, value in args.items()
         if name in hints and (problem := _type_problem(hints[name], value))
     }
-    if not refused and info.check is not None:  # the op's own check expects the types right
+    if not refused and info.check is not None and not settled:  # it expects the types right
         try:
             refused = dict(info.check(args))
         except Exception as exc:  # a user op's checker that breaks must not hide the workflow
@@ -519,18 +522,19 @@ def _origin(raw: Any, sources: Mapping[str, str]) -> str:
     return f" (from params.{ref.group(1)}{set_by})"
 
 
-def run_problems(workflow: Workflow, config: Any) -> list[Problem]:
+def run_problems(workflow: Workflow, config: Any, settled: Collection[str] = ()) -> list[Problem]:
     """What the ops' ``check_run`` refuse, given the run's ``config`` and the other steps.
 
     Called once the config is loaded (the workflow is read first: it may name the config
     file), before the dry run's plan, the run directory and the cluster. Each problem is at
-    the line of its argument, as :func:`load_workflow`'s are.
+    the line of its argument, as :func:`load_workflow`'s are. The ``settled`` steps, which a
+    resume skips, are not checked (as in :func:`load_workflow`).
     """
     facts = RunFacts(config, workflow.steps)
     problems = []
     for step in workflow.order:
         spec = workflow.steps[step]
-        if spec.info.check_run is None:
+        if spec.info.check_run is None or step in settled:
             continue
         path = f"steps.{step}.with"
         try:
@@ -668,6 +672,7 @@ def load_workflow(
     path: str | Path,
     params: Mapping[str, Any] | None = None,
     given: Sequence[str] | None = None,
+    settled: Collection[str] = (),
 ) -> Workflow:
     """Read and check a workflow file.
 
@@ -681,6 +686,11 @@ def load_workflow(
         The ``--set`` items as typed, in order (``params`` holds the last of each): a parameter
         given more than once says so in its source
         (:func:`~openclaw_dask.config.loader.set_source`).
+    settled
+        Steps that a resume skips (they completed, as they are): their arguments' names and
+        types are checked, not their values by the op's own check. Those passed when the run
+        started, and a check of what lies outside the run (another run's state that a
+        climate step started from, deleted since) would refuse to finish the run.
 
     Returns
     -------
@@ -820,7 +830,7 @@ def load_workflow(
         )
         if info is not None:
             # a malformed reference was said above; its text is not a value to type-check
-            _check_args(chk, path, resolved_args, info, args, sources, malformed)
+            _check_args(chk, path, resolved_args, info, args, sources, malformed, step in settled)
             if all(n in steps_raw for n in needs):  # else the unknown need is the problem
                 _check_step_args(chk, path, resolved_args, info, needs)
         steps[step] = StepSpec(

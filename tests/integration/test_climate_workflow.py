@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -305,3 +306,16 @@ def test_the_default_spin_up_leaves_the_climate_in_equilibrium(tmp_path: Path) -
     assert monthly.attrs["initial_state"] == str(Path(rec["run_dir"]).parent / "run" / "final.zarr")
     annual = xr.open_zarr(Path(rec["run_dir"]) / "global_mean.zarr")["T_annual"].values
     assert abs(annual[1] - annual[0]) < 0.02 and 14.0 < annual[0] < 14.6, annual
+
+    # the state it started from deleted, the run can still be finished: a lost analysis is
+    # made again (the completed simulation is not checked again; it was refused, "no such
+    # Zarr store", and only a whole new run was left); a simulation that must run again is
+    shutil.rmtree(tmp_path / "run")
+    shutil.rmtree(tmp_path / "warm" / "ice_edge.zarr")
+    again = run_workflow(None, resume=tmp_path / "warm", report=False)
+    assert again["status"] == "completed" and (tmp_path / "warm" / "ice_edge.zarr").is_dir()
+    assert again["attempts"] == 2 and "skipped" not in again["steps"]["analyse"]
+    assert "skipped" in again["steps"]["simulate"] and "skipped" in again["steps"]["forcing"]
+    shutil.rmtree(tmp_path / "warm" / "final.zarr")
+    with pytest.raises(ConfigError, match=r"steps\.simulate\.with\.initial: .*no such Zarr store"):
+        run_workflow(None, resume=tmp_path / "warm", report=False)
