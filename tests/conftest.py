@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +72,23 @@ def values_with(**overrides: Any) -> dict[str, Any]:
     for key, value in overrides.items():
         values[key.replace("__", ".")] = value
     return values
+
+
+#: A Python process that spins for the given seconds.
+SPIN = "import sys, time\nt = time.time()\nwhile time.time() - t < float(sys.argv[1]): pass\n"
+
+
+@pytest.fixture
+def stranger() -> Iterator[int]:
+    """A spinning process outside this process tree (its shell parent exits at once, so it
+    is adopted by init), as a build or another user's job would be; its pid."""
+    shell = subprocess.run(
+        ["sh", "-c", f'{sys.executable} -c "$0" 300 >/dev/null 2>&1 & echo $!', SPIN],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    pid = int(shell.stdout)
+    yield pid
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)

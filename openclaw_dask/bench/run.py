@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from distributed import Client
 
+from openclaw_dask.bench.load import watch_end, watch_start
 from openclaw_dask.bench.machine import config_facts, machine_facts, versions
 from openclaw_dask.bench.suite import BenchContext
 from openclaw_dask.bench.suites import NAMES, suite
@@ -275,8 +276,10 @@ def benchmark(
     -------
     dict
         ``{"config_hash", "config", "suites_requested", "machine", "versions", "cluster",
-        "quick", "suites": {name: ...}, "wall_seconds"}``; each suite as
-        :meth:`SuiteResult.to_dict`; ``config`` as :func:`~.machine.config_facts`.
+        "quick", "suites": {name: ...}, "wall_seconds", "background"}``; each suite as
+        :meth:`SuiteResult.to_dict`; ``config`` as :func:`~.machine.config_facts`;
+        ``background`` the cores other processes took meanwhile
+        (:func:`~.load.background_load`; ``None`` for ssh and mpi clusters).
 
     Raises
     ------
@@ -305,6 +308,7 @@ def benchmark(
         "suites": {},
     }
     t0 = time.perf_counter()
+    watched = watch_start(config, hw)  # what the rest of the machine takes meanwhile
     # the scratch folder outlives the cluster: after a failed suite its other tasks may still
     # write there until the workers stop, and removing it first failed ("Directory not empty"),
     # an error that replaced the suite's own; a leftover file never hides the results either
@@ -337,12 +341,15 @@ def benchmark(
             if not report["suites"]:
                 raise
             report["wall_seconds"] = time.perf_counter() - t0
+            report["background"] = watch_end(watched)
             report["not_run"] = [n for n in names if n not in report["suites"]]
             raise BenchmarkInterrupted({**report, "interrupted": True}) from None
         except Exception as exc:  # what finished before stays measured (it used to be lost)
             report["wall_seconds"] = time.perf_counter() - t0
+            report["background"] = watch_end(watched)
             report["failed"] = {"suite": name, "error": f"{type(exc).__name__}: {exc}"}
             report["not_run"] = names[names.index(name) + 1 :]
             raise BenchmarkSuiteError(report, name, exc, Path(tmp)) from exc
     report["wall_seconds"] = time.perf_counter() - t0
+    report["background"] = watch_end(watched)
     return report

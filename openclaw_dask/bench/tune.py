@@ -37,6 +37,7 @@ from typing import Any
 import psutil
 from distributed import Client
 
+from openclaw_dask.bench.load import CpuSnapshot, load_note, watch_end, watch_start
 from openclaw_dask.bench.machine import config_facts, machine_facts, values_set, versions
 from openclaw_dask.bench.run import (
     Watch,
@@ -148,6 +149,7 @@ class Tuner:
         self.seen: dict[str, Trial] = {}
         #: key -> why it changed (the stage, and the rates before and after)
         self.reasons: dict[str, str] = {}
+        self.watched: CpuSnapshot | None = None  # (see openclaw_dask.bench.load)
 
     def config_for(self, changes: dict[str, Any]) -> Config:
         """The baseline with ``changes`` applied and re-checked."""
@@ -440,6 +442,7 @@ def tune(
     hw = detect_hardware()
     started = time.monotonic()
     tuner = Tuner(config, work, budget, hw, log)
+    tuner.watched = watch_start(config, hw)  # what the rest of the machine takes meanwhile
     try:
         best, comparison, recommended = _stages(tuner, config, work, hw)
     except KeyboardInterrupt:
@@ -521,6 +524,7 @@ def _report(
         "unmeasured": unmeasured(tuner.trials),
         "reasons": {k: v for k, v in tuner.reasons.items() if k in recommended},
         "interrupted": False,
+        "background": watch_end(tuner.watched),
     }
 
 
@@ -552,6 +556,15 @@ def budget_note(report: dict[str, Any]) -> str | None:
         f"({report['budget_s']:.0f} s) ran out; --budget {left['suggested_budget_s'] // 60}m "
         "or more measures them all here"
     )
+
+
+def report_notes(report: dict[str, Any]) -> list[str]:
+    """The notes a tune's report carries: candidates the budget left unmeasured
+    (:func:`budget_note`), and other processes busy on the machine while it measured
+    (:func:`~.load.load_note`)."""
+    load = report.get("background")  # (absent from reports written before it was recorded)
+    busy = load_note(load, report["machine"]["usable_cores"]) if load else None
+    return [note for note in (budget_note(report), busy) if note]
 
 
 def tuned_config_text(config: Config, report: dict[str, Any]) -> str:
@@ -588,9 +601,7 @@ def tuned_config_text(config: Config, report: dict[str, Any]) -> str:
     # which cluster, which workers, and whether the decision counted the pair: a death hides
     # in a figure, and the config is what a user keeps of the tune
     lines += [f"# {note}" for note in death_notes(comp or {})]
-    note = budget_note(report)
-    if note:
-        lines.append(f"# {note}")
+    lines += [f"# {note}" for note in report_notes(report)]
     keep = [k for k in KEYS if config.sources.get(k.path, "default") != "default"]
     wanted = {k.path for k in keep} | set(changes)
     for section in SECTIONS:

@@ -7,7 +7,7 @@ from typing import Any
 
 from openclaw_dask.bench.machine import values_set
 from openclaw_dask.bench.report import write_json
-from openclaw_dask.bench.tune import budget_note
+from openclaw_dask.bench.tune import report_notes
 from openclaw_dask.bench.tune_pairs import death_notes, too_few_pairs
 from openclaw_dask.bench.workloads import describe_rate
 
@@ -104,8 +104,7 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append("Keep the baseline: no change measured faster in the final pairs.")
     else:
         lines.append("Keep the baseline: no candidate was measured within the budget.")
-    note = budget_note(report)
-    if note:
+    for note in report_notes(report):
         lines += ["", f"{note[0].upper()}{note[1:]}."]
     return "\n".join(lines) + "\n"
 

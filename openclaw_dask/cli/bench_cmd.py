@@ -154,11 +154,15 @@ def _failed(exc: Any, json_path: Path | None, plot_path: Path | None) -> None:
 def _show(result: dict[str, Any], json_path: Path | None, plot_path: Path | None) -> None:
     """Print the table and notes of a benchmark ``result``; write its JSON and plot if asked."""
     from openclaw_dask.bench import report
+    from openclaw_dask.bench.load import load_note
 
     out.print(report.table(result))
     for name, suite in result["suites"].items():
         for note in suite["notes"]:
             out.print(f"  {name}: {note}", markup=False)
+    busy = load_note(result.get("background"), result["machine"]["usable_cores"])
+    if busy:
+        out.print(f"[yellow]note[/]: {escape(busy)}")
     if json_path:
         report.write_json(result, json_path)
         out.print(f"json: {json_path}", markup=False)
@@ -186,7 +190,7 @@ def tune_cmd(
     overrides: tuple[str, ...],
 ) -> None:
     """Measure candidate configs for a workload and write the fastest as a commented config."""
-    from openclaw_dask.bench.tune import TuneInterrupted, budget_note, tune, tuned_config_text
+    from openclaw_dask.bench.tune import TuneInterrupted, report_notes, tune, tuned_config_text
     from openclaw_dask.bench.tune_pairs import too_few_pairs
     from openclaw_dask.bench.tune_report import report_paths, write_all
     from openclaw_dask.bench.workloads import workload as check_workload
@@ -234,9 +238,8 @@ def tune_cmd(
         out.print("[yellow]no change[/]: nothing measured faster than the baseline")
     else:
         out.print("[yellow]no change[/]: no candidate was measured within the budget")
-    note = budget_note(report)
-    if note:
-        out.print(f"[yellow]note[/]: {note}")
+    for note in report_notes(report):
+        out.print(f"[yellow]note[/]: {escape(note)}")
     out.print(f"config: {target}", markup=False)
     for kind, path in paths.items():
         out.print(f"report ({kind}): {path}", markup=False)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from openclaw_dask.bench.load import BUSY_CORES
 from openclaw_dask.bench.machine import cpu_model
 from openclaw_dask.bench.run import WorkersDiedError, again_if_a_worker_died
 from openclaw_dask.runtime.cluster import start_cluster
@@ -92,6 +93,14 @@ def test_quick_json_has_every_suite_and_named_ratio(quick_report: dict[str, Any]
             if key != "scheduler_memory_growth":  # a growth may be 0 or slightly negative
                 assert value > 0, (name, key, value)
     assert "dask_vs_blas" in quick_report["_stdout"]
+    # the other processes' share: the benchmark's own workers, and the submit and reference
+    # runs it starts, are its tree, not a background (~2 cores here, while pytest waits)
+    load = quick_report["background"]
+    assert load["seconds"] > 1 and load["steal_cores"] >= 0, load
+    assert load["other_cores"] < 0.5, load
+    assert ("other processes used" in quick_report["_stdout"]) == (
+        load["other_cores"] >= BUSY_CORES
+    )
 
 
 def test_ratios_are_computed_from_the_measured_times(quick_report: dict[str, Any]) -> None:

@@ -129,6 +129,28 @@ def test_a_budget_spent_on_the_baseline_says_what_was_not_measured(tmp_path: Pat
     assert "no candidate was measured within the budget" in md and note[1:] in md
 
 
+def test_a_tune_beside_a_busy_process_says_so_in_its_output_config_and_report(
+    tmp_path: Path, stranger: int
+) -> None:
+    """A tune beside a build or a test suite chose one thread on this 2-core machine (its
+    leftovers), and nothing in the report told that run from one on an idle machine."""
+    out = tmp_path / "tuned.config"
+    args = ("tune", "--workload", "stencil", "--budget", "1s", "--out", str(out))
+    proc = run_cli(*args, env=isolated_env(tmp_path), cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "tuned.report.json").read_text())
+    load = report["background"]
+    busiest = {p["pid"]: p["cores"] for p in load["top"]}
+    assert busiest.get(stranger, 0) > 0.2 and load["other_cores"] > 0.2, load
+    said = " ".join(proc.stdout.split())  # (rich wraps lines)
+    assert f"note: other processes used {load['other_cores']:.2f} of this machine's" in said
+    assert f"python3 (pid {stranger})" in said or f"python (pid {stranger})" in said, said
+    assert "not of an idle machine" in said
+    assert "# other processes used" in out.read_text()
+    assert "Other processes used" in (tmp_path / "tuned.report.md").read_text()
+    load_config(out)  # the comment keeps it a config
+
+
 def test_a_worker_restarted_during_a_trial_does_not_end_the_tune(tmp_path: Path) -> None:
     """A worker that died between the trial's two context-switch counts (killed, out of memory)
     came back under another address, and the trial ended in ``error: KeyError: 'tcp://...'``.

@@ -1,0 +1,76 @@
+"""The machine's background load while a benchmark or tune measures (``bench/load.py``), with
+real processes: one outside this process tree, and children of it that end in the window."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from openclaw_dask.bench.load import BUSY_CORES, background_load, load_note, snapshot
+from tests.conftest import SPIN
+
+#: One that spins until it has used the given CPU seconds (on a loaded machine, longer).
+BURN = "import sys, time\nwhile time.process_time() < float(sys.argv[1]): pass\n"
+
+
+def test_a_process_outside_the_tree_is_the_background_and_its_own_children_are_not(
+    stranger: int,
+) -> None:
+    time.sleep(0.3)  # (started)
+    start = snapshot()
+    # a child of this process that spins and ends inside the window: its time is this
+    # tree's (its parent waited for it), however much it took
+    child = subprocess.run([sys.executable, "-c", BURN, "1.5"], check=True)
+    assert child.returncode == 0
+    end = snapshot()
+    load = background_load(start, end)
+    assert end.ours - start.ours >= 1.4  # the child's 1.5 s of CPU (in clock ticks)
+    pids = {p["pid"]: p["cores"] for p in load["top"]}
+    assert stranger in pids and pids[stranger] > 0.3, load
+    assert load["other_cores"] >= pids[stranger] - 0.05, load  # the machine's view agrees
+    assert os.getpid() not in pids  # nor the child, which ended: only living ones are named
+    assert load["seconds"] >= 1.5 and load["steal_cores"] >= 0
+
+
+def test_a_child_that_ended_is_not_counted_again_in_its_parent(tmp_path: Path) -> None:
+    """A shell outside this tree that waited for a child spinning since before the window:
+    the child's whole time moves into the shell's children's time when it ends, and only
+    what it took in the window is the shell's use (it had read as ~2.5 s in a 1.5 s window)."""
+    said = tmp_path / "shell.pid"
+    inner = f'echo $$ > {said}; {sys.executable} -c "$0" 2.5 & wait; sleep 30'
+    subprocess.run(["sh", "-c", f"sh -c '{inner}' \"$0\" >/dev/null 2>&1 &", SPIN], check=True)
+    try:
+        time.sleep(1.5)  # the child has spun ~1.5 s before the window
+        start = snapshot()
+        time.sleep(1.5)  # it ends ~1 s in, and the shell waits for it
+        load = background_load(start, snapshot())
+        shell = int(said.read_text())
+    finally:
+        if said.exists():
+            os.kill(int(said.read_text()), signal.SIGKILL)
+    pids = {p["pid"]: p["cores"] for p in load["top"]}
+    assert shell in pids, load  # the child's last second in the window
+    assert 0.3 < pids[shell] < 0.95, load  # ~1 s of 1.5, not its child's whole 2.5 s
+
+
+def test_the_note_names_the_busiest_and_is_silent_on_an_idle_machine() -> None:
+    idle = {"seconds": 10.0, "other_cores": 0.03, "steal_cores": 0.0, "top": []}
+    assert load_note(idle, 2) is None and load_note(None, 2) is None
+    busy = {
+        **idle,
+        "other_cores": 1.62,
+        "top": [{"pid": 812, "name": "make", "cores": 1.5}, {"pid": 9, "name": "sh", "cores": 0}],
+    }
+    assert load_note(busy, 2) == (
+        "other processes used 1.62 of this machine's 2 cores while it measured "
+        "(make (pid 812) 1.50): the figures are of what they left, not of an idle machine"
+    )
+    stolen = {**idle, "steal_cores": BUSY_CORES}
+    assert load_note(stolen, 16) == (
+        "the hypervisor gave 0.25 cores of this VM's time to others: the figures are of what "
+        "they left, not of an idle machine"
+    )
