@@ -17,6 +17,7 @@ import psutil
 from distributed import futures_of, wait
 from rich.table import Table
 
+from openclaw_dask.bench.load import watch_end, watch_start
 from openclaw_dask.bench.machine import config_facts, machine_facts, versions
 from openclaw_dask.bench.run import config_argument, watch_workers, workers_lost
 from openclaw_dask.bench.suites.stencil import model_setup
@@ -47,7 +48,8 @@ def stress_test(
         ``rounds``, ``failed_tasks``, ``errors`` (first few messages), ``workers_lost`` (the
         address of each worker that died during the run, once per death), ``memory`` per worker
         (``start``/``end`` bytes and ``growth`` fraction), ``throughput`` per round
-        (cell-updates/s) and ``drift`` (last quarter median / first quarter median - 1).
+        (cell-updates/s), ``drift`` (last quarter median / first quarter median - 1) and
+        ``background``, the cores other processes took meanwhile (:mod:`.load`).
     """
     # a loaded Config gets the overrides too (they had been dropped without a word)
     config = config_argument("stress_test", config, overrides)
@@ -57,6 +59,7 @@ def stress_test(
     rates: list[float] = []
     errors: list[str] = []
     failed = 0
+    watched = watch_start(config, hw)  # a drift may be another process's doing
     with start_cluster(config, hardware=hw, attach_running=False) as client, client.as_current():
         threads = sum(client.nthreads().values())
         # each death, a restart on a pinned port and a worker that joined and died too
@@ -82,6 +85,7 @@ def stress_test(
                 memory_start = client.run(_rss)
         memory_end = client.run(_rss)
         lost = sorted(workers_lost(client, watch))
+    background = watch_end(watched)
     quarter = max(1, len(rates) // 4)
     first, last = statistics.median(rates[:quarter]), statistics.median(rates[-quarter:])
     return {
@@ -107,6 +111,7 @@ def stress_test(
         "throughput": rates,
         "throughput_median": statistics.median(rates),
         "drift": last / first - 1.0,
+        "background": background,
     }
 
 

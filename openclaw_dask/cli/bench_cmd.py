@@ -86,6 +86,7 @@ def benchmark_cmd(
         with interrupts(STILL_CLOSING_CLUSTER), dask_logs_quieted():
             result = stress_test(config_path, overrides=list(overrides), seconds=seconds)
         out.print(stress_table(result))
+        _busy_note(result)
         if json_path:
             report.write_json(result, json_path)
             out.print(f"json: {json_path}", markup=False)
@@ -151,18 +152,24 @@ def _failed(exc: Any, json_path: Path | None, plot_path: Path | None) -> None:
     raise SystemExit(EXIT_FAILED)
 
 
+def _busy_note(result: dict[str, Any]) -> None:
+    """The note on other processes busy while a benchmark ``result`` was measured, if any."""
+    from openclaw_dask.bench.load import load_note
+
+    busy = load_note(result.get("background"), result["machine"]["usable_cores"])
+    if busy:
+        out.print(f"[yellow]note[/]: {escape(busy)}")
+
+
 def _show(result: dict[str, Any], json_path: Path | None, plot_path: Path | None) -> None:
     """Print the table and notes of a benchmark ``result``; write its JSON and plot if asked."""
     from openclaw_dask.bench import report
-    from openclaw_dask.bench.load import load_note
 
     out.print(report.table(result))
     for name, suite in result["suites"].items():
         for note in suite["notes"]:
             out.print(f"  {name}: {note}", markup=False)
-    busy = load_note(result.get("background"), result["machine"]["usable_cores"])
-    if busy:
-        out.print(f"[yellow]note[/]: {escape(busy)}")
+    _busy_note(result)
     if json_path:
         report.write_json(result, json_path)
         out.print(f"json: {json_path}", markup=False)
