@@ -7,14 +7,14 @@ machine, beside a test suite, it chose one thread at 1.2x the baseline's two). N
 figures themselves tells such a run from one on an idle machine, so the report says how many
 cores the rest of the machine took while it measured.
 
-How: the machine's busy CPU time (``/proc/stat``, through psutil) less this process tree's
-over the same wall time. The tree's time is every live process's own user and system time
-plus that of its children that have been waited for (``cutime``/``cstime``), which holds a
-reaped nanny's worker: a process that ends moves from the live sum into its parent's children
-sum with its whole time, so the difference of two snapshots counts each process once. Two
-snapshots, no sampling thread: the figures are not perturbed by the watch. The hypervisor's
-``steal`` time (a VM's cores given to other VMs) is counted apart: not busy inside the
-machine, but the same loss to the measurement.
+How: the busy CPU time of the cores this process may use (``/proc/stat``, through psutil)
+less this process tree's over the same wall time. The tree's time is every live process's own
+user and system time plus that of its children that have been waited for (``cutime``,
+``cstime``), which holds a reaped nanny's worker: a process that ends moves from the live sum
+into its parent's children sum with its whole time, so the difference of two snapshots counts
+each process once. Two snapshots, no sampling thread: the figures are not perturbed by the
+watch. The hypervisor's ``steal`` time (a VM's cores given to other VMs) is counted apart: not
+busy inside the machine, but the same loss to the measurement.
 
 The tree holds the clusters a command starts itself (local and CUDA workers are its
 children); the workers of an SSH or mpirun cluster are not, even on this host, so the check
@@ -23,6 +23,7 @@ is made for local and CUDA clusters only.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,17 +87,28 @@ def snapshot() -> CpuSnapshot:
             continue
         key = (proc.pid, info["create_time"])
         others[key] = (info["name"] or "?", _cpu(info["cpu_times"]), info["ppid"] or 0)
-    machine = psutil.cpu_times()
-    idle = machine.idle + getattr(machine, "iowait", 0.0)
-    steal = getattr(machine, "steal", 0.0)
-    # user and nice already hold guest and guest_nice (Linux counts them twice)
-    total = sum(
-        getattr(machine, name) for name in machine._fields if name not in ("guest", "guest_nice")
-    )
-    return CpuSnapshot(time.monotonic(), total - idle - steal, steal, ours, others)
+    busy = steal = 0.0
+    for cpu in _usable(psutil.cpu_times(percpu=True)):
+        idle = cpu.idle + getattr(cpu, "iowait", 0.0)
+        stolen = getattr(cpu, "steal", 0.0)
+        # user and nice already hold guest and guest_nice (Linux counts them twice)
+        total = sum(getattr(cpu, f) for f in cpu._fields if f not in ("guest", "guest_nice"))
+        busy, steal = busy + total - idle - stolen, steal + stolen
+    return CpuSnapshot(time.monotonic(), busy, steal, ours, others)
 
 
-def background_load(start: CpuSnapshot, end: CpuSnapshot) -> dict[str, Any]:
+def _usable(per_cpu: list[Any]) -> list[Any]:
+    """The CPUs this process may run on (its workers run on them too): in a container or a
+    batch job's cpuset, ``/proc/stat`` still counts the whole host's, whose other tenants do
+    not take these cores."""
+    try:
+        allowed = os.sched_getaffinity(0)
+    except (AttributeError, OSError):  # (not Linux)
+        return per_cpu
+    return [cpu for i, cpu in enumerate(per_cpu) if i in allowed] or per_cpu
+
+
+def background_load(start: CpuSnapshot, end: CpuSnapshot, top: int = TOP) -> dict[str, Any]:
     """What the rest of the machine took between two snapshots, in cores.
 
     Returns
@@ -104,7 +116,7 @@ def background_load(start: CpuSnapshot, end: CpuSnapshot) -> dict[str, Any]:
     dict
         ``seconds`` (wall), ``other_cores`` (busy CPU time outside this process tree per wall
         second), ``steal_cores`` (the hypervisor's) and ``top``: the busiest other processes
-        that lived at the end, ``{"pid", "name", "cores"}``.
+        that lived at the end, ``{"pid", "name", "cores"}``, at most ``top`` of them.
     """
     wall = max(end.wall - start.wall, 1e-9)
     other = max(0.0, (end.busy - start.busy) - (end.ours - start.ours)) / wall
@@ -131,7 +143,7 @@ def background_load(start: CpuSnapshot, end: CpuSnapshot) -> dict[str, Any]:
         "seconds": wall,
         "other_cores": other,
         "steal_cores": max(0.0, end.steal - start.steal) / wall,
-        "top": used[:TOP],
+        "top": used[:top],
     }
 
 
