@@ -36,6 +36,7 @@ __all__ = [
     "BUSY_CORES",
     "CpuSnapshot",
     "background_load",
+    "early_note",
     "load_note",
     "snapshot",
     "watch_end",
@@ -147,9 +148,10 @@ def background_load(start: CpuSnapshot, end: CpuSnapshot, top: int = TOP) -> dic
     }
 
 
-def load_note(load: dict[str, Any] | None, cores: int) -> str | None:
+def load_note(load: dict[str, Any] | None, cores: int, so_far: bool = False) -> str | None:
     """A line for the terminal when other processes, or the hypervisor, took a share of the
-    machine while it measured; ``None`` when it was idle."""
+    machine while it measured; ``None`` when it was idle. ``so_far``: said while it still
+    measures (the first seconds), so that a long tune on a busy machine can be stopped."""
     if not load:
         return None
     parts = []
@@ -157,16 +159,21 @@ def load_note(load: dict[str, Any] | None, cores: int) -> str | None:
         top = ", ".join(
             f"{p['name']} (pid {p['pid']}) {p['cores']:.2f}" for p in load["top"] if p["cores"]
         )
+        used = "are using" if so_far else "used"
         parts.append(
-            f"other processes used {load['other_cores']:.2f} of this machine's {cores} cores "
-            f"while it measured" + (f" ({top})" if top else "")
+            f"other processes {used} {load['other_cores']:.2f} of this machine's {cores} cores"
+            + ("" if so_far else " while it measured")
+            + (f" ({top})" if top else "")
         )
     if load["steal_cores"] >= BUSY_CORES:
+        gave = "is giving" if so_far else "gave"
         parts.append(
-            f"the hypervisor gave {load['steal_cores']:.2f} cores of this VM's time to others"
+            f"the hypervisor {gave} {load['steal_cores']:.2f} cores of this VM's time to others"
         )
     if not parts:
         return None
+    if so_far:
+        return "; ".join(parts) + ": the figures will be of what they leave, not of an idle machine"
     return "; ".join(parts) + ": the figures are of what they left, not of an idle machine"
 
 
@@ -185,3 +192,9 @@ def watch_start(config: Config, hw: Hardware) -> CpuSnapshot | None:
 def watch_end(start: CpuSnapshot | None) -> dict[str, Any] | None:
     """:func:`background_load` since ``start`` (``None`` when nothing was watched)."""
     return None if start is None else background_load(start, snapshot())
+
+
+def early_note(start: CpuSnapshot | None, cores: int) -> str | None:
+    """:func:`load_note` of the first seconds since ``start`` (the cluster's start, say), to
+    say at once that the machine is busy: a tune takes minutes."""
+    return load_note(watch_end(start), cores, so_far=True)

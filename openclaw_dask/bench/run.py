@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from distributed import Client
 
-from openclaw_dask.bench.load import watch_end, watch_start
+from openclaw_dask.bench.load import early_note, watch_end, watch_start
 from openclaw_dask.bench.machine import config_facts, machine_facts, versions
 from openclaw_dask.bench.suite import BenchContext
 from openclaw_dask.bench.suites import NAMES, suite
@@ -255,6 +255,7 @@ def benchmark(
     suites: Sequence[str] | None = None,
     quick: bool = False,
     on_suite: Callable[[str], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run benchmark suites on the cluster ``config`` plans.
 
@@ -271,6 +272,9 @@ def benchmark(
         Small sizes and one repeat (CI).
     on_suite
         Called with each suite's name before it starts (progress display).
+    on_note
+        Called with a note while it runs: other processes busy on the machine in the cluster's
+        first seconds (:func:`~.load.early_note`).
 
     Returns
     -------
@@ -323,6 +327,9 @@ def benchmark(
             "dashboard": client.dashboard_link,
         }
         ctx = BenchContext(client, config, hw, quick, Path(tmp))
+        busy = early_note(watched, len(hw.usable_cores))
+        if busy and on_note:
+            on_note(busy)
         try:
             for name in names:
                 if on_suite:

@@ -37,7 +37,13 @@ from typing import Any
 import psutil
 from distributed import Client
 
-from openclaw_dask.bench.load import CpuSnapshot, load_note, watch_end, watch_start
+from openclaw_dask.bench.load import (
+    CpuSnapshot,
+    early_note,
+    load_note,
+    watch_end,
+    watch_start,
+)
 from openclaw_dask.bench.machine import config_facts, machine_facts, values_set, versions
 from openclaw_dask.bench.run import (
     Watch,
@@ -462,6 +468,9 @@ def _stages(
 ) -> tuple[Trial, dict[str, Any] | None, dict[str, Any]]:
     """The sweeps and the final pairs: the best trial, the comparison, what to recommend."""
     baseline = tuner.measure("baseline", {}, strict=True)
+    busy = early_note(tuner.watched, len(hw.usable_cores))  # said now: the tune takes minutes
+    if busy:
+        tuner.log(f"note: {busy}")
     best = tuner.sweep_threads(baseline)
     best = tuner.sweep("affinity", "parallel.thread_affinity", ("compact", "scatter"), best)
     allocators = ["system", *sorted(hw.allocators)]

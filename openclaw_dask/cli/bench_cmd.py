@@ -101,6 +101,7 @@ def benchmark_cmd(
                 suites=names,
                 quick=quick,
                 on_suite=lambda name: err.print(f"[cyan]suite[/] {name} ...", markup=True),
+                on_note=lambda note: err.print(f"[yellow]note[/]: {escape(note)}"),
             )
     except BenchmarkInterrupted as exc:  # the suites that finished are shown and kept
         _show(exc.report, json_path, plot_path)

@@ -103,6 +103,23 @@ def test_quick_json_has_every_suite_and_named_ratio(quick_report: dict[str, Any]
     )
 
 
+def test_a_benchmark_beside_a_busy_process_says_so_at_once_and_at_the_end(
+    tmp_path: Path, stranger: int
+) -> None:
+    out = tmp_path / "out.json"
+    args = ("benchmark", "--quick", "--suite", "reduce", "--json", str(out))
+    proc = run_cli(*args, "--set", "cluster.dashboard_address=127.0.0.1:0", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    load = json.loads(out.read_text())["background"]
+    assert {p["pid"]: p["cores"] for p in load["top"]}.get(stranger, 0) > 0.2, load
+    early, said = (" ".join(text.split()) for text in (proc.stderr, proc.stdout))
+    # in the cluster's first seconds, before the suite, and with the figures
+    assert "note: other processes are using" in early, early
+    assert early.index("note: other processes are using") < early.index("suite reduce")
+    assert f"note: other processes used {load['other_cores']:.2f} of this machine's" in said
+    assert f"(pid {stranger})" in said
+
+
 def test_ratios_are_computed_from_the_measured_times(quick_report: dict[str, Any]) -> None:
     s = quick_report["suites"]
     m = s["matmul"]

@@ -146,6 +146,10 @@ def test_a_tune_beside_a_busy_process_says_so_in_its_output_config_and_report(
     assert f"note: other processes used {load['other_cores']:.2f} of this machine's" in said
     assert f"python3 (pid {stranger})" in said or f"python (pid {stranger})" in said, said
     assert "not of an idle machine" in said
+    # said after the baseline too, while the tune goes on (it takes minutes)
+    early = " ".join(proc.stderr.split())
+    assert "note: other processes are using" in early and "will be of what they leave" in early
+    assert early.index("note: other processes are using") > early.index("baseline")
     assert "# other processes used" in out.read_text()
     assert "Other processes used" in (tmp_path / "tuned.report.md").read_text()
     load_config(out)  # the comment keeps it a config
