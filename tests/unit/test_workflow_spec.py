@@ -982,3 +982,16 @@ def test_a_float_parameter_written_as_a_whole_number_is_a_float_however_it_is_gi
     for wf in (by_default, by_set):
         assert type(wf.values["scale"]) is float and wf.values["scale"] == 2.0
     assert json.dumps(by_default.values["scale"]) == json.dumps(by_set.values["scale"]) == "2.0"
+
+
+def test_a_parameter_name_with_a_dash_is_refused_where_it_is_declared(tmp_path: Path) -> None:
+    """Step and output names may hold ``-``, parameter names may not: ``${params.grid-size}``
+    is no reference, so a dashed parameter could never reach an op: it is refused where it
+    is declared, not accepted to puzzle at its first use (mutation audit: the check for "-"
+    could be dropped unseen)."""
+    text = GOOD.replace("  size: {", "  grid-size: {").replace('"${params.size}"', "64")
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, text))
+    [problem] = info.value.problems
+    assert problem.key == "params.grid-size" and problem.line == 3, problem
+    assert problem.message.startswith("parameter names are letters, digits and _")
