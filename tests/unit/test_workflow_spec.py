@@ -995,3 +995,14 @@ def test_a_parameter_name_with_a_dash_is_refused_where_it_is_declared(tmp_path: 
     [problem] = info.value.problems
     assert problem.key == "params.grid-size" and problem.line == 3, problem
     assert problem.message.startswith("parameter names are letters, digits and _")
+
+
+def test_a_parameter_whose_min_is_its_max_holds_that_one_value(tmp_path: Path) -> None:
+    """``min: 64, max: 64`` is a bound a workflow may pin a value with: refused only when
+    ``max`` is below ``min`` (mutation audit: ``max <= min`` refused the equal bounds unseen)."""
+    pinned = GOOD.replace("min: 16}", "min: 64, max: 64}")
+    assert load_workflow(write(tmp_path, pinned)).values["size"] == 64
+    with pytest.raises(ConfigError, match=r"params\.size: expected int from 64 to 64, got 65"):
+        load_workflow(write(tmp_path, pinned), {"size": "65"})
+    with pytest.raises(ConfigError, match=r"params\.size\.max: 63 is below min \(64\)"):
+        load_workflow(write(tmp_path, GOOD.replace("min: 16}", "min: 64, max: 63}")))
