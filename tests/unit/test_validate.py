@@ -352,3 +352,19 @@ def test_raw_dask_durations_and_sizes_are_checked_with_dasks_own_parsers(tmp_pat
     ]
     path.write_text(path.read_text().replace("banana", "45s").replace("lots", "32MiB"))
     assert load_config(path)["dask"]["distributed.comm.timeouts.connect"] == "45s"
+
+
+def test_the_rules_allow_their_own_boundaries() -> None:
+    """One thread per process, and spill fractions that rise or stay level, are what the
+    rules' messages allow ("at least one thread", ``target <= spill <= pause <=
+    terminate``), so a config on the boundary is clean: a rule that had turned strict would
+    refuse common configs (4 single-threaded workers; ``pause`` at ``spill``) (mutation audit:
+    ``procs >= threads`` and ``f1 >= f2`` survived)."""
+    hw = make_hardware(cores=4)
+    one_each = {"parallel__thread_pool_size": 4, "parallel__processes": 4}
+    assert static(**one_each) == [] and hardware(hw, None, **one_each) == []
+    level = {"memory__spill__target": 0.7, "memory__spill__spill": 0.7, "memory__spill__pause": 0.7}
+    assert static(**level) == []
+    [msg] = static(**{**level, "memory__spill__pause": 0.69})
+    assert msg.startswith("memory.spill.pause: 0.69 is below memory.spill.spill (0.7)"), msg
+    assert load_config(overrides=["parallel.thread_pool_size=2", "parallel.processes=2"])
