@@ -368,3 +368,22 @@ def test_the_rules_allow_their_own_boundaries() -> None:
     [msg] = static(**{**level, "memory__spill__pause": 0.69})
     assert msg.startswith("memory.spill.pause: 0.69 is below memory.spill.spill (0.7)"), msg
     assert load_config(overrides=["parallel.thread_pool_size=2", "parallel.processes=2"])
+
+
+def test_a_value_set_through_the_api_or_address_meets_the_cross_field_rules() -> None:
+    """``Config.with_values`` (the tuner's variants, ``--address``) checks the rules between
+    keys as loading does: ``submit --address tls://...`` with a tcp config had waited 20 s for
+    a TypeError from Dask (mutation audit: with_values without ``check_static`` went unseen)."""
+    from openclaw_dask.runtime.cluster import with_address
+
+    config = load_config(use_search_path=False)
+    with pytest.raises(ConfigError) as info:
+        with_address(config, "tls://127.0.0.1:8786")
+    [problem] = info.value.problems
+    assert str(problem).startswith(
+        "--address: cluster.scheduler_address: a tls:// scheduler is reached over tls, but "
+    )
+    with pytest.raises(ConfigError, match=r"parallel\.processes: 4 processes but only 2"):
+        config.with_values(parallel__thread_pool_size=2, parallel__processes=4)
+    attached = with_address(config, "tcp://127.0.0.1:8786")
+    assert attached.sources["cluster.scheduler_address"] == "--address"
