@@ -159,3 +159,15 @@ def test_docs_say_what_the_code_does_with_the_key(hw: Any) -> None:
     # the mode computes nothing differently: it refuses unlike workers and tells an op
     assert "ctx.deterministic" in doc["parallel.deterministic_mode"]
     assert isinstance(StepContext.deterministic, property)
+
+
+@pytest.mark.parametrize("port", [0, 65535])
+def test_every_port_from_0_to_65535_is_a_port(port: int) -> None:
+    """The ends of the port range are ports (0: the OS picks one, as tests and a second
+    cluster on one machine do); 65536 is not (mutation audit: ``port < 65535`` refused the
+    last port unseen)."""
+    address = f"127.0.0.1:{port}"
+    config = load_config(overrides={"cluster.dashboard_address": address}, use_search_path=False)
+    assert config["cluster.dashboard_address"] == address
+    with pytest.raises(ConfigError, match=r"cluster\.dashboard_address: .*65536"):
+        load_config(overrides={"cluster.dashboard_address": "127.0.0.1:65536"})
