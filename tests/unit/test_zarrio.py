@@ -1,0 +1,48 @@
+"""Output checksums: what a resume compares a step's outputs by, on real Zarr stores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+import zarr
+
+from openclaw_dask.config import load_config
+from openclaw_dask.workflows import zarrio
+
+
+def _store(path: Path, values: np.ndarray, chunks: int, codec: str = "lz4") -> dict[str, str]:
+    """``values`` written as a run writes an output (chunked, the config's codec); its
+    checksums."""
+    config = load_config(overrides={"storage.codec": codec}, use_search_path=False)
+    dims = ("y", "x")[: values.ndim]
+    ds = xr.Dataset({"t": (dims, values)}).chunk({dims[0]: chunks})
+    zarrio.write(ds, path, config).compute()
+    return zarrio.checksums(path)
+
+
+def test_checksums_see_every_value_and_the_shape_but_not_the_chunks_or_codec(
+    tmp_path: Path,
+) -> None:
+    """A resume skips a step whose input's checksums came out as before, so a checksum must
+    change with any value of the array, and with its shape or dtype, and with nothing else: a
+    checksum that left out the last row of each slab, or the shape, let a changed input pass
+    as the old one (mutation audit: both went unseen, every test compared a run with itself).
+    """
+    values = np.arange(48, dtype=np.float64).reshape(8, 6)
+    base = _store(tmp_path / "base.zarr", values, chunks=4)
+    assert set(base) == {"t"}
+    # the same values in other chunks and with another codec: the same checksum
+    assert _store(tmp_path / "rechunked.zarr", values, chunks=3, codec="none") == base
+    # any one value changed, wherever it sits in its chunk: another checksum
+    for row in (0, 3, 4, 7):
+        changed = values.copy()
+        changed[row, 5] += 1.0
+        assert _store(tmp_path / f"row{row}.zarr", changed, chunks=4) != base, row
+    # the same bytes in another shape or type: another checksum
+    assert _store(tmp_path / "flat.zarr", values.reshape(48), chunks=24) != base
+    assert _store(tmp_path / "ints.zarr", values.view(np.int64), chunks=4) != base
+    # the store on disk changed after the write (a chunk rewritten): the checksum says so
+    zarr.open_array(tmp_path / "base.zarr/t", mode="r+")[7, 0] = -1.0
+    assert zarrio.checksums(tmp_path / "base.zarr") != base
