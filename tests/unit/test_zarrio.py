@@ -46,3 +46,25 @@ def test_checksums_see_every_value_and_the_shape_but_not_the_chunks_or_codec(
     # the store on disk changed after the write (a chunk rewritten): the checksum says so
     zarr.open_array(tmp_path / "base.zarr/t", mode="r+")[7, 0] = -1.0
     assert zarrio.checksums(tmp_path / "base.zarr") != base
+
+
+def test_the_config_s_codec_level_and_shuffle_are_those_of_the_stores(tmp_path: Path) -> None:
+    """``storage.codec``, ``level`` and ``shuffle`` are what the outputs are compressed with,
+    as the store's own metadata says to any reader (mutation audit: a fixed level and swapped
+    byte/bit shuffles went unseen: the outputs read back the same either way)."""
+    for codec, level, shuffle, blosc in [
+        ("zstd", 7, "bit", "bitshuffle"),
+        ("lz4", 2, "byte", "shuffle"),
+        ("zlib", 9, "none", "noshuffle"),
+    ]:
+        sets = {"storage.codec": codec, "storage.level": level, "storage.shuffle": shuffle}
+        config = load_config(overrides=sets, use_search_path=False)
+        path = tmp_path / f"{codec}.zarr"
+        ds = xr.Dataset({"t": (("y", "x"), np.ones((4, 4)))}).chunk({"y": 2})
+        zarrio.write(ds, path, config).compute()
+        [compressor] = zarr.open_array(path / "t", mode="r").metadata.codecs[1:]
+        said = compressor.to_dict()["configuration"]
+        assert (said["cname"], said["clevel"], said["shuffle"]) == (codec, level, blosc)
+    config = load_config(overrides={"storage.codec": "none"}, use_search_path=False)
+    zarrio.write(ds, tmp_path / "none.zarr", config).compute()
+    assert len(zarr.open_array(tmp_path / "none.zarr/t", mode="r").metadata.codecs) == 1
