@@ -68,3 +68,19 @@ def test_the_config_s_codec_level_and_shuffle_are_those_of_the_stores(tmp_path: 
     config = load_config(overrides={"storage.codec": "none"}, use_search_path=False)
     zarrio.write(ds, tmp_path / "none.zarr", config).compute()
     assert len(zarr.open_array(tmp_path / "none.zarr/t", mode="r").metadata.codecs) == 1
+
+
+def test_each_dask_chunk_is_one_zarr_chunk_of_the_largest_size(tmp_path: Path) -> None:
+    """Zarr chunks are as large as the dask chunks, the last one shorter, so each task writes
+    whole chunks of its own: sized by the short last chunk they had been 2 rows where a task
+    wrote 4 (each task several files), or a write xarray refuses when the sizes do not divide
+    (mutation audit: ``c[-1]`` for ``c[0]`` went unseen; every test grid divided evenly)."""
+    config = load_config(use_search_path=False)
+    ds = xr.Dataset({"t": (("y", "x"), np.arange(60.0).reshape(10, 6))})
+    for chunks in [(4, 4, 2), (3, 4, 1, 2)]:  # regular with a short end; irregular
+        path = tmp_path / f"{len(chunks)}.zarr"
+        zarrio.write(ds.chunk({"y": chunks}), path, config).compute()
+        stored = zarr.open_array(path / "t", mode="r")
+        assert stored.chunks == (4, 6), chunks
+        assert (stored[:] == ds["t"].values).all()
+        assert zarrio.open_output(path)["t"].chunks == ((4, 4, 2), (6,))
