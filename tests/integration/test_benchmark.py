@@ -7,6 +7,7 @@ import math
 import os
 import re
 import resource
+import statistics
 import subprocess
 import sys
 from collections.abc import Callable
@@ -191,6 +192,40 @@ def test_ratios_are_computed_from_the_measured_times(quick_report: dict[str, Any
             assert all(t > 0 for t in timing["samples_s"])
     medians = [t["median_s"] for suite in s.values() for t in suite["timings"].values()]
     assert len(set(medians)) == len(medians)
+
+
+def test_throughputs_are_the_work_over_the_median_time(quick_report: dict[str, Any]) -> None:
+    """The figures beside the ratios: GFLOP/s of 2 n³ flops, bytes/s of the reduced field,
+    MB/s (10⁶ B) of the written and read array, stored size against raw, and a spread of the
+    repeats' range over their median. Only the ratios had been checked: a matmul counted at n³
+    flops, a field at 4 bytes a value or an inverted compression ratio went unseen."""
+    s = quick_report["suites"]
+    m = s["matmul"]
+    flops = 2.0 * m["params"]["n"] ** 3
+    for name in ("dask", "blas", "blas_1thread"):
+        assert m["throughput"][name]["unit"] == "GFLOP/s"
+        assert m["throughput"][name]["value"] == pytest.approx(flops / median(m, name) / 1e9)
+    r = s["reduce"]
+    rows, cols = r["params"]["shape"]
+    for name in ("deterministic_on", "deterministic_off"):
+        assert r["throughput"][name] == {
+            "value": pytest.approx(rows * cols * 8 / median(r, name)),
+            "unit": "B/s",
+        }
+    z = s["zarr"]
+    rows, cols = z["params"]["shape"]
+    for name, figure in z["throughput"].items():
+        assert figure["value"] == pytest.approx(rows * cols * 8 / median(z, name) / 1e6), name
+        assert figure["unit"] == "MB/s"
+    # raw over stored: both fields are stored in less than their raw size, a smooth one in
+    # less than noise (1.5x and 1.1x at --quick's size)
+    for level in (1, 3, 9):
+        smooth, noise = (z["ratios"][f"compression_{k}_zstd{level}"] for k in ("smooth", "random"))
+        assert smooth > noise > 1.0, z["ratios"]
+    for suite in s.values():
+        for timing in suite["timings"].values():
+            spread = (timing["max_s"] - timing["min_s"]) / timing["median_s"]
+            assert timing["spread"] == pytest.approx(spread)
 
 
 def test_ctrl_c_shows_and_keeps_the_suites_that_finished(tmp_path: Path) -> None:
@@ -412,6 +447,11 @@ def test_stress_reports_failures_memory_and_drift(tmp_path: Path) -> None:
     assert len(result["memory"]) >= 1  # one entry per worker
     assert all(m["start"] > 0 and m["end"] > 0 for m in result["memory"].values())
     assert math.isfinite(result["drift"])
+    # the last quarter's median rate over the first quarter's: a slowdown is a negative drift
+    rates = result["throughput"]
+    quarter = max(1, len(rates) // 4)
+    drift = statistics.median(rates[-quarter:]) / statistics.median(rates[:quarter]) - 1
+    assert result["drift"] == pytest.approx(drift)
     assert "throughput drift" in proc.stdout
     load = result["background"]  # a drift may be another process's doing: the run says
     assert load["seconds"] >= 4 and load["other_cores"] >= 0, load

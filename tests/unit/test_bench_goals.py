@@ -46,3 +46,12 @@ def test_a_goal_is_met_from_its_own_side() -> None:
     assert rows["efficiency"] == ">= 0.9 met" and rows["slow"] == ">= 0.9 missed"
     assert rows["cost"] == "<= 1.1 missed" and rows["cheap"] == "<= 1.1 met"
     assert rows["free"] == ""
+
+
+def test_a_spread_is_the_repeats_range_over_their_median() -> None:
+    """``--quick`` times each figure once (a spread of 0 whatever its formula): the range over
+    the median, not over the slowest repeat, is pinned here."""
+    timing = Timing((1.0, 2.0, 4.0))
+    assert timing.spread == 1.5
+    assert timing.to_dict()["spread"] == 1.5 and timing.to_dict()["min_s"] == 1.0
+    assert Timing((3.0,)).spread == 0.0
