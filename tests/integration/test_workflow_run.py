@@ -521,6 +521,33 @@ def test_user_op_by_import_path_and_resume_skips_done_steps(tmp_path: Path) -> N
     assert "skipped" not in again["steps"]["field"] and "skipped" in again["steps"]["double"]
 
 
+def test_a_resume_runs_again_the_steps_after_one_whose_outputs_changed(tmp_path: Path) -> None:
+    """A step is skipped only while its inputs are the ones it was made from: after an edit of
+    an upstream step (its seed, the fix after a failure), the resume runs that step and then
+    every step that reads it, whose own arguments did not change (mutation audit: a step
+    fingerprint without the inputs' checksums skipped ``double`` over the old field)."""
+    wf = tmp_path / "two.yaml"
+    wf.write_text(
+        "name: two\nsteps:\n"
+        "  field:\n    op: example.field\n    with: {size: 32, chunk: 16, seed: 1}\n"
+        "    outputs: [field.zarr]\n"
+        "  double:\n    op: tests.integration.user_ops:double\n    needs: [field]\n"
+        "    with: {factor: 3.0}\n    outputs: [doubled.zarr]\n"
+    )
+    run_dir = tmp_path / "run"
+    first = run_workflow(wf, overrides=QUIET[1:], run_dir=run_dir, report=False)
+    wf.write_text(wf.read_text().replace("seed: 1", "seed: 2"))
+    said: list[str] = []
+    again = run_workflow(wf, overrides=QUIET[1:], resume=run_dir, announce=said.append)
+    assert not any("skipped" in again["steps"][name] for name in ("field", "double")), said
+    assert again["steps"]["field"]["checksums"] != first["steps"]["field"]["checksums"]
+    rerun = "step 'double' completed earlier, but its op, arguments or inputs changed since"
+    assert any(line.startswith(rerun) for line in said), said
+    field = xr.open_zarr(run_dir / "field.zarr")["temperature"]
+    doubled = xr.open_zarr(run_dir / "doubled.zarr")["temperature"]
+    assert field.attrs["units"] == "K" and bool((doubled == 3.0 * field).all())
+
+
 def test_a_resume_after_an_upgrade_says_what_changed_and_run_json_keeps_it(
     tmp_path: Path,
 ) -> None:
