@@ -138,6 +138,10 @@ def test_example_end_to_end(tmp_path: Path) -> None:
         assert step["status"] == "completed", name
         assert step["wall_seconds"] > 0 and step["tasks"] > 0 and step["bytes_written"] > 0
         assert all(len(h) == 64 for c in step["checksums"].values() for h in c.values())
+    # what each step's outputs take on disk (mutation audit: any positive number had passed)
+    for name, step in load_workflow(EXAMPLE).steps.items():
+        on_disk = sum(zarrio.tree_bytes(run_dir / output) for output in step.outputs)
+        assert rec["steps"][name]["bytes_written"] == on_disk > 0, name
     assert rec["steps"]["diffuse"]["checkpoint_step"] == 120
     report = run_dir.resolve() / "performance-report.html"
     assert rec["performance_report"] == str(report) and report.stat().st_size > 10_000
