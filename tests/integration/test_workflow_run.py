@@ -820,6 +820,7 @@ def test_resume_continues_the_same_run_or_refuses(tmp_path: Path) -> None:
     }
     # a step's output gone: that step runs again, on a cluster, and the others are skipped
     profiled = rec["steps"]["profile"]["checksums"]
+    profile_tasks = rec["steps"]["profile"]["tasks"]
     shutil.rmtree(run_dir / "profile.zarr")
     redo = submit(*resume[:3], *QUIET)
     assert redo.returncode == 0 and nothing not in redo.stderr, redo.stderr
@@ -831,6 +832,9 @@ def test_resume_continues_the_same_run_or_refuses(tmp_path: Path) -> None:
         "diffuse",
     }
     assert rec["steps"]["profile"]["checksums"] == profiled  # the same bits again
+    # a step counts its own tasks: as many alone as after the others (mutation audit: a count
+    # since the cluster started, not since the step did, went unseen)
+    assert rec["steps"]["profile"]["tasks"] == profile_tasks
 
 
 def test_sigkill_mid_iteration_then_resume_is_bit_identical(tmp_path: Path) -> None:
