@@ -835,6 +835,9 @@ def test_resume_continues_the_same_run_or_refuses(tmp_path: Path) -> None:
     # a step counts its own tasks: as many alone as after the others (mutation audit: a count
     # since the cluster started, not since the step did, went unseen)
     assert rec["steps"]["profile"]["tasks"] == profile_tasks
+    # a run started with --no-report is resumed without one, as run_workflow's report=None
+    # promises (mutation audit: a resume that always wrote a report went unseen)
+    assert rec["performance_report"] is None and not list(run_dir.glob("performance-report*"))
 
 
 def test_sigkill_mid_iteration_then_resume_is_bit_identical(tmp_path: Path) -> None:
