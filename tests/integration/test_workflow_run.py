@@ -424,6 +424,9 @@ def test_a_full_disk_is_one_line_keeps_the_outputs_and_resume_finishes(
     assert rec["steps"]["field"]["status"] == "completed"
     field = rec["steps"]["field"]["checksums"]["field"]
     assert zarrio.checksums(run_dir / "field.zarr") == field  # intact
+    # no half-written temporary of run.json or a checkpoint's record left behind (mutation
+    # audit: atomic_write_text without its cleanup went unseen)
+    assert not list(run_dir.rglob(".*.tmp*")), list(run_dir.rglob(".*.tmp*"))
     # a disk that is full before anything is written: the file it could not write, no traceback
     subprocess.run(["dd", "if=/dev/zero", f"of={small_disk}/filler", "bs=4k"], capture_output=True)
     full = submit(str(EXAMPLE), "--no-report", *sets, cwd=small_disk)
