@@ -37,6 +37,25 @@ def test_a_process_outside_the_tree_is_the_background_and_its_own_children_are_n
     assert load["seconds"] >= 1.5 and load["steal_cores"] >= 0
 
 
+def test_a_child_still_running_is_this_tree_s(stranger: int) -> None:
+    """Workers alive at a snapshot (the first seconds' note is taken while they run) are
+    this tree's, counted from their own time, not the machine's background."""
+    child = subprocess.Popen([sys.executable, "-c", BURN, "60"])
+    try:
+        proc = psutil.Process(child.pid)
+        time.sleep(0.2)
+        start, used = snapshot(), sum(proc.cpu_times()[:2])
+        time.sleep(1.5)
+        end, used = snapshot(), sum(proc.cpu_times()[:2]) - used
+        load = background_load(start, end, top=1000)
+    finally:
+        child.kill()
+        child.wait()
+    assert used > 0.1 and end.ours - start.ours >= used - 0.05, (used, start.ours, end.ours)
+    assert child.pid not in {p["pid"] for p in load["top"]}, load
+    assert stranger in {p["pid"] for p in load["top"]}, load
+
+
 def test_a_child_that_ended_is_not_counted_again_in_its_parent(tmp_path: Path) -> None:
     """A shell outside this tree that waited for a child burning CPU since before the window:
     the child's whole time moves into the shell's children's time when it ends, and only
