@@ -24,6 +24,7 @@ import pytest
 from distributed import Client
 
 from openclaw_dask.config import load_config
+from openclaw_dask.config.tls import create_certificates
 from openclaw_dask.runtime.cluster import start_cluster
 from openclaw_dask.runtime.hangup import GRACE
 from openclaw_dask.runtime.inspect import inspect_workers
@@ -31,7 +32,14 @@ from openclaw_dask.runtime.processes import wait_gone
 from openclaw_dask.runtime.state import read_state
 from openclaw_dask.translate.plan import QUIET_MONITORS
 from tests.conftest import ROOT
-from tests.integration.sshd import SshHost, SshRig, keygen, netns_available, sshd_available
+from tests.integration.sshd import (
+    SshHost,
+    SshRig,
+    free_port,
+    keygen,
+    netns_available,
+    sshd_available,
+)
 from tests.integration.test_climate_workflow import KILLED_RUN_SETS, _banded
 from tests.integration.test_workflow_run import start_in_own_group, wait_for_checkpoint
 
@@ -449,3 +457,44 @@ def test_worker_of_a_disagreeing_node_is_refused_even_without_preflight(
     assert problem.key == key, problem
     assert problem.message.startswith(f"worker tcp://{odd}:"), problem
     assert expected in problem.message, problem
+
+
+def test_tls_between_ssh_nodes(rig: SshRig, tmp_path: Path) -> None:
+    """The remote scheduler and workers take their certificates from the dask config they
+    inherit (the client's side from its Security): each role must be there, the scheduler's
+    too, or the remote scheduler starts without one and nothing connects."""
+    a, b, _ = hosts(rig)
+    made = create_certificates(tmp_path / "certs", hosts=[a.host, b.host])
+    tls = {
+        "distributed.communication_backend": "tls",
+        "distributed.tls.ca_file": str(made.ca_file),
+        "distributed.tls.cert": str(made.nodes[0].cert),
+        "distributed.tls.key": str(made.nodes[0].key),
+    }
+    nodes = [rig.node(a, **NODE_A), rig.node(b, **NODE_B)]
+    config = load_config(rig.config(nodes, tmp_path / "tls.config", tls))
+    with start_cluster(config) as client:
+        assert client.scheduler.address.startswith(f"tls://{a.host}:")
+        workers = inspect_workers(client)
+        assert len(workers) == 2 and all(w.startswith("tls://") for w in workers)
+        assert client.submit(sum, [1, 2, 3]).result() == 6
+
+
+def test_processes_of_a_node_share_its_gpus_and_leave_its_port_unpinned(
+    rig: SshRig, tmp_path: Path
+) -> None:
+    """``parallel.processes: 2`` on a node with one GPU: each worker process holds half of the
+    node's GPU resource (the scheduler would place two GPU tasks at once on it otherwise), its
+    share of the threads, and a port of its own (a node's ``port`` pins one worker only)."""
+    a, b, _ = hosts(rig)
+    nodes = [rig.node(a, **NODE_A), rig.node(b, port=free_port("127.0.0.1"), **NODE_B)]
+    extra = {"parallel.processes": 2}
+    config = load_config(rig.config(nodes, tmp_path / "two.config", extra))
+    with start_cluster(config) as client:
+        facts = inspect_workers(client).values()
+        on_b = sorted(
+            (f["name"], f["nthreads"], f["resources"]) for f in facts if f["host"] == b.host
+        )
+        name = f"{b.host}-{b.port}"
+        assert on_b == [(f"{name}-{i}", 1, {"GPU": 0.5}) for i in (0, 1)]
+        assert len(facts) == 4
