@@ -84,6 +84,7 @@ def test_example_under_mpirun_equals_local_run_bit_for_bit(tmp_path: Path) -> No
         "parallel.thread_pool_size=2",
         "parallel.thread_affinity=compact",
         "memory.allocator=jemalloc",
+        "memory.per_thread_pool_size=512MiB",  # worker ranks have no nanny: dask-mpi's limit
     ]
     with socket.socket() as taken:  # the dashboard's port is taken: said in one line
         taken.bind(("127.0.0.1", 0))
@@ -112,6 +113,7 @@ def test_example_under_mpirun_equals_local_run_bit_for_bit(tmp_path: Path) -> No
     planned = rec["plan"]["layout"]["affinity"]
     for rank, worker in workers.items():
         assert worker["nthreads"] == 1 and worker["allocator"] == "jemalloc"
+        assert worker["memory_limit"] == 512 * 2**20
         assert worker["affinity"] == planned[int(rank) - 2]
     for step in ("field", "diffuse", "profile"):
         assert rec["steps"][step]["checksums"] == local["steps"][step]["checksums"], step
