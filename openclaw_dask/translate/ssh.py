@@ -97,6 +97,16 @@ def unapplied_notes(config: Config) -> list[str]:
             f"{', '.join(unapplied)} not applied on ssh nodes: workers are not pinned, and "
             "each node's resources.memory (else Dask's auto) is its workers' memory budget"
         )
+    procs = v["parallel.processes"]
+    pinned = [n for n in v["distributed.nodes"] if n["port"] is not None]
+    if isinstance(procs, int) and procs > 1 and pinned:
+        # each process is a worker of its own, and they cannot all listen on one port: the
+        # port had been dropped without a word
+        ports = ", ".join(f"{n['host']}:{n['port']}" for n in pinned)
+        notes.append(
+            f"distributed.nodes port not applied ({ports}): the {procs} worker processes of a "
+            "node (parallel.processes) cannot share one port, so each takes a free one"
+        )
     counted = [n for n in v["distributed.nodes"] if n["resources"]["cpus"] is None]
     if v["parallel.thread_pool_size"] == "physical" and counted:
         notes.append(

@@ -59,3 +59,17 @@ def test_skipping_the_host_key_check_wins_over_a_known_hosts_file(tmp_path: Path
     checked = plan(nodes, f"distributed.ssh.known_hosts={known}")
     for spec in checked.cluster_kwargs["workers"].values():
         assert spec["options"]["connect_options"]["known_hosts"] == str(known)
+
+
+def test_a_node_port_that_several_worker_processes_cannot_share_is_said_unapplied() -> None:
+    """A node's ``port`` pins its one worker; with ``parallel.processes: 2`` each process is a
+    worker that takes a free port, and the port had been dropped without a word."""
+    nodes = "distributed.nodes=[{host: 10.0.0.1, port: 9000}, {host: 10.0.0.2}]"
+    one = plan(nodes)
+    assert one.cluster_kwargs["workers"]["10.0.0.1-22"]["options"]["kwargs"]["worker_port"] == 9000
+    assert not one.unapplied
+    two = plan(nodes, "parallel.processes=2")
+    for name in ("10.0.0.1-22-0", "10.0.0.1-22-1"):
+        assert "worker_port" not in two.cluster_kwargs["workers"][name]["options"]["kwargs"]
+    [said] = two.unapplied
+    assert said.startswith("distributed.nodes port not applied (10.0.0.1:9000): the 2 worker ")
