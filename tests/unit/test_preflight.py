@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from openclaw_dask.config import ConfigError, load_config
+from openclaw_dask.config.layout import MAX_THREADS_PER_CORE
 from openclaw_dask.runtime.preflight import (
     check_nodes,
     compare,
@@ -21,6 +22,7 @@ from openclaw_dask.runtime.preflight import (
     node_targets,
     numerics_outliers,
     probe_text,
+    too_many_threads_there,
     wait_for_ssh_workers,
 )
 from openclaw_dask.runtime.preload import has_own_config
@@ -158,3 +160,25 @@ def test_deterministic_mode_names_the_nodes_that_compute_unlike_most() -> None:
     assert "vector none (node b:22 and 1 more: avx2 fma)." in odd["a:22"]
     # a tie: the first node by host:port sets the kind
     assert list(numerics_outliers({"a:22": generic, "b:22": kind})) == ["b:22"]
+
+
+def test_each_package_a_task_travels_through_is_compared_distributed_too() -> None:
+    """Mutation audit: dropping distributed from the compared packages went unseen (only a
+    dask mismatch was tested); its wire protocol is what the nodes speak to each other."""
+    local = local_facts(config())
+    for package in ("openclaw_dask", "dask", "distributed"):
+        other = {**remote_like(local), package: "0.0.1"}
+        (reason,) = compare(other, local, "/x/python")
+        assert reason.startswith(f"it has {package.replace('_', '-')} 0.0.1, this machine "), reason
+
+
+def test_a_node_s_threads_are_bounded_per_core_as_here() -> None:
+    """The bound a probe's core count sets: at most MAX_THREADS_PER_CORE per core, the same
+    rule as on this machine (mutation audit: twice the bound went unseen beside 10**20)."""
+    node = load_config(None, [NODES], env={}, use_search_path=False)["distributed.nodes"][0]
+    cores = 2
+    at_most = {**node, "resources": {**node["resources"], "cpus": MAX_THREADS_PER_CORE * cores}}
+    assert too_many_threads_there(config(), at_most, {"cores": cores}) is None
+    over = {**node, "resources": {**node["resources"], "cpus": MAX_THREADS_PER_CORE * cores + 1}}
+    reason = too_many_threads_there(config(), over, {"cores": cores})
+    assert reason and f"use at most {MAX_THREADS_PER_CORE * cores} " in reason, reason
