@@ -154,10 +154,14 @@ def check_static(
         )
     if sum(1 for n in nodes if n["scheduler"]) > 1:
         bad("distributed.nodes", "more than one node has scheduler: true")
-    seen: dict[tuple[str, int], int] = {}
+    # each node against every earlier one on its machine: compared with the first node of a
+    # host only, a third node on the second one's port passed (and failed to bind at start)
+    seen: dict[tuple[str, int, int], int] = {}
     for i, n in enumerate(nodes):
-        ident = (n["host"], n["ssh_port"])
-        if ident in seen and n["port"] is not None and nodes[seen[ident]]["port"] == n["port"]:
+        if n["port"] is None:  # a port Dask picks: never taken twice
+            continue
+        ident = (n["host"], n["ssh_port"], n["port"])
+        if ident in seen:
             bad(
                 f"distributed.nodes[{i}]",
                 f"same host, ssh_port and port as distributed.nodes[{seen[ident]}]",

@@ -387,3 +387,26 @@ def test_a_value_set_through_the_api_or_address_meets_the_cross_field_rules() ->
         config.with_values(parallel__thread_pool_size=2, parallel__processes=4)
     attached = with_address(config, "tcp://127.0.0.1:8786")
     assert attached.sources["cluster.scheduler_address"] == "--address"
+
+
+def test_nodes_that_share_a_host_and_port_are_refused_wherever_they_stand() -> None:
+    """Two nodes on one machine (host and ssh_port) with one worker port cannot both start;
+    each node is compared with every earlier one, not only with the first of its host: the
+    second and third of [9001, 9002, 9002] passed the check and failed to bind at start
+    (found by the mutation audit's reading of this rule). A port left to Dask clashes with
+    nothing, and another ssh_port is another machine."""
+
+    def node(port: int | None, ssh_port: int = 22) -> dict[str, Any]:
+        return {"host": "a", "ssh_port": ssh_port, "port": port, "scheduler": False}
+
+    def nodes(*entries: dict[str, Any]) -> list[str]:
+        return static(cluster__backend="ssh", distributed__nodes=list(entries))
+
+    assert nodes(node(9001), node(9002), node(9002)) == [
+        "distributed.nodes[2]: same host, ssh_port and port as distributed.nodes[1]"
+    ]
+    assert nodes(node(9002), node(9001), node(9002)) == [
+        "distributed.nodes[2]: same host, ssh_port and port as distributed.nodes[0]"
+    ]
+    assert nodes(node(None), node(None), node(9001)) == []
+    assert nodes(node(9001), node(9001, ssh_port=2222)) == []
