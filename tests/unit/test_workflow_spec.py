@@ -1006,3 +1006,21 @@ def test_a_parameter_whose_min_is_its_max_holds_that_one_value(tmp_path: Path) -
         load_workflow(write(tmp_path, pinned), {"size": "65"})
     with pytest.raises(ConfigError, match=r"params\.size\.max: 63 is below min \(64\)"):
         load_workflow(write(tmp_path, GOOD.replace("min: 16}", "min: 64, max: 63}")))
+
+
+def op_that_needs_a_size(ctx: Any, *, size: int, chunk: int = 8) -> dict[str, Any]:
+    return {}
+
+
+def test_an_argument_the_op_needs_and_the_step_leaves_out_is_refused(tmp_path: Path) -> None:
+    """An op's argument without a default must be in ``with:``: refused at the file, in the
+    dry run, rather than as a TypeError from the op once the cluster has started (mutation
+    audit: dropping the check went unseen)."""
+    op = f"{__name__}:op_that_needs_a_size"
+    text = f"name: x\nsteps:\n  a:\n    op: {op}\n    with: {{chunk: 4}}\n    outputs: [out/]\n"
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, text))
+    [problem] = [str(p) for p in info.value.problems]
+    assert problem.endswith(f":5: steps.a.with: op {op} needs argument 'size'"), problem
+    given = load_workflow(write(tmp_path, text.replace("{chunk: 4}", "{size: 2}")))
+    assert given.steps["a"].args == {"size": 2}
