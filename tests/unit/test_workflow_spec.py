@@ -1024,3 +1024,13 @@ def test_an_argument_the_op_needs_and_the_step_leaves_out_is_refused(tmp_path: P
     assert problem.endswith(f":5: steps.a.with: op {op} needs argument 'size'"), problem
     given = load_workflow(write(tmp_path, text.replace("{chunk: 4}", "{size: 2}")))
     assert given.steps["a"].args == {"size": 2}
+
+
+def test_a_str_or_path_parameter_may_be_set_to_nothing(tmp_path: Path) -> None:
+    """``--set params.label=`` sets a string parameter to the empty string (a path parameter
+    to none), where a number given nothing is refused (mutation audit: refusing the empty
+    value for every type went unseen)."""
+    text = GOOD.replace("  label:", "  data: {type: path, default: inputs/a.zarr}\n  label:")
+    wf = load_workflow(write(tmp_path, text), {"label": "", "data": ""})
+    assert wf.values["label"] == "" and wf.values["data"] == ""
+    assert wf.param_sources["label"] == wf.param_sources["data"] == "--set"
