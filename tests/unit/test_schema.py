@@ -171,3 +171,16 @@ def test_every_port_from_0_to_65535_is_a_port(port: int) -> None:
     assert config["cluster.dashboard_address"] == address
     with pytest.raises(ConfigError, match=r"cluster\.dashboard_address: .*65536"):
         load_config(overrides={"cluster.dashboard_address": "127.0.0.1:65536"})
+
+
+@pytest.mark.parametrize("zero", [0, "0 MB", "0"])
+def test_a_memory_size_of_nothing_is_refused(zero: Any) -> None:
+    """A size of 0 bytes is refused for every size key: Dask reads a memory limit of 0 as no
+    limit at all, so a worker budget, or an ssh node's memory, given as 0 was silently
+    unbounded (mutation audit: ``value >= 0`` for byte counts went unseen)."""
+    for key in ("memory.global_pool", "memory.per_thread_pool_size"):
+        with pytest.raises(ConfigError, match=rf"{key}: expected one of auto \| a size such as"):
+            load_config(overrides={key: zero}, use_search_path=False)
+    node = {"host": "10.0.0.2", "resources": {"memory": zero}}
+    with pytest.raises(ConfigError, match=r"distributed\.nodes\[0\]\.resources\.memory: "):
+        load_config(overrides={"distributed.nodes": [node]}, use_search_path=False)
