@@ -184,3 +184,14 @@ def test_a_memory_size_of_nothing_is_refused(zero: Any) -> None:
     node = {"host": "10.0.0.2", "resources": {"memory": zero}}
     with pytest.raises(ConfigError, match=r"distributed\.nodes\[0\]\.resources\.memory: "):
         load_config(overrides={"distributed.nodes": [node]}, use_search_path=False)
+
+
+@pytest.mark.parametrize("zero", [0, 0.0, "0s", "0ms"])
+def test_a_clock_skew_tolerance_of_nothing_is_refused(zero: Any) -> None:
+    """Durations are positive: a clock skew tolerance of 0 would refuse (or warn of) every
+    worker, whose clock is never off by exactly nothing (mutation audit: ``seconds < 0`` went
+    unseen)."""
+    key = "distributed.clock_skew_tolerance"
+    with pytest.raises(ConfigError, match=rf"{key}: expected a positive duration"):
+        load_config(overrides={key: zero}, use_search_path=False)
+    assert load_config(overrides={key: "1ms"}, use_search_path=False)[key] == 0.001
