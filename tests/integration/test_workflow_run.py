@@ -16,6 +16,7 @@ import subprocess
 import sys
 import termios
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -148,14 +149,18 @@ def test_example_end_to_end(tmp_path: Path) -> None:
     assert f"report:   {report}" in result.stdout
     assert not (run_dir / ".checkpoints" / "diffuse").exists()
 
-    field = xr.open_zarr(run_dir / "field.zarr")
+    # consolidated: xarray opens a finished output at once and without a warning (mutation
+    # audit: outputs left unconsolidated, each open warned and read every array's metadata)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        field, history, profile = (
+            xr.open_zarr(run_dir / f"{name}.zarr") for name in ("field", "history", "profile")
+        )
     assert field["temperature"].dims == ("y", "x") and field["temperature"].attrs["units"] == "K"
     assert field["x"].attrs["units"] == "m" and field.sizes == {"y": 128, "x": 128}
-    history = xr.open_zarr(run_dir / "history.zarr")
     assert history["time"].attrs["units"] == "s"
     assert history.sizes["time"] == 120 // 80 + 2  # every 80 steps, plus the end
     assert float(history["variance"][-1]) < float(history["variance"][0])  # it smooths
-    profile = xr.open_zarr(run_dir / "profile.zarr")
     assert profile["mean"].dims == ("y",) and profile["mean"].attrs["units"] == "K"
 
 
