@@ -21,6 +21,7 @@ import pytest
 from openclaw_dask.bench.load import BUSY_CORES
 from openclaw_dask.bench.machine import cpu_model
 from openclaw_dask.bench.run import WorkersDiedError, again_if_a_worker_died
+from openclaw_dask.bench.suites.stencil import STATE_BYTES_PER_UPDATE
 from openclaw_dask.runtime.cluster import start_cluster
 from tests.integration.conftest import isolated_env
 from tests.integration.dies_once import DIES_ONCE_SETS, MARKER_ENV, dask_log_lines
@@ -243,6 +244,25 @@ def test_throughputs_are_the_work_over_the_median_time(quick_report: dict[str, A
     for level in (1, 3, 9):
         smooth, noise = (z["ratios"][f"compression_{k}_zstd{level}"] for k in ("smooth", "random"))
         assert smooth > noise > 1.0, z["ratios"]
+    st = s["stencil"]
+    updates = math.prod(st["params"]["grid"]) * st["params"]["steps"]
+    for name in st["timings"]:
+        if name == "reference_on_every_thread":  # one run per thread: the work of all of them
+            copies = st["params"]["threads"] * updates
+            assert st["throughput"][name]["value"] == pytest.approx(copies / median(st, name))
+            continue
+        assert st["throughput"][name]["value"] == pytest.approx(updates / median(st, name)), name
+        assert st["throughput"][name]["unit"] == "cell-updates/s"
+    # K steps per halo exchange against one: how many times faster the batched run went
+    for name, value in st["ratios"].items():
+        if name.startswith("batch_K"):
+            k = name.removeprefix("batch_K").removesuffix("_vs_K1")
+            assert value == pytest.approx(median(st, "dask_K1") / median(st, f"dask_K{k}")), name
+    state = st["throughput"]["state_bytes"]["value"]
+    k = st["params"]["batch_size"]
+    assert state == pytest.approx(updates / median(st, f"dask_K{k}") * STATE_BYTES_PER_UPDATE)
+    bandwidth = st["throughput"]["copy_bandwidth"]["value"]
+    assert st["ratios"]["fraction_of_copy_bandwidth"] == pytest.approx(state / bandwidth)
     for suite in s.values():
         for timing in suite["timings"].values():
             spread = (timing["max_s"] - timing["min_s"]) / timing["median_s"]
