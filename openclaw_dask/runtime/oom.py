@@ -127,7 +127,10 @@ class PauseWatch:
 
     def _watch(self) -> None:
         since: float | None = None  # when the paused workers were first seen stuck
-        lowest = 0.0  # the least memory they held since then
+        # the memory they held then: progress is a fall below it, in one poll or over several
+        # (it had been the least seen since, so a cluster that spilled a little at each poll
+        # never counted as freeing memory and was failed as out of it)
+        start = 0.0
         while not self._stop.wait(self.every) and self.error is None:
             try:
                 workers = self.client.scheduler_info(n_workers=-1)["workers"]
@@ -139,13 +142,11 @@ class PauseWatch:
                 budget = sum(w.get("memory_limit") or 0 for w in stuck.values())
             except Exception:  # a closing cluster, or an answer without a figure: next poll
                 continue
-            if since is None or held < lowest - FREED_FRACTION * budget:
-                since, lowest = time.monotonic(), held  # newly stuck, or freeing memory
+            if since is None or held < start - FREED_FRACTION * budget:
+                since, start = time.monotonic(), held  # newly stuck, or freeing memory
             elif time.monotonic() - since >= self.grace:
                 self.error = _paused_error(stuck, len(workers), self.grace)
                 self._cancel_everything()
-            else:
-                lowest = min(lowest, held)
 
     def _cancel_everything(self) -> None:
         """Cancel every future the client holds, with the error as the reason.
