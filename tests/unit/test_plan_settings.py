@@ -73,3 +73,13 @@ def test_a_node_port_that_several_worker_processes_cannot_share_is_said_unapplie
         assert "worker_port" not in two.cluster_kwargs["workers"][name]["options"]["kwargs"]
     [said] = two.unapplied
     assert said.startswith("distributed.nodes port not applied (10.0.0.1:9000): the 2 worker ")
+
+
+def test_rdma_turns_on_infiniband_and_its_connection_manager_together() -> None:
+    """``distributed.rdma`` is InfiniBand with RDMA-CM for UCX (hardware this machine lacks,
+    so pinned as translation): one switch without the other does not connect over IB."""
+    p = plan("distributed.communication_backend=ucx", "distributed.rdma=true")
+    assert p.dask_config["distributed-ucxx.infiniband"] is True
+    assert p.dask_config["distributed-ucxx.rdmacm"] is True
+    off = plan("distributed.communication_backend=ucx")
+    assert off.dask_config["distributed-ucxx.rdmacm"] is False
