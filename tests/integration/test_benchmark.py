@@ -263,6 +263,17 @@ def test_throughputs_are_the_work_over_the_median_time(quick_report: dict[str, A
     assert state == pytest.approx(updates / median(st, f"dask_K{k}") * STATE_BYTES_PER_UPDATE)
     bandwidth = st["throughput"]["copy_bandwidth"]["value"]
     assert st["ratios"]["fraction_of_copy_bandwidth"] == pytest.approx(state / bandwidth)
+    o = s["overhead"]
+    tasks = o["params"]["tasks"]
+    per_task = median(o, f"{tasks}_tasks") / tasks * 1e3
+    assert o["throughput"]["per_task_amortised"] == {"value": pytest.approx(per_task), "unit": "ms"}
+    assert o["throughput"]["task_round_trip"]["value"] == pytest.approx(
+        median(o, "task_round_trip") * 1e3
+    )
+    # the graph suite's growth of the time per step: the long run's last window over the short
+    g = s["graph"]["throughput"]
+    growth = g["step_time_long_last_window"]["value"] / g["step_time_short"]["value"]
+    assert s["graph"]["ratios"]["step_time_long_vs_short"] == pytest.approx(growth)
     for suite in s.values():
         for timing in suite["timings"].values():
             spread = (timing["max_s"] - timing["min_s"]) / timing["median_s"]
