@@ -560,6 +560,76 @@ def test_a_resume_runs_again_the_steps_after_one_whose_outputs_changed(tmp_path:
     assert field.attrs["units"] == "K" and bool((doubled == 3.0 * field).all())
 
 
+#: an iterative op (beside the workflow) whose arguments say what it adds and where it fails; it
+#: records each step it made, and fails at its end while a file BROKEN lies beside it
+COUNTING_OPS = """
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from openclaw_dask.workflows.context import IterativeOp
+
+
+class Count(IterativeOp):
+    outputs = ("counted", "steps")
+    total_steps = 6
+
+    def __init__(self, ctx, *, add: int = 1, fail_at: int = 99, steps: int = 6):
+        super().__init__(ctx)
+        self.add, self.fail_at, self.total_steps = add, fail_at, steps
+
+    def initial_state(self):
+        return self.ctx.input("field")
+
+    def advance(self, state, step0, nsteps):
+        if step0 >= self.fail_at:
+            raise RuntimeError("not yet")
+        made = np.arange(step0, step0 + nsteps)
+        return state + self.add * nsteps, {"steps": xr.Dataset({"n": ("time", made)})}
+
+    def finish(self, state):
+        if Path(__file__).with_name("BROKEN").exists():
+            raise RuntimeError("broken at the end")
+        return {"counted": state}
+"""
+
+
+def _counting(folder: Path, module: str, args: str) -> Path:
+    """A workflow in ``folder``: the field, then ``Count`` (as ``module``) with ``args``."""
+    (folder / f"{module}.py").write_text(COUNTING_OPS)
+    wf = folder / "counting.yaml"
+    wf.write_text(
+        "name: counting\nsteps:\n"
+        "  field:\n    op: example.field\n    with: {size: 16, chunk: 16}\n"
+        "    outputs: [field.zarr]\n"
+        f"  count:\n    op: {module}:Count\n    needs: [field]\n"
+        f"    with: {args}\n    outputs: [counted.zarr, steps.zarr]\n"
+    )
+    return wf
+
+
+def test_a_checkpoint_made_with_other_arguments_is_not_continued(tmp_path: Path) -> None:
+    """A resume continues an iterative step from its checkpoint only when the checkpoint is of
+    this step as it is now: after an edit of the step's ``with:``, the step runs from step 0
+    (and the dry run says so), never the new arguments on top of the old ones' state
+    (mutation audit: both the run and the dry run continued from any checkpoint unseen)."""
+    wf = _counting(tmp_path, "openclaw_test_argument_counting_ops", "{add: 1, fail_at: 4}")
+    run_dir = tmp_path / "run"
+    sets = [QUIET[1], "distributed.sync_interval=2"]
+    with pytest.raises(StepFailedError, match="not yet"):
+        run_workflow(wf, overrides=sets, run_dir=run_dir, report=False)
+    assert (run_dir / ".checkpoints/count/checkpoint.json").is_file()  # at step 2, add 1
+    wf.write_text(wf.read_text().replace("{add: 1, fail_at: 4}", "{add: 2}"))
+    plan = run_workflow(wf, overrides=sets, resume=run_dir, dry_run=True)["resume"]
+    assert plan == {"field": "skip: completed in an earlier attempt", "count": "run"}
+    again = run_workflow(wf, overrides=sets, resume=run_dir)
+    assert "resumed_from_step" not in again["steps"]["count"]
+    field = xr.open_zarr(run_dir / "field.zarr")["temperature"]
+    counted = xr.open_zarr(run_dir / "counted.zarr")["temperature"]
+    assert bool((counted == field + 2 * 6).all())  # not field + 1 * 2 + 2 * 4
+
+
 def test_a_resume_after_an_upgrade_says_what_changed_and_run_json_keeps_it(
     tmp_path: Path,
 ) -> None:
