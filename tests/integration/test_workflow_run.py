@@ -630,6 +630,37 @@ def test_a_checkpoint_made_with_other_arguments_is_not_continued(tmp_path: Path)
     assert bool((counted == field + 2 * 6).all())  # not field + 1 * 2 + 2 * 4
 
 
+def test_a_checkpoint_is_continued_over_records_made_after_it_but_not_over_lost_ones(
+    tmp_path: Path,
+) -> None:
+    """A step that fails after its last checkpoint leaves records beyond it (an output's
+    metadata grown): the resume still continues from the checkpoint and cuts the records back
+    to it. A record lost from before the checkpoint (a deleted chunk, which zarr reads as its
+    fill value) is damage: the step runs from step 0 and no record is lost (mutation audit: a
+    checkpoint whose outputs merely grew was called damaged, and one without its outputs'
+    files in its manifest continued over a lost chunk, both unseen)."""
+    wf = _counting(tmp_path, "openclaw_test_recording_ops", "{steps: 10}")
+    (tmp_path / "BROKEN").touch()
+    run_dir = tmp_path / "run"
+    sets = [QUIET[1], "distributed.sync_interval=5"]
+    with pytest.raises(StepFailedError, match="broken at the end"):
+        run_workflow(wf, overrides=sets, run_dir=run_dir, report=False)
+    (tmp_path / "BROKEN").unlink()
+    assert json.loads((run_dir / ".checkpoints/count/checkpoint.json").read_text())["step"] == 5
+    assert zarrio.extent(run_dir / "steps.zarr", "time") == 10  # the records after it, too
+    lost = shutil.copytree(run_dir, tmp_path / "lost", symlinks=True)
+    (lost / "steps.zarr/n/c/0").unlink()  # records 0-4
+    for directory, resumed in ((run_dir, 5), (lost, None)):
+        again = run_workflow(wf, overrides=sets, resume=directory, report=False)
+        assert again["steps"]["count"].get("resumed_from_step") == resumed, directory
+        assert ("checkpoint_damaged" in again["steps"]["count"]) is (resumed is None)
+        made = zarrio.open_output(directory / "steps.zarr")["n"].values
+        assert made.tolist() == list(range(10)), directory
+        field = zarrio.open_output(directory / "field.zarr")["temperature"]
+        counted = zarrio.open_output(directory / "counted.zarr")["temperature"]
+        assert bool((counted == field + 10).all()), directory
+
+
 def test_a_resume_after_an_upgrade_says_what_changed_and_run_json_keeps_it(
     tmp_path: Path,
 ) -> None:
