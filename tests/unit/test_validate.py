@@ -410,3 +410,26 @@ def test_nodes_that_share_a_host_and_port_are_refused_wherever_they_stand() -> N
     ]
     assert nodes(node(None), node(None), node(9001)) == []
     assert nodes(node(9001), node(9001, ssh_port=2222)) == []
+
+
+def test_an_ssh_node_s_memory_is_split_over_its_workers_before_the_floor() -> None:
+    """A node's ``resources.memory`` is shared by its ``parallel.processes`` workers: 300 MB
+    for two is 150 MB each, below what a worker needs, where 300 MB for one is enough
+    (mutation audit: comparing the node's whole memory with one worker's floor went unseen)."""
+
+    def node(memory: int) -> dict[str, Any]:
+        resources = {"cpus": 2, "memory": memory, "gpus": 0}
+        return {
+            "host": "a",
+            "ssh_port": 22,
+            "port": None,
+            "scheduler": False,
+            "resources": resources,
+        }
+
+    ssh = {"cluster__backend": "ssh", "parallel__thread_pool_size": 2}
+    [msg] = static(**ssh, parallel__processes=2, distributed__nodes=[node(300 * 10**6)])
+    assert msg.startswith(
+        "distributed.nodes[0].resources.memory: 300 MB gives each of the node's 2 worker(s) 150 MB"
+    ), msg
+    assert static(**ssh, parallel__processes=1, distributed__nodes=[node(300 * 10**6)]) == []
