@@ -433,3 +433,15 @@ def test_an_ssh_node_s_memory_is_split_over_its_workers_before_the_floor() -> No
         "distributed.nodes[0].resources.memory: 300 MB gives each of the node's 2 worker(s) 150 MB"
     ), msg
     assert static(**ssh, parallel__processes=1, distributed__nodes=[node(300 * 10**6)]) == []
+
+
+def test_core_lists_are_not_counted_against_a_cuda_cluster_s_workers() -> None:
+    """On the cuda backend dask-cuda pins each GPU worker itself and the core lists are not
+    applied (the plan says so in a note), so their number is not refused against the GPU
+    workers', as it is against the local workers' (mutation audit: the cuda exemption could
+    be dropped unseen)."""
+    hw = make_hardware(cores=8, gpus=2)
+    lists = {"parallel__thread_affinity": [[0], [1], [2]], "gpu__devices": [0, 1]}
+    assert not any("core lists for" in m for m in hardware(hw, "cuda", **lists))
+    local = hardware(hw, "local", parallel__thread_affinity=[[0], [1], [2]], parallel__processes=2)
+    assert any("3 core lists for 2 worker processes" in m for m in local), local
