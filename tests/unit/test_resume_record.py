@@ -33,6 +33,8 @@ def refusal(run_dir: Path) -> str:
         (lambda r: [], "it holds an array, not an object"),
         (lambda r: {**r, "workflow": 5}, "workflow is a number, not an object"),
         (lambda r: {**r, "config": "x"}, "config is a string, not an object"),
+        # (mutation audit: a record without its parameters' check went unseen)
+        (lambda r: {**r, "workflow": {**r["workflow"], "params": []}}, "workflow.params is an"),
         (lambda r: {k: v for k, v in r.items() if k != "steps"}, "steps is missing"),
         (lambda r: {k: v for k, v in r.items() if k != "status"}, "status is missing"),
         (lambda r: {**r, "steps": {"a": "completed"}}, "steps.a is a string, not an object"),
