@@ -67,3 +67,22 @@ def test_the_line_that_raised_is_the_user_module_s_not_a_library_file_of_the_sam
     with pytest.raises(ValueError) as theirs:
         parse_ports("not a port")  # raised in distributed/utils.py
     assert raised_in(theirs.value, [str(path)]) is None
+
+
+def test_the_line_that_raised_is_the_innermost_of_the_user_s_own(tmp_path: Path) -> None:
+    """An op that fails in a helper of its own module is told the helper's line, the one
+    that raised, not the op's line that called it (mutation audit: the outermost frame of the
+    user's module went unseen: every failing test op raised in its own body)."""
+    import importlib.util
+
+    from openclaw_dask.workflows.runner import raised_in
+
+    path = tmp_path / "myops.py"
+    path.write_text("def op():\n    return helper()\n\n\ndef helper():\n    raise ValueError(1)\n")
+    spec = importlib.util.spec_from_file_location("myops", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(ValueError) as caught:
+        module.op()
+    assert raised_in(caught.value, [str(path)]) == "myops.py, line 6, in helper"
