@@ -450,15 +450,21 @@ def test_a_full_disk_is_one_line_keeps_the_outputs_and_resume_finishes(
         assert record_of(run_dir)["steps"][step]["checksums"] == sums, step
 
 
-def test_user_op_by_import_path_and_resume_skips_done_steps(tmp_path: Path) -> None:
-    wf = tmp_path / "user.yaml"
+def field_and_double(wf: Path, field_args: str, factor: float, name: str = "two") -> Path:
+    """A two-step workflow at ``wf``: the example field, then a user op (by import path) that
+    multiplies it by ``factor``."""
     wf.write_text(
-        "name: user\nsteps:\n"
-        "  field:\n    op: example.field\n    with: {size: 64, chunk: 32}\n"
+        f"name: {name}\nsteps:\n"
+        f"  field:\n    op: example.field\n    with: {field_args}\n"
         "    outputs: [field.zarr]\n"
         "  double:\n    op: tests.integration.user_ops:double\n    needs: [field]\n"
-        "    with: {factor: 3.0}\n    outputs: [doubled.zarr]\n"
+        f"    with: {{factor: {factor}}}\n    outputs: [doubled.zarr]\n"
     )
+    return wf
+
+
+def test_user_op_by_import_path_and_resume_skips_done_steps(tmp_path: Path) -> None:
+    wf = field_and_double(tmp_path / "user.yaml", "{size: 64, chunk: 32}", 3.0, name="user")
     run_dir = tmp_path / "run"
     rec = run_workflow(wf, overrides=QUIET[1:], run_dir=run_dir)
     assert rec["status"] == "completed"
@@ -538,14 +544,7 @@ def test_a_resume_runs_again_the_steps_after_one_whose_outputs_changed(tmp_path:
     an upstream step (its seed, the fix after a failure), the resume runs that step and then
     every step that reads it, whose own arguments did not change (mutation audit: a step
     fingerprint without the inputs' checksums skipped ``double`` over the old field)."""
-    wf = tmp_path / "two.yaml"
-    wf.write_text(
-        "name: two\nsteps:\n"
-        "  field:\n    op: example.field\n    with: {size: 32, chunk: 16, seed: 1}\n"
-        "    outputs: [field.zarr]\n"
-        "  double:\n    op: tests.integration.user_ops:double\n    needs: [field]\n"
-        "    with: {factor: 3.0}\n    outputs: [doubled.zarr]\n"
-    )
+    wf = field_and_double(tmp_path / "two.yaml", "{size: 32, chunk: 16, seed: 1}", 3.0)
     run_dir = tmp_path / "run"
     first = run_workflow(wf, overrides=QUIET[1:], run_dir=run_dir, report=False)
     wf.write_text(wf.read_text().replace("seed: 1", "seed: 2"))
@@ -666,14 +665,7 @@ def test_a_resume_after_an_upgrade_says_what_changed_and_run_json_keeps_it(
 ) -> None:
     """A resume continued with other versions of the packages without a word, and the record's
     versions became the new ones: nothing said that the run's parts came from two."""
-    wf = tmp_path / "two.yaml"
-    wf.write_text(
-        "name: two\nsteps:\n"
-        "  field:\n    op: example.field\n    with: {size: 32, chunk: 16}\n"
-        "    outputs: [field.zarr]\n"
-        "  double:\n    op: tests.integration.user_ops:double\n    needs: [field]\n"
-        "    with: {factor: 2.0}\n    outputs: [doubled.zarr]\n"
-    )
+    wf = field_and_double(tmp_path / "two.yaml", "{size: 32, chunk: 16}", 2.0)
     run_dir = tmp_path / "run"
     rec = run_workflow(wf, overrides=QUIET[1:], run_dir=run_dir, report=False)
     assert rec["software_changed"] == []

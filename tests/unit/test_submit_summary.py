@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
 
 import pytest
@@ -47,18 +48,12 @@ def test_the_line_that_raised_is_the_user_module_s_not_a_library_file_of_the_sam
 ) -> None:
     """Frames match a user's op module by name too (a worker's copy of it is elsewhere), but
     a user's ``utils.py`` must not name a line of ``distributed/utils.py``."""
-    import importlib.util
-
     from distributed.utils import parse_ports
 
     from openclaw_dask.workflows.runner import raised_in
 
     path = tmp_path / "utils.py"
-    path.write_text("def boom():\n    raise ValueError('boom')\n")
-    spec = importlib.util.spec_from_file_location("utils", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _module_from(path, "def boom():\n    raise ValueError('boom')\n")
     with pytest.raises(ValueError) as mine:
         module.boom()
     assert raised_in(mine.value, [str(path)]) == "utils.py, line 2, in boom"
@@ -73,16 +68,24 @@ def test_the_line_that_raised_is_the_innermost_of_the_user_s_own(tmp_path: Path)
     """An op that fails in a helper of its own module is told the helper's line, the one
     that raised, not the op's line that called it (mutation audit: the outermost frame of the
     user's module went unseen: every failing test op raised in its own body)."""
-    import importlib.util
-
     from openclaw_dask.workflows.runner import raised_in
 
     path = tmp_path / "myops.py"
-    path.write_text("def op():\n    return helper()\n\n\ndef helper():\n    raise ValueError(1)\n")
-    spec = importlib.util.spec_from_file_location("myops", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _module_from(
+        path, "def op():\n    return helper()\n\n\ndef helper():\n    raise ValueError(1)\n"
+    )
     with pytest.raises(ValueError) as caught:
         module.op()
     assert raised_in(caught.value, [str(path)]) == "myops.py, line 6, in helper"
+
+
+def _module_from(path: Path, source: str) -> types.ModuleType:
+    """A module imported from ``source`` written at ``path`` (a user's op file)."""
+    import importlib.util
+
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
