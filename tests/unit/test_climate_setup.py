@@ -209,3 +209,60 @@ def test_bands_are_one_per_thread_while_each_is_four_halos_tall_and_busy() -> No
     assert band_count(eighth, threads=16, batch_size=32) == 6  # 133 M / 20 M per task
     assert band_count((2880, 5760), threads=16, batch_size=16) == 13  # 265 M / 20 M
     assert steps_per_task(16, 2) == 16 and steps_per_task(16, 1) == 2**31  # one task a segment
+
+
+def test_regrid_interpolates_across_the_0e_seam() -> None:
+    """A field linear in longitude through 0°E (kinks at 90°E and 270°E) is reproduced exactly
+    at the fine columns between the last and first coarse columns (1°E, 359°E): the wrap, not
+    the end column's value. The other regrid test keeps away from the seam, where its saw
+    has a kink."""
+    coarse, fine = LatLonGrid(4.0), LatLonGrid(2.0)
+
+    def field(grid: LatLonGrid) -> np.ndarray:
+        through_seam = np.abs(((grid.lon - 270.0) % 360.0) - 180.0)  # 90 - lon near 0°E
+        return np.broadcast_to(through_seam[None, :] * 0.01, grid.shape)
+
+    finer = regrid(field(coarse), coarse.lat, coarse.lon, fine)
+    seam = np.isin(fine.lon, [1.0, 359.0])
+    np.testing.assert_allclose(finer[:, seam], field(fine)[:, seam], atol=1e-12)
+    np.testing.assert_allclose(finer[0, seam], [0.89, 0.91], atol=1e-12)
+
+
+def test_a_continent_that_crosses_0e_continues_across_it() -> None:
+    """ "Africa" (centre 5°N 20°E, 25° half-width) reaches 355°E: at 5°N the columns 357°E to
+    43°E are land and 351°E is ocean (no other continent there), as the shortest signed
+    longitude difference gives, rather than a coast cut at the meridian."""
+    g = LatLonGrid(2.0)
+    mask = idealized_land_mask(g)
+    row = mask[int(np.flatnonzero(g.lat == 5.0)[0])]
+    land = [357.0, 359.0, 1.0, 3.0, 41.0, 43.0]
+    assert row[np.isin(g.lon, land)].all()
+    assert not row[np.isin(g.lon, [351.0, 49.0])].any()
+
+
+def test_heat_capacities_are_50_m_of_sea_water_and_2_m_of_water() -> None:
+    """The documented columns: 50 m of sea water (1025 kg m⁻³ × 3985 J kg⁻¹ K⁻¹) and 2 m of
+    fresh water (1000 × 4186); the seasonal cycle's land/sea contrast is their ratio."""
+    p = EBMParams()
+    assert p.heat_capacity_ocean == pytest.approx(50.0 * 1025.0 * 3985.0, rel=1e-15)
+    assert p.heat_capacity_land == pytest.approx(2.0 * 1000.0 * 4186.0, rel=1e-15)
+
+
+def test_ice_is_compared_with_the_brightest_open_surface_for_either_sign_of_the_p2_term() -> None:
+    """With a negative ``albedo_p2`` the brightest open surface is at the equator
+    (``P2 = -1/2``): 0.3 + 0.1 = 0.4, so ice of 0.39 is refused and of 0.41 accepted."""
+    brightest = 0.3 + max(-0.2 * p2 for p2 in (-0.5, 1.0))
+    assert brightest == pytest.approx(0.4)
+    with pytest.raises(ValueError, match="albedo_ice"):
+        EBMParams(albedo_free=0.3, albedo_p2=-0.2, albedo_ice=0.39)
+    EBMParams(albedo_free=0.3, albedo_p2=-0.2, albedo_ice=0.41)
+
+
+def test_steps_in_years_cover_a_fraction_of_a_year() -> None:
+    """A whole number of steps that covers the time: the first count whose steps reach it
+    (2239 steps a year at 4°: 0.01 years is 22.39 steps, so 23, not the nearest 22)."""
+    p = EBMParams().resolved(LatLonGrid(4.0))
+    assert p.steps_in_years(0.01) == 23
+    for years in (0.01, 0.3, 1.0 / 7.0, 2.5, 1.0):
+        n = p.steps_in_years(years)
+        assert n * p.steps_per_year**-1 >= years - 1e-12 > (n - 1) / p.steps_per_year
