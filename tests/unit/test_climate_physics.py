@@ -377,3 +377,53 @@ def test_a_zonal_wave_decays_at_the_spherical_laplacians_rate(compiled: bool) ->
     expected = rate / (1.0 + rate)
     rows = (np.abs(grid.lat) >= 20.0) & (np.abs(grid.lat) <= 80.0)
     np.testing.assert_allclose(zonal[rows], expected[rows], rtol=1e-2)
+
+
+def test_a_halo_cone_shrunk_to_one_row_keeps_that_rows_bits() -> None:
+    """``n`` steps on ``2n + 1`` rows with halo edges at both ends leave exactly the middle
+    row valid (each step's outermost rows miss a flux, so one row per step and end is lost):
+    it is the reference's row, bit for bit, and the only row a sum may cover. ``2n`` rows,
+    which leave none, are refused (the guard had allowed ``2n − 1``: a band of wrong rows)."""
+    grid = LatLonGrid(4.0)
+    params = EBMParams().resolved(grid)
+    cap = heat_capacity(params, grid)
+    T0 = _rough_field(grid)
+    n, middle = 5, 20
+    want = run_reference(params, grid, n, T0, step0=300)[middle]
+    rows = slice(middle - n, middle + n + 1)
+    ops = make_band_operators(params, grid, cap[rows], rows.start)
+    got = advance_with(T0[rows], ops, 300, n, shrink=(True, True))
+    assert np.array_equal(got[n], want)
+    assert not np.array_equal(got[n - 1], run_reference(params, grid, n, T0, step0=300)[middle - 1])
+    got, total = advance_with(
+        T0[rows], ops, 300, n, shrink=(True, True), accumulate=True, total_rows=(n, n + 1)
+    )
+    assert np.array_equal(got[n], want) and total.shape == (1, grid.nlon)
+    with pytest.raises(ValueError, match=r"leave rows 5:6 valid, the sum needs 4:6"):
+        advance_with(
+            T0[rows], ops, 300, n, shrink=(True, True), accumulate=True, total_rows=(n - 1, n + 1)
+        )
+    for height in (2 * n, 2 * n - 1):
+        with pytest.raises(ValueError, match=f"shrink a band of {height} rows to nothing"):
+            advance_with(T0[rows][:height], ops.rows(0, height), 300, n, shrink=(True, True))
+    with pytest.raises(ValueError, match="shrink a band of 5 rows to nothing"):
+        advance_with(T0[rows][:n], ops.rows(0, n), 300, n, shrink=(True, False))
+
+
+def test_the_budget_of_a_uniform_field_is_its_analytic_radiation() -> None:
+    """A uniform 5 °C field with North's annual-mean forcing absorbs more than it emits in the
+    tropics and less near the poles. Its budget terms are the area-weighted sums of
+    ``dt (Q (1 + s2 P2)(1 − α) − A − B T)`` and of their moduli, from the row's ``sin φ``
+    alone; a uniform field carries no diffusion, so storage follows the radiation."""
+    grid = LatLonGrid(4.0)
+    params = EBMParams.north_analytic().resolved(grid)
+    _, budget = reference_energy_budget(params, grid, 1, np.full(grid.shape, 5.0))
+    x = np.sin(np.deg2rad(grid.lat))
+    absorbed = params.Q * (1.0 + params.s2 * (1.5 * x**2 - 0.5)) * (1.0 - params.albedo_free)
+    rad = params.dt * (absorbed - params.A - params.B * 5.0)
+    assert rad.min() < 0.0 < rad.max()
+    band = np.diff(np.sin(np.deg2rad(grid.lat_edges))) / 2.0  # each row's area fraction
+    gross = float(np.abs(rad) @ band)
+    assert budget.gross_flux[0] == pytest.approx(gross, rel=1e-14)
+    assert abs(budget.radiative_input[0] - float(rad @ band)) < 5e-15 * gross
+    assert abs(budget.storage_change[0] - float(rad @ band)) < 1e-12 * gross

@@ -523,13 +523,16 @@ def advance_with(
             raise ValueError(f"operators for {rows} rows, the band has {out.shape[0]}")
         south, north = shrink
         rows = out.shape[0]
-        # the last step leaves the fewest rows
-        lo, hi = (nsteps - 1 if south else 0), (rows - nsteps + 1 if north else rows)
+        # the rows still valid after the last step: a halo edge's outermost row misses a flux
+        # at every step, so each step loses one more (the last step advances rows lo - 1 and
+        # hi, which are then wrong)
+        lo, hi = (nsteps if south else 0), (rows - nsteps if north else rows)
         if lo >= hi:
             raise ValueError(f"{nsteps} steps shrink a band of {rows} rows to nothing")
         if accumulate and not lo <= first < stop <= hi:
-            step = nsteps - 1
-            raise ValueError(f"step {step} leaves rows {lo}:{hi}, the sum needs {first}:{stop}")
+            raise ValueError(
+                f"{nsteps} steps leave rows {lo}:{hi} valid, the sum needs {first}:{stop}"
+            )
         if ops.compiled:
             _advance_compiled(out, ops, step0, nsteps, shrink, total, first)
             return (out, total) if accumulate else out
