@@ -105,3 +105,23 @@ def test_an_ice_edge_next_to_the_equator_is_found_in_either_hemisphere(nlat: int
     open_row = np.abs(lat[near]).max()
     assert 0.0 < north < edge and north == pytest.approx((edge + open_row) / 2)
     assert south == pytest.approx(-north, abs=1e-9)
+
+
+def test_seasonal_amplitude_is_of_the_cycle_averaged_over_the_years() -> None:
+    """Two years whose cycles have amplitudes of about 2 and 6 K: the mean cycle's is about
+    4 K (the average of the years, not the last year's), computed here from a sine sampled 24
+    times a year, whose monthly means (two samples each) are those of its own months."""
+    per_year = 24
+    phase = 2 * np.pi * (np.arange(per_year) + 0.5) / per_year
+    cycle = np.sin(phase)
+    series = np.concatenate([1.0 * cycle, 3.0 * cycle])[:, None]
+    months = cycle.reshape(12, 2).mean(axis=1)
+    expected = 2.0 * (months.max() - months.min())
+    assert seasonal_amplitude(series, per_year)[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_year_of_fewer_than_12_samples_is_refused() -> None:
+    """Twelve months need twelve samples a year at least (a month of none has no mean)."""
+    for analyse in (annual_mean, monthly_means, seasonal_amplitude):
+        with pytest.raises(ValueError, match="need at least 12 samples per year, got 11"):
+            analyse(np.zeros((22, 3)), 11)
