@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 
 from openclaw_dask.workflows.climate import (
     EBMParams,
@@ -266,3 +268,38 @@ def test_steps_in_years_cover_a_fraction_of_a_year() -> None:
     for years in (0.01, 0.3, 1.0 / 7.0, 2.5, 1.0):
         n = p.steps_in_years(years)
         assert n * p.steps_per_year**-1 >= years - 1e-12 > (n - 1) / p.steps_per_year
+
+
+def test_an_initial_state_one_row_or_two_columns_short_of_the_sphere_is_refused(
+    tmp_path: Path,
+) -> None:
+    """The bounds of :func:`check_initial`, at a 10° field: rows must come within one row
+    spacing of each pole (without its south row the field starts at 75°S, 15° from the pole)
+    and the gap around the turn may be at most two column spacings (dropping two columns
+    leaves 30°); a cell at exactly absolute zero is refused too. The workflow tests refuse
+    half a sphere, which any looser bound would refuse as well."""
+    from openclaw_dask.workflows.ops.climate import ABSOLUTE_ZERO, check_initial
+
+    grid = LatLonGrid(10.0)
+
+    def store(name: str, field: np.ndarray, lat: np.ndarray, lon: np.ndarray) -> str:
+        path = tmp_path / name / "final.zarr"
+        temperature = xr.DataArray(field, dims=("lat", "lon"), attrs={"units": "degC"})
+        xr.Dataset({"T": temperature}, coords={"lat": lat, "lon": lon}).to_zarr(
+            path, consolidated=False
+        )
+        return str(path)
+
+    warm = np.full(grid.shape, 10.0)
+    frozen = warm.copy()
+    frozen[4, 7] = ABSOLUTE_ZERO
+    refused = {
+        store("south", warm[1:], grid.lat[1:], grid.lon): "from latitude -75 to 85",
+        store("north", warm[:-1], grid.lat[:-1], grid.lon): "from latitude -85 to 75",
+        store("gap", warm[:, 2:], grid.lat, grid.lon[2:]): "from longitude 25 to 355",
+        store("zero", frozen, grid.lat, grid.lon): "at or below absolute zero in 1 of 648",
+    }
+    for path, said in refused.items():
+        with pytest.raises(ValueError, match=said):
+            check_initial(path)
+    check_initial(store("one", warm[:, 1:], grid.lat, grid.lon[1:]))  # 20°: two spacings
