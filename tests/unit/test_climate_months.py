@@ -80,3 +80,41 @@ def test_monthly_means_are_the_months_steps_however_the_windows_cut_them(tmp_pat
             T, capacity, model.params, model.grid, 0, first, stop - first, accumulate=True
         )
         assert np.array_equal(whole[month], total / (stop - first)), month
+
+
+def test_each_monthly_mean_is_dated_at_the_middle_of_its_month(tmp_path: Path) -> None:
+    """Month ``m`` of the first recorded year is dated ``(m + ½) · 365.25 / 12`` days after
+    the spin-up: its own month's middle, not its start nor the next month's."""
+    model, _ = _model(tmp_path)
+    state, times = model.initial_state(), []
+    for s in range(0, model.total_steps, 100):
+        n = min(100, model.total_steps - s)
+        state, records = model.advance(state, s, n)
+        state, records = dask.persist(state, records, scheduler="sync")
+        if records:
+            times.extend(records["monthly"]["time"].values.tolist())
+    expected = [(m + 0.5) * 365.25 / 12 for m in range(12)]
+    np.testing.assert_allclose(times, expected, rtol=1e-12)
+
+
+def test_the_forcing_records_the_years_mean_insolation_in_watts(tmp_path: Path) -> None:
+    """The forcing's annual-mean insolation (W m⁻²) is ``S0/π (h0 sin φ sin δ + cos φ cos δ
+    sin h0)`` averaged over the year's 365 steps at 10°, recomputed here from the circular
+    orbit (declination ``asin(sin ε sin 2π (t − t_eq) / year)``); its global mean is ``Q``."""
+    config = load_config(None, use_search_path=False)
+    made = forcing(StepContext("forcing", config, None, tmp_path, {}), resolution=10.0)["forcing"]
+    year, spy = made.attrs["year_length"], made.attrs["steps_per_year"]
+    t = np.arange(spy) * (year / spy)
+    sin_dec = math.sin(math.radians(made.attrs["obliquity"])) * np.sin(
+        2 * np.pi * (t - made.attrs["vernal_equinox_day"] * 86400.0) / year
+    )
+    delta = np.arcsin(sin_dec)[:, None]
+    phi = np.deg2rad(made["lat"].values)[None, :]
+    h0 = np.arccos(np.clip(-np.tan(phi) * np.tan(delta), -1.0, 1.0))
+    s0 = 4.0 * made.attrs["Q"]
+    daily = (
+        s0 / np.pi * (h0 * np.sin(phi) * np.sin(delta) + np.cos(phi) * np.cos(delta) * np.sin(h0))
+    )
+    np.testing.assert_allclose(made["insolation"].values, daily.mean(axis=0), rtol=1e-10)
+    weights = made["area_weight"].values * made.sizes["lon"]
+    assert float(made["insolation"].values @ weights) == pytest.approx(made.attrs["Q"], rel=2e-3)
