@@ -427,3 +427,17 @@ def test_the_budget_of_a_uniform_field_is_its_analytic_radiation() -> None:
     assert budget.gross_flux[0] == pytest.approx(gross, rel=1e-14)
     assert abs(budget.radiative_input[0] - float(rad @ band)) < 5e-15 * gross
     assert abs(budget.storage_change[0] - float(rad @ band)) < 1e-12 * gross
+
+
+def test_relaxation_steps_follow_the_most_inert_capacity_whichever_it_is() -> None:
+    """``ln(1/tol) C_max / (B dt)`` steps, with ``C_max`` the larger of the ocean's and (with
+    land on) the land's: a land more inert than the ocean sets the spin-up."""
+    grid = LatLonGrid(4.0)
+    heavy = EBMParams(heat_capacity_land=5e8).resolved(grid)
+    expected = math.ceil(math.log(1e3) * 5e8 / (heavy.B * heavy.dt))
+    assert equilibrium_relaxation_steps(heavy) == expected
+    light = EBMParams(heat_capacity_land=5e8, land=False).resolved(grid)
+    ocean = light.heat_capacity_ocean
+    assert equilibrium_relaxation_steps(light) == math.ceil(
+        math.log(1e3) * ocean / (light.B * light.dt)
+    )

@@ -303,3 +303,16 @@ def test_an_initial_state_one_row_or_two_columns_short_of_the_sphere_is_refused(
         with pytest.raises(ValueError, match=said):
             check_initial(path)
     check_initial(store("one", warm[:, 1:], grid.lat, grid.lon[1:]))  # 20°: two spacings
+
+
+def test_the_coldest_start_puts_the_poles_at_absolute_zero_and_is_refused() -> None:
+    """The start profile is ``T0 + 20 (1/3 − x²)``, so its poles are 40/3 K below ``T0``: the
+    coldest ``initial_temperature`` is −273.15 + 40/3 °C, where the poles would be at
+    absolute zero itself, which an initial store's cell may not be either; a hair above it
+    is accepted."""
+    from openclaw_dask.workflows.ops.climate import COLDEST_START, EnergyBalanceModel
+
+    assert COLDEST_START == pytest.approx(-273.15 + 40.0 / 3.0, abs=1e-12)
+    refused = EnergyBalanceModel.check_args({"initial_temperature": COLDEST_START})
+    assert "initial_temperature" in refused
+    assert EnergyBalanceModel.check_args({"initial_temperature": COLDEST_START + 1e-9}) == {}
