@@ -125,3 +125,15 @@ def test_a_year_of_fewer_than_12_samples_is_refused() -> None:
     for analyse in (annual_mean, monthly_means, seasonal_amplitude):
         with pytest.raises(ValueError, match="need at least 12 samples per year, got 11"):
             analyse(np.zeros((22, 3)), 11)
+
+
+def test_zonal_mean_averages_the_last_axis_of_a_time_series() -> None:
+    """A (time, lat, lon) series of monthly fields is averaged along longitude, its last
+    axis: each row's mean of ``lon``, whatever the time."""
+    lon = np.arange(6.0)
+    series = np.broadcast_to(lon, (2, 3, 6)) + np.arange(3.0)[None, :, None]
+    means = zonal_mean(series)
+    assert means.shape == (2, 3)
+    assert np.array_equal(means, np.broadcast_to(2.5 + np.arange(3.0), (2, 3)))
+    lazy = zonal_mean(da.from_array(series, chunks=(1, 3, 6)))
+    assert np.array_equal(lazy.compute(), means)
