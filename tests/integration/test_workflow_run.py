@@ -127,6 +127,8 @@ def test_example_end_to_end(tmp_path: Path) -> None:
     result = submit(str(EXAMPLE), "--run-dir", str(run_dir), *QUIET, *SMALL)
     assert result.returncode == 0, result.stderr
     assert f"outputs:  {run_dir.resolve()}" in result.stdout
+    # where the record is (mutation audit: the summary's record: line could be dropped unseen)
+    assert f"record:   {run_dir.resolve()}/run.json\n" in result.stdout
     assert "dashboard: http://127.0.0.1:" in result.stderr
     rec = record_of(run_dir)
     assert rec["status"] == "completed"
