@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -71,3 +72,23 @@ def test_preload_keywords_keep_the_dask_config_first() -> None:
     assert with_preload(shared, "nanny", "m", [])["preload_argv"] == [["-q"], ["-q"], []]
     each = {"distributed.nanny.preload": ["a", "b"], "distributed.nanny.preload-argv": [["-q"]]}
     assert with_preload(each, "nanny", "m", [])["preload_argv"] == [["-q"], [], []]
+
+
+def test_a_socket_for_standard_input_is_a_session_too() -> None:
+    """An SSH server may hand a command without a terminal a socket rather than a pipe
+    (mutation audit: sockets dropped from session_pipe went unseen: the tests use pipes)."""
+    probe = "from openclaw_dask.runtime.hangup import session_pipe; print(session_pipe())"
+    left, right = socket.socketpair()
+    with left, right:
+        proc = subprocess.run(
+            [sys.executable, "-c", probe], stdin=left, capture_output=True, text=True, timeout=60
+        )
+    assert proc.stdout == "True\n", proc.stderr
+    alone = subprocess.run(
+        [sys.executable, "-c", probe],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert alone.stdout == "False\n", alone.stderr

@@ -121,14 +121,17 @@ def test_a_gather_cut_short_by_ctrl_c_leaves_no_asyncio_traceback() -> None:
 
 
 #: A run's shape: the body, then a closing (the cluster's) that takes a while, all inside
-#: ``interrupts()`` as in the runner; argv[1] = "ignore" starts it with SIGINT ignored.
+#: ``interrupts()`` as in the runner; argv[1] = "ignore" starts it with SIGINT ignored, "nohup"
+#: with SIGHUP ignored.
 CLOSING_RUN = """
 import signal, sys, time
 from openclaw_dask.runtime.terminal import interrupts
 # as started from a terminal, or as a shell's background job, whatever the test process has
 # (pytest itself started in the background inherits SIGINT ignored)
 handling = {"default": signal.default_int_handler, "ignore": signal.SIG_IGN}
-signal.signal(signal.SIGINT, handling[sys.argv[1]])
+signal.signal(signal.SIGINT, handling.get(sys.argv[1], signal.default_int_handler))
+if sys.argv[1] == "nohup":
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
 try:
     with interrupts():
         try:
@@ -192,14 +195,24 @@ def test_a_second_sigterm_is_answered_in_its_own_words(tmp_path: Path) -> None:
     assert "Ctrl-C" not in err
 
 
-def test_a_run_started_ignoring_sigint_keeps_ignoring_it(tmp_path: Path) -> None:
-    proc = closing_run(tmp_path, "ignore")  # a shell's background job
-    proc.send_signal(signal.SIGINT)
+@pytest.mark.parametrize(
+    ("mode", "sig"), [("ignore", signal.SIGINT), ("nohup", signal.SIGHUP)], ids=["bg", "nohup"]
+)
+def test_a_run_started_ignoring_an_interrupt_keeps_ignoring_it(
+    tmp_path: Path, mode: str, sig: signal.Signals
+) -> None:
+    """A shell's background job ignores Ctrl-C, a ``nohup`` run the hangup: the run keeps
+    ignoring it, and a SIGTERM after it is the first interrupt, not a second press (mutation
+    audit: both taken over all the same went unseen: the signal started the closing, whose
+    1.5 s outlasted the look at the process)."""
+    proc = closing_run(tmp_path, mode)
+    proc.send_signal(sig)
     time.sleep(0.5)
     assert proc.poll() is None  # still running
     proc.send_signal(signal.SIGTERM)  # SIGTERM still stops it, cleanly
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 7 and out == "closing\nclosed\n", (out, err)
+    assert err == "", err  # not "still closing ...": the SIGTERM was the first
 
 
 def _sigint_blocked() -> bool:
@@ -306,3 +319,35 @@ def test_objects_an_interrupt_cut_short_say_nothing_at_exit_once_it_was_reported
     assert "Exception ignored in" in noisy and "was never awaited" in noisy
     assert "exit status was already read" in noisy
     assert run("reported") == ""
+
+
+#: A worker's preload run in a process of its own, then what reaches a worker: its logs, and
+#: what a terminal sends its foreground group.
+WORKER_PRELOAD = """
+import logging, os, signal, sys
+logging.basicConfig(stream=sys.stdout, format="%(name)s: %(message)s")
+from openclaw_dask.runtime import terminal
+terminal.dask_setup(None)
+worker = logging.getLogger("distributed.worker")
+worker.error("Compute Failed\\nKey: x")
+worker.error("failed during get data with tcp://127.0.0.1:1 -> tcp://127.0.0.1:2")
+worker.error("Worker stream died during communication: tcp://127.0.0.1:2")
+worker.error("Failed to communicate with scheduler during heartbeat.")
+logging.getLogger("distributed.worker.state_machine").error(
+    "Async instruction for <Task cancelled> ended with CancelledError"
+)
+worker.error("Run out-of-band function 'kept'")
+for sig in (signal.SIGINT, signal.SIGHUP):
+    os.kill(os.getpid(), sig)
+print("still here")
+"""
+
+
+def test_the_worker_preload_drops_what_the_client_reports_and_ignores_the_terminal() -> None:
+    """The filters must be installed, not only right (mutation audit: the cut-transfer filter
+    left out of dask_setup, and a worker that did not ignore hangups, went unseen here)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", WORKER_PRELOAD], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "distributed.worker: Run out-of-band function 'kept'\nstill here\n"
