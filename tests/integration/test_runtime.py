@@ -258,6 +258,16 @@ def test_mismatched_worker_is_refused_and_cluster_keeps_working(tmp_path: Path) 
         try:
             reason = refusal(client, proc)
             assert "distributed.sync_interval: worker 5, client 1000" in reason
+            # `cluster status` says it under its table (mutation audit: its refused lines
+            # dropped went unseen)
+            status = subprocess.run(
+                [sys.executable, "-m", "openclaw_dask", "cluster", "status", "--address", address],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert status.returncode == 0, status.stderr
+            assert status.stderr.startswith("refused tcp://") and f": {reason}\n" in status.stderr
         finally:
             proc.kill()
         assert len(client.scheduler_info()["workers"]) == 1
