@@ -64,6 +64,9 @@ def test_up_status_compact_down() -> None:
     finally:
         down = sh("cluster", "down")
     assert down.returncode == 0 and "stopped" in down.stdout
+    # the daemon removed its state file as it exited: not left for the next command to find
+    # stale (mutation audit: the daemon's clear_state dropped went unseen)
+    assert not state_file().exists()
     assert read_state() is None
     assert sh("cluster", "status").returncode == 1
     assert os.environ.get("LD_PRELOAD") is None
@@ -265,6 +268,8 @@ def test_a_run_on_a_cluster_without_a_dashboard_links_none(tmp_path: Path) -> No
     every page when the dashboard is off: submit printed and recorded that dead link."""
     up = sh("cluster", "up", "--set", "cluster.dashboard_address=null")
     assert up.returncode == 0, up.stderr
+    # nor does cluster up print one (mutation audit: the daemon recording the dead link)
+    assert "dashboard:" not in up.stdout, up.stdout
     try:
         run_dir = tmp_path / "run"
         small = ["params.size=128", "params.chunk=64", "params.steps=40"]
