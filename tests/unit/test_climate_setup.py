@@ -316,3 +316,20 @@ def test_the_coldest_start_puts_the_poles_at_absolute_zero_and_is_refused() -> N
     refused = EnergyBalanceModel.check_args({"initial_temperature": COLDEST_START})
     assert "initial_temperature" in refused
     assert EnergyBalanceModel.check_args({"initial_temperature": COLDEST_START + 1e-9}) == {}
+
+
+def test_a_steps_insolation_is_that_of_the_steps_start() -> None:
+    """Step ``k`` is forced by the sun at ``t = k dt`` from 1 January 00:00 (a step's start,
+    as the checkpoints and the month bounds count it): at the equator the daily mean is
+    ``(4/π) cos δ`` with ``sin δ = sin ε sin(2π (t − t_eq) / year)``, δ ≈ −23° at step 0."""
+    p = EBMParams().resolved(LatLonGrid(4.0))
+    assert p.dt is not None
+    equator_sin, equator_cos = np.zeros(1), np.ones(1)
+    for step in (0, 1, 700, 2238):
+        t = step * p.dt
+        longitude = 2 * math.pi * (t - 79 * 86400.0) / (365.25 * 86400.0)
+        delta = math.asin(math.sin(math.radians(23.44)) * math.sin(longitude))
+        s = insolation_factor(p, equator_sin, equator_cos, step)
+        assert s[0] == pytest.approx(4 / math.pi * math.cos(delta), rel=1e-13), step
+        if step == 0:
+            assert math.degrees(delta) == pytest.approx(-23.0, abs=0.2)
