@@ -441,3 +441,21 @@ def test_relaxation_steps_follow_the_most_inert_capacity_whichever_it_is() -> No
     assert equilibrium_relaxation_steps(light) == math.ceil(
         math.log(1e3) * ocean / (light.B * light.dt)
     )
+
+
+def test_a_capacity_thinner_than_the_default_land_gets_its_own_stable_dt() -> None:
+    """A caller's capacity field of 10⁶ J m⁻² K⁻¹ (a quarter metre of water, 8 times thinner
+    than the default land) sets ``dt``: at most ``0.9 C / (B + 2 D cot(Δφ/2) / Δφ)`` (every
+    row's ``cN + cS`` is ``cot(Δφ/2)/Δφ`` on the sphere), and the reference run on it damps
+    grid-scale noise instead of amplifying it as the default land's ``dt`` would."""
+    grid = LatLonGrid(4.0)
+    params = EBMParams()
+    thin = 1.0e6
+    half = grid.dlat / 2
+    limit = thin / (params.B + 2.0 * params.D / math.tan(half) / grid.dlat)
+    dt = params.resolved(grid, thin).dt
+    assert dt is not None and limit * 0.89 < dt <= 0.9 * limit
+    T0 = _rough_field(grid, seed=5)
+    T = run_reference(params, grid, 300, T0, capacity=np.full(grid.shape, thin))
+    rough0 = np.abs(np.diff(T0, 2, axis=0)).max()
+    assert np.isfinite(T).all() and np.abs(np.diff(T, 2, axis=0)).max() < 0.2 * rough0
