@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,16 +16,20 @@ import psutil
 import pytest
 
 from openclaw_dask.config import ConfigError
+from openclaw_dask.runtime.processes import wait_gone
 from openclaw_dask.runtime.state import (
     DAEMON_MODULE,
     START_SLACK,
+    StateFileWarning,
     address_problem,
     clear_state,
     daemon_process,
     load_state,
     pid_alive,
     read_state,
+    read_state_or_warn,
     runs_daemon,
+    scheduler_refuses,
     state_file,
     this_host,
     write_state,
@@ -99,6 +104,7 @@ def test_pids_that_name_process_groups_are_never_alive() -> None:
         (["python3", f"-m{DAEMON_MODULE}"], True),
         (["python3", "-m", "openclaw_dask.runtime.daemonx"], False),
         (["python3", "-c", "pass", "-m", DAEMON_MODULE], False),
+        (["python3", "-cpass", "-m", DAEMON_MODULE], False),  # code joined to -c, as -m may be
         (["python3", "script.py", "-m", DAEMON_MODULE], False),
         (["sleep", "300"], False),
         ([], False),
@@ -162,6 +168,62 @@ def test_an_exited_daemon_is_stale() -> None:
     state, stale = load_state()
     assert state is None and stale and f"its cluster daemon (pid {gone.pid}) exited" in stale
     assert not state_file().exists()
+
+
+@contextmanager
+def zombie() -> Iterator[int]:
+    """The pid of a child that has exited and is not reaped until the block ends (as an
+    orphaned daemon stays under a container's init that reaps nothing)."""
+    gone = subprocess.Popen(["true"])
+    try:
+        deadline = time.monotonic() + 10
+        while psutil.Process(gone.pid).status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        yield gone.pid
+    finally:
+        gone.wait()
+
+
+def test_a_daemon_that_exited_and_was_not_reaped_is_said_to_have_exited() -> None:
+    """A zombie has exited: not "pid N is not its cluster daemon", which sends the user
+    looking for another process (mutation audit: a zombie counted as running)."""
+    with zombie() as pid:
+        write_state({"address": ADDRESS, "pid": pid})
+        state, stale = load_state()
+        assert state is None and stale and f"its cluster daemon (pid {pid}) exited" in stale
+
+
+def test_an_exited_process_that_was_not_reaped_is_not_waited_for() -> None:
+    """``cluster down`` waits for its daemon to be gone: a zombie is (mutation audit: one
+    counted as running made down wait out its grace, then say the daemon had not closed)."""
+    with zombie() as pid:
+        t0 = time.monotonic()
+        assert wait_gone([psutil.Process(pid)], timeout=5) == []
+        assert time.monotonic() - t0 < 1
+
+
+@pytest.mark.parametrize("address", ["ucx://127.0.0.1:1", "inproc://127.0.0.1/1/1"])
+def test_only_tcp_and_tls_schedulers_are_said_to_refuse(address: str) -> None:
+    """``cluster down`` gives a daemon whose scheduler refuses connections 3 s, not 20: only a
+    transport whose refusal a TCP connect can see is judged by one (mutation audit: a ucx
+    scheduler's port tried over TCP, refused, and its cluster killed unclosed)."""
+    assert scheduler_refuses("tcp://127.0.0.1:1")
+    assert not scheduler_refuses(address)
+
+
+def test_a_damaged_state_file_is_warned_about_once_a_process() -> None:
+    """A run reads the state when it plans and again when it starts its cluster: one warning
+    line, not one each time (mutation audit: a warning at every read went unseen, the dry
+    run reading it once)."""
+    path = state_file()
+    path.parent.mkdir(parents=True)
+    path.write_text("[]")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert read_state_or_warn() is None and read_state_or_warn() is None
+    said = [str(w.message) for w in seen if issubclass(w.category, StateFileWarning)]
+    assert len(said) == 1 and "is damaged: expected a JSON object, found list" in said[0]
 
 
 def test_the_daemon_is_trusted(tmp_path: Path) -> None:
