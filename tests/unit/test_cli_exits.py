@@ -213,3 +213,34 @@ def test_cluster_up_refuses_what_it_cannot_start_before_starting_anything(
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr == f"{said}1 problem found\n"
     assert sorted(p.name for p in state.iterdir()) == ["cluster.lock"]
+
+
+def test_certs_create_says_what_it_did_with_the_ca_and_a_failed_write_is_bad_input(
+    tmp_path: Path,
+) -> None:
+    """A reused CA is said reused (its key signed the new node), and a write that fails is one
+    line and exit 2 (mutation audit: created/reused swapped, and the write's OSError left to
+    the catch-all, went unseen)."""
+    folder = tmp_path / "certs"
+    first = invoke("certs", "create", str(folder))
+    assert first.exit_code == 0 and first.stdout.startswith("CA (created): "), first.output
+    second = invoke("certs", "create", str(folder), "--name", "other")
+    assert second.exit_code == 0 and second.stdout.startswith("CA (reused): "), second.output
+    blocked = tmp_path / "blocked"
+    (blocked / "node-key.pem").mkdir(parents=True)  # where the node's key goes
+    result = invoke("certs", "create", str(blocked), "--force")
+    assert result.exit_code == 2, result.output
+    assert f"error: {blocked}: cannot write there: " in result.stderr
+
+
+def test_a_command_under_mpirun_returns_the_exit_code_it_would_exit_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rank 1 runs the command in its own process and exits with what it returns: a bad
+    option is 2 there too (mutation audit: 1 for a click usage error went unseen)."""
+    from openclaw_dask.cli.mpi_entry import run_client
+
+    monkeypatch.chdir(tmp_path)
+    assert run_client(["config", "validate", "--no-such-option"]) == 2
+    assert run_client(["config", "validate", "missing.config"]) == 2
+    assert run_client(["config", "validate"]) == 0
