@@ -389,9 +389,11 @@ def test_an_out_that_is_an_input_is_refused_before_anything_starts(
     given = tmp_path / source.name
     given.write_text(source.read_text())
     args = ["tune", "--budget", "1s", "--workload", "stencil", option, given.name]
-    proc = run_cli(*args, "--out", f"./{given.name}", env=isolated_env(tmp_path), cwd=tmp_path)
+    # another spelling of the same file (mutation audit: paths compared as written: pathlib
+    # makes ./NAME and NAME the same path already, so the test had passed without resolve())
+    proc = run_cli(*args, "--out", str(given), env=isolated_env(tmp_path), cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
-    assert f"error: --out: {given.name} is also the {option} file; tune would replace it" in (
+    assert f"error: --out: {given} is also the {option} file; tune would replace it" in (
         proc.stderr
     )
     assert given.read_text() == source.read_text()
