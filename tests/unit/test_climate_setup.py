@@ -333,3 +333,15 @@ def test_a_steps_insolation_is_that_of_the_steps_start() -> None:
         assert s[0] == pytest.approx(4 / math.pi * math.cos(delta), rel=1e-13), step
         if step == 0:
             assert math.degrees(delta) == pytest.approx(-23.0, abs=0.2)
+
+
+def test_dt_safety_may_be_the_whole_limit_but_not_more_nor_nothing() -> None:
+    """``dt_safety`` is in (0, 1]: 1 steps at the stability limit itself (the largest
+    automatic step, which the limit still allows), 0 or above 1 is refused."""
+    g = LatLonGrid(4.0)
+    p = EBMParams(dt_safety=1.0).resolved(g)
+    limit = max_stable_dt(p, g, p.min_heat_capacity)
+    assert p.dt is not None and 0.999 * limit < p.dt <= limit
+    for bad in (0.0, 1.01):
+        with pytest.raises(ValueError, match="dt_safety must be in"):
+            EBMParams(dt_safety=bad)
