@@ -111,3 +111,11 @@ def test_debug_or_a_logging_config_of_the_user_s_own_keep_dask_s_logs(
     with dask_logs_quieted():
         assert os.environ[WORKER_LOGGING_ENV] == "{'distributed': 'debug'}"
     assert os.environ[WORKER_LOGGING_ENV] == "{'distributed': 'debug'}"
+
+
+def test_a_long_message_shows_three_quarters_from_its_head_and_a_quarter_from_its_tail() -> None:
+    """The head says what failed, the tail often what went wrong last: both get their share
+    (mutation audit: half the characters to the head went unseen)."""
+    shown, cut = clipped("h" * 2000 + "t" * 2000, chars=1000, lines=15)
+    assert shown == "h" * 750 + "\n[... 3,000 characters left out ...]\n" + "t" * 250
+    assert cut == 3000
