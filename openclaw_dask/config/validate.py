@@ -187,7 +187,11 @@ def check_static(
             "gpu.devices",
             f"GPUs are used by the cuda (or ssh) backend, but cluster.backend is {backend}",
         )
-    if v["cluster.scheduler_address"] and backend not in ("auto", "local"):
+    # an address a command took from the `cluster up` cluster is not the user's second request:
+    # it was chosen because that cluster is the kind this backend plans (an ssh or cuda config
+    # with its backend spelled out was refused here, so it never ran on its own cluster up)
+    from_cluster_up = sources.get("cluster.scheduler_address", "").startswith("cluster up")
+    if v["cluster.scheduler_address"] and backend not in ("auto", "local") and not from_cluster_up:
         bad(
             "cluster.scheduler_address",
             f"attaches to a running scheduler, but cluster.backend: {backend} starts one; "

@@ -1,0 +1,54 @@
+"""`submit` with the config that started an ssh `cluster up` runs on that cluster."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from openclaw_dask.runtime.state import read_state
+from tests.integration.sshd import SshRig, sshd_available
+from tests.integration.test_ssh import EXAMPLE, SMALL, cli
+
+pytestmark = pytest.mark.ssh
+
+
+@pytest.fixture
+def rig(tmp_path: Path) -> Iterator[SshRig]:
+    missing = sshd_available()
+    if missing:
+        pytest.fail(missing)
+    rig = SshRig(tmp_path / "rig", use_netns=False)  # loopback: the attach is what is tested
+    try:
+        rig.add_host("a")
+        yield rig
+    finally:
+        rig.close()
+
+
+def test_submit_attaches_to_ssh_cluster_up_with_backend_ssh_spelled_out(
+    rig: SshRig, tmp_path: Path
+) -> None:
+    """configs/ssh-cluster.config names `cluster.backend: ssh`; such a config was refused with
+    'attaches to a running scheduler, but cluster.backend: ssh starts one' (exit 2) when it
+    met the ssh cluster it had started itself."""
+    a = rig.hosts[0]
+    node = rig.node(a, scheduler=True, resources={"cpus": 1})
+    config = rig.config([node], tmp_path / "ssh.config")
+    assert "backend: ssh" in config.read_text()
+    up = cli("cluster", "up", "--config", str(config))
+    assert up.returncode == 0, up.stderr[-3000:]
+    state = read_state()
+    assert state is not None
+    try:
+        run = cli("submit", str(EXAMPLE), "--config", str(config), "--no-report", *SMALL)
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert f"the running scheduler at {state['address']}" in run.stderr
+        record = next(Path("runs").glob("*/*/run.json"))
+        rec = json.loads(record.read_text())
+        assert rec["cluster"]["scheduler"] == state["address"]
+    finally:
+        down = cli("cluster", "down")
+    assert down.returncode == 0, down.stderr
