@@ -195,8 +195,12 @@ def plan_cmd(
     for plugin in plan.worker_plugins:
         out.print(f"  {plugin['class']}", markup=False)
     if plan.launch_command:
+        from openclaw_dask.runtime.mpi_launch import format_command, launch_env
+
         out.print("[bold]launch:[/]")
-        out.print("  " + " ".join(plan.launch_command), markup=False)
+        # a line to paste into a shell: the affinity variable's "[[0], [1]]" split unquoted,
+        # and mpirun then took "[1]]" for the program; as root Open MPI wants its permission
+        out.print("  " + format_command(plan.launch_command, launch_env()), markup=False)
 
 
 @config_group.command("init")
