@@ -138,7 +138,7 @@ def _up(lock: IO[str] | None, config_path: str | None, overrides: tuple[str, ...
             pass_fds=(lock.fileno(),),
         )
     try:
-        _wait_up(proc, plan.backend, log)
+        _wait_up(proc, plan.backend, log, config["cluster.dashboard_address"])
     except KeyboardInterrupt:
         # the cluster process has a session of its own (it outlives the terminal), so a Ctrl-C
         # reaches only this command: it went on starting, and a cluster the user had stopped
@@ -164,15 +164,27 @@ def _stop_starting(proc: subprocess.Popen[bytes]) -> None:
         clear_state(proc.pid)  # a killed process cannot remove its own state file
 
 
-def _wait_up(proc: subprocess.Popen[bytes], backend: str, log: Path) -> None:
-    """Wait until the cluster process says its cluster is up; raise what stopped it."""
+def _wait_up(
+    proc: subprocess.Popen[bytes], backend: str, log: Path, dashboard: str | None = None
+) -> None:
+    """Wait until the cluster process says its cluster is up; raise what stopped it.
+
+    ``dashboard`` is the configured ``cluster.dashboard_address``: a link on another port
+    (Dask takes a free one when that port is in use) says so, as ``submit`` does.
+    """
     deadline = time.monotonic() + UP_TIMEOUT
     while time.monotonic() < deadline:
         state = read_state()
         if state and state.get("pid") == proc.pid:
             out.print(f"cluster up: {state['address']} ({backend}, pid {proc.pid})")
-            if state.get("dashboard"):
-                out.print(f"dashboard: {state['dashboard']}")
+            link = state.get("dashboard")
+            if link:
+                # a tunnel or bookmark made for the configured port would reach another
+                # program's page (or nothing) with no word that this cluster moved
+                port = str(dashboard or "").rpartition(":")[2]
+                if port.isdigit() and int(port) and f":{port}/" not in link:
+                    link += f" (port {port} was taken: another cluster running?)"
+                out.print(f"dashboard: {link}", markup=False)
             return
         if proc.poll() is not None:
             text = log.read_text().strip().splitlines()
