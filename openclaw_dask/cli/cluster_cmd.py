@@ -28,7 +28,7 @@ from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
 from openclaw_dask.cli.output import err, out
 from openclaw_dask.config import ConfigError
 from openclaw_dask.config.errors import Problem
-from openclaw_dask.config.validate import locate
+from openclaw_dask.config.validate import ADDRESS_TRANSPORTS, locate, transport
 from openclaw_dask.exitcodes import EXIT_FAILED
 from openclaw_dask.runtime.processes import kill_tree, wait_gone
 from openclaw_dask.runtime.state import (
@@ -239,6 +239,24 @@ def _checked_address(address: str) -> str:
     return address
 
 
+def _check_scheme(address: str, config: Any, config_path: str) -> None:
+    """Refuse an address whose scheme is not the transport of the ``--config`` client.
+
+    A ``tcp://`` address with a TLS config waited 20 s, then ended in Dask's "encryption
+    required" RuntimeError (exit 1) and a traceback from the client's finaliser; the reverse
+    case is refused by :func:`connect`.
+    """
+    scheme = address.partition("://")[0]
+    speaks, mine = ADDRESS_TRANSPORTS.get(scheme), transport(config.values)
+    if speaks and speaks != mine and mine in ADDRESS_TRANSPORTS.values():
+        message = (
+            f"{address} is reached over {speaks}, but {config_path} sets "
+            f"distributed.communication_backend: {mine}: give its {mine}:// address, or a "
+            f"config of the {speaks} transport"
+        )
+        raise ConfigError([Problem(message, origin="--address")])
+
+
 @contextmanager
 def _connected(address: str | None, config_path: str | None) -> Iterator[tuple[str, Client, bool]]:
     """A client of the scheduler to talk to, its address, and whether it serves a dashboard.
@@ -259,7 +277,9 @@ def _connected(address: str | None, config_path: str | None) -> Iterator[tuple[s
         dashboard = bool(state.get("dashboard"))
         where = Problem("", origin=f"cluster up (pid {state['pid']})")
     if config_path:
-        settings = client_settings(load_and_plan(config_path, ())[1].dask_config)
+        config, plan = load_and_plan(config_path, ())
+        settings = client_settings(plan.dask_config)
+        _check_scheme(address, config, config_path)
     with dask.config.set(settings), connect(address, where) as client:
         yield address, client, dashboard
 
