@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openclaw_dask.config.errors import did_you_mean
+from openclaw_dask.config.errors import closest, did_you_mean
 
 ENTRY_POINT_GROUP = "openclaw_dask.ops"
 #: Modules whose import registers the built-in ops.
@@ -333,7 +333,10 @@ def resolve_op(name: str, beside: Path | None = None) -> OpInfo:
         try:
             module = _import(module_name, beside)
         except ImportError as exc:
-            raise OpError(f"cannot import {module_name!r} for op {name!r}: {exc}") from None
+            raise OpError(
+                f"cannot import {module_name!r} for op {name!r}: {exc}"
+                + _beside_hint(module_name, exc, beside)
+            ) from None
         except (Exception, SystemExit) as exc:  # its own code failed: a syntax error, exit()
             raise OpError(
                 f"cannot import {module_name!r} for op {name!r}: {type(exc).__name__}: {exc}"
@@ -369,6 +372,25 @@ def resolve_op(name: str, beside: Path | None = None) -> OpInfo:
         f"unknown op {name!r}{did_you_mean(name, ops)}; available: "
         f"{', '.join(ops)} (or a user op as pkg.module:function)"
     )
+
+
+def _beside_hint(module_name: str, exc: ImportError, beside: Path | None) -> str:
+    """The module file beside the workflow that a misspelt module name was meant to be.
+
+    ``op: myopz:double`` beside ``myops.py`` had said only "No module named 'myopz'": the
+    user's own file, a letter away, went unnamed (a did-you-mean follows every other typo).
+    """
+    missing = getattr(exc, "name", None)
+    if beside is None or not isinstance(exc, ModuleNotFoundError) or missing != module_name:
+        return ""  # a dotted package's module, or a module the op's file itself imports
+    try:
+        names = [p.stem for p in beside.glob("*.py") if p.stem.isidentifier()]
+    except OSError:
+        return ""
+    close = closest(module_name, names)
+    if close is None:
+        return f" (and there is no {module_name}.py beside the workflow, in {beside})"
+    return f"; did you mean '{close}' ({close}.py beside the workflow)?"
 
 
 def _shadowed(module: Any, module_name: str, beside: Path | None) -> str:
