@@ -208,7 +208,7 @@ def forcing(
             "heat_capacity": (
                 ("lat", "lon"),
                 _placed(ctx.client, capacity, rows),
-                {"units": "J m-2 K-1"},
+                {"units": "J m-2 K-1", "long_name": "column heat capacity"},
             ),
             "insolation": (
                 "lat",
@@ -612,6 +612,11 @@ class EnergyBalanceModel(IterativeOp):
         return {"final": final}
 
 
+def _edge(hemisphere: str) -> dict[str, str]:
+    """An ice edge's attributes (units and long_name, for readers and xarray's plots)."""
+    return {"units": "degrees_north", "long_name": f"{hemisphere} ice edge latitude"}
+
+
 def _plot(
     ctx: StepContext,
     global_series: np.ndarray,
@@ -722,8 +727,8 @@ def analyse(ctx: StepContext, *, source: str = "simulate") -> dict[str, xr.Datas
         ),
         "ice_edge": xr.Dataset(
             {
-                "south": ("year", edges[:, 0], {"units": "degrees_north"}),
-                "north": ("year", edges[:, 1], {"units": "degrees_north"}),
+                "south": ("year", edges[:, 0], _edge("southern")),
+                "north": ("year", edges[:, 1], _edge("northern")),
             },
             coords={"year": annual["year"]},
             attrs={

@@ -1,0 +1,54 @@
+"""What a climate scientist reads in the climate workflow's stores: every variable and
+coordinate says its units and what it is (``long_name``), as CF asks and xarray's plots use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from openclaw_dask.config import load_config
+from openclaw_dask.workflows.climate import LatLonGrid
+from openclaw_dask.workflows.context import StepContext
+from openclaw_dask.workflows.ops.climate import TIME_ATTRS, analyse, forcing
+
+
+def _unlabelled(ds: xr.Dataset) -> list[str]:
+    """The variables and coordinates of ``ds`` without units or without a long_name."""
+    return [
+        f"{name}: {sorted(set(('units', 'long_name')) - set(var.attrs))}"
+        for name, var in {**ds.data_vars, **ds.coords}.items()
+        if not {"units", "long_name"} <= set(var.attrs)
+    ]
+
+
+def test_the_forcing_labels_every_field(tmp_path: Path) -> None:
+    """``heat_capacity`` had units but no long_name (xarray's plot of it said only
+    "heat_capacity [J m-2 K-1]")."""
+    config = load_config(None, use_search_path=False)
+    made = forcing(StepContext("forcing", config, None, tmp_path, {}), resolution=10.0)
+    assert _unlabelled(made["forcing"]) == []
+    assert made["forcing"]["heat_capacity"].attrs["long_name"] == "column heat capacity"
+
+
+def test_the_analysis_labels_every_field(tmp_path: Path) -> None:
+    """``ice_edge``'s ``north`` and ``south`` had units but no long_name."""
+    grid = LatLonGrid(10.0)
+    profile = 20.0 - 40.0 * grid.sin_lat**2
+    days = (np.arange(12) + 0.5) * 365.25 / 12
+    monthly = xr.Dataset(
+        {"T": (("time", "lat", "lon"), np.broadcast_to(profile[None, :, None], (12, *grid.shape)))},
+        coords={"time": ("time", days, TIME_ATTRS), "lat": grid.lat, "lon": grid.lon},
+        attrs={"resolution": grid.resolution, "ice_threshold": -10.0},
+    )
+    monthly["T"].attrs.update(units="degC", long_name="monthly-mean surface temperature")
+    for c, units in (("lat", "degrees_north"), ("lon", "degrees_east")):
+        monthly[c].attrs.update(units=units, long_name=c)
+    inputs = {"simulate": {"monthly": monthly}}
+    config = load_config(None, use_search_path=False)
+    out = analyse(StepContext("analyse", config, None, tmp_path, {}, inputs))
+    assert {name: _unlabelled(ds) for name, ds in out.items()} == {name: [] for name in out}
+    edges = out["ice_edge"]
+    assert edges["north"].attrs["long_name"] == "northern ice edge latitude"
+    assert edges["south"].attrs["long_name"] == "southern ice edge latitude"
