@@ -295,6 +295,12 @@ def initial_store(path: str) -> Path:
             f"{path}: no such Zarr store or run directory{where}; {expected}"
             + nearby(path, folders=True)
         )
+    if (store / ".zarray").is_file() or _zarr_node(store) == "array":
+        # zarr's own "An array already exists in store ... at path ." named no fix
+        raise ValueError(
+            f"{path}: a Zarr array, not a store; {expected}; did you mean "
+            f"'{os.path.dirname(path.rstrip('/'))}'?"
+        )
     if not (store / "zarr.json").is_file() and not (store / ".zgroup").is_file():
         # said in workflow terms: zarr's own "No group found in store" named neither the run
         # that had not finished nor the run of another workflow
@@ -305,6 +311,17 @@ def initial_store(path: str) -> Path:
             )
         raise ValueError(f"{path}: {_not_a_state(store)}")
     return store
+
+
+def _zarr_node(folder: Path) -> str | None:
+    """The ``node_type`` of a zarr v3 ``folder`` (``"group"`` or ``"array"``), or ``None``."""
+    import json
+
+    try:
+        node = json.loads((folder / "zarr.json").read_text()).get("node_type")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return node if isinstance(node, str) else None
 
 
 def _not_a_state(folder: Path) -> str:
@@ -339,15 +356,22 @@ def initial_field(path: str) -> xr.DataArray:
         The path holds no such field (the message says what was found).
     """
     store = initial_store(path)
+    # another store of a climate run (monthly.zarr, forcing.zarr): its final.zarr is beside
+    final = store.parent / "final.zarr"
+    hint = f"; did you mean '{final}'?" if final.is_dir() and final != store else ""
     try:
         # not consolidated: a user's store may have no consolidated metadata (xarray then
         # warns on the terminal), and T, lat and lon are three small reads anyway
         T = xr.open_zarr(store, consolidated=False)["T"]
     except (KeyError, OSError, ValueError) as exc:
-        raise ValueError(f"{store}: not a climate run's final state (T(lat, lon)): {exc}") from None
+        raise ValueError(
+            f"{store}: not a climate run's final state (T(lat, lon)): {exc}{hint}"
+        ) from None
     lat, lon = (T[c].values if c in T.coords else None for c in ("lat", "lon"))
     if T.dims != ("lat", "lon") or lat is None or lon is None:
-        raise ValueError(f"{store}: T has dimensions {T.dims}, expected (lat, lon), with coords")
+        raise ValueError(
+            f"{store}: T has dimensions {T.dims}, expected (lat, lon), with coords{hint}"
+        )
     if not (np.all(np.diff(lat) > 0) and np.all(np.diff(lon) > 0) and lon[-1] - lon[0] < 360):
         raise ValueError(f"{store}: lat and lon must increase, lon within one turn")
     if T.attrs.get("units", "degC") != "degC":
