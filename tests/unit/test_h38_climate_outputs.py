@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib.image
 import numpy as np
 import xarray as xr
 
@@ -52,3 +53,25 @@ def test_the_analysis_labels_every_field(tmp_path: Path) -> None:
     edges = out["ice_edge"]
     assert edges["north"].attrs["long_name"] == "northern ice edge latitude"
     assert edges["south"].attrs["long_name"] == "southern ice edge latitude"
+
+
+def test_the_temperature_map_is_white_at_freezing(tmp_path: Path) -> None:
+    """The annual-mean map's diverging colours put white at 0 °C: scaled to the field's range
+    they put it at the range's middle (7 °C for the present climate), and 0 °C looked frozen
+    solid. A field at 0 °C north of the equator and 20 °C south of it: the northern half of
+    the map is RdBu_r's white, (0.969, 0.969, 0.969), not its darkest blue."""
+    grid = LatLonGrid(4.0)
+    profile = np.where(grid.lat > 0, 0.0, 20.0)
+    days = (np.arange(12) + 0.5) * 365.25 / 12
+    monthly = xr.Dataset(
+        {"T": (("time", "lat", "lon"), np.broadcast_to(profile[None, :, None], (12, *grid.shape)))},
+        coords={"time": ("time", days, TIME_ATTRS), "lat": grid.lat, "lon": grid.lon},
+        attrs={"resolution": grid.resolution, "ice_threshold": -10.0},
+    )
+    config = load_config(None, use_search_path=False)
+    inputs = {"simulate": {"monthly": monthly}}
+    analyse(StepContext("analyse", config, None, tmp_path, {}, inputs))
+    rgb = matplotlib.image.imread(tmp_path / "plots" / "annual_mean_map.png")[..., :3]
+    white = np.all(np.abs(rgb - 0.969) < 0.01, axis=-1).sum()
+    # the map is ~600 x 300 pixels at dpi 100: its northern half is ~90,000 of them
+    assert white > 50_000, white

@@ -641,6 +641,15 @@ def _edge(hemisphere: str) -> dict[str, str]:
     return {"units": "degrees_north", "long_name": f"{hemisphere} ice edge latitude"}
 
 
+def freezing_centred() -> Any:
+    """The temperature map's colour scale: the diverging map's white at 0 °C, its limits the
+    same distance either side. Scaled to the field's range, white fell at its middle (7 °C for
+    the present climate), where a reader looks for the freezing line."""
+    from matplotlib.colors import CenteredNorm
+
+    return CenteredNorm(vcenter=0.0)
+
+
 def _plot(
     ctx: StepContext,
     global_series: np.ndarray,
@@ -682,7 +691,8 @@ def _plot(
     }
     for name, (field, cmap, unit, title) in maps.items():
         fig, ax = plt.subplots(figsize=(8, 4))
-        mesh = ax.pcolormesh(grid.lon, grid.lat, field, cmap=cmap, shading="nearest")
+        norm = freezing_centred() if unit == "°C" else None
+        mesh = ax.pcolormesh(grid.lon, grid.lat, field, cmap=cmap, norm=norm, shading="nearest")
         fig.colorbar(mesh, ax=ax, label=unit)
         ax.set(xlabel="longitude", ylabel="latitude", title=title)
         fig.tight_layout()
