@@ -26,6 +26,7 @@ import os
 import sys
 import time
 import warnings
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,16 @@ def main(argv: list[str] | None = None) -> int:
     dask.config.set(plan["dask_config"])
     kwargs = {**plan["cluster_kwargs"], "exit": False}
     world = MPI.COMM_WORLD
+    planned = planned_ranks(plan)
+    said = world_size_problem(world.Get_size(), planned)
+    if said:
+        # too few: dask-mpi raised WorldTooSmallException on every rank (a traceback from
+        # each), or the client waited 60 s for the plan's workers and failed (exit 1)
+        refused = world.Get_size() < max(FIRST_WORKER_RANK + 1, planned or 0)
+        if world.Get_rank() == 0:  # said once, not per rank
+            sys.stderr.write(f"{'error' if refused else 'note'}: mpi_entry: {said}\n")
+        if refused:
+            return EXIT_BAD_INPUT
     if not initialize(**kwargs):  # scheduler or worker rank: its event loop has ended
         if world.Get_rank() >= FIRST_WORKER_RANK:
             world.send(None, dest=CLIENT_RANK, tag=WORKER_CLOSED)
@@ -79,6 +90,34 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutdown(address, world)
         world.Barrier()
+
+
+def planned_ranks(plan: dict[str, Any]) -> int | None:
+    """The ranks the plan's own ``mpirun -np N`` starts, or ``None`` if it names none."""
+    launch = plan.get("launch_command") or []
+    for flag, value in pairwise(launch):
+        if flag in ("-np", "-n") and str(value).isdigit():
+            return int(value)
+    return None
+
+
+def world_size_problem(size: int, planned: int | None) -> str | None:
+    """What is wrong with an ``mpirun`` of ``size`` ranks for a plan of ``planned``, if anything.
+
+    A hand-written batch line (``mpirun -np 2``, ``srun -n 3``) may start another number of
+    ranks than the plan's launch line: fewer than three cannot make a cluster (scheduler,
+    client, one worker), and another count changes the worker ranks the plan was sized for.
+    """
+    wanted = f"; the plan's launch line starts {planned} (mpirun -np {planned})" if planned else ""
+    if size < FIRST_WORKER_RANK + 1:
+        return (
+            f"{size} MPI rank(s), but a dask-mpi cluster needs at least 3 (rank 0 the "
+            f"scheduler, rank 1 the client, ranks 2.. the workers){wanted}"
+        )
+    if planned and size != planned:
+        workers, meant = size - FIRST_WORKER_RANK, planned - FIRST_WORKER_RANK
+        return f"{size} MPI ranks make {workers} worker rank(s) where the plan has {meant}{wanted}"
+    return None
 
 
 def run_client(command: list[str]) -> int:

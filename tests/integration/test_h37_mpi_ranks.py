@@ -1,0 +1,91 @@
+"""A hand-written ``mpirun`` with fewer ranks than the plan is refused in one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from openclaw_dask.cli.mpi_entry import planned_ranks, world_size_problem
+from openclaw_dask.runtime.mpi_launch import launch_env
+from tests.conftest import ROOT
+from tests.integration.test_mpi import EXAMPLE, SMALL, sets
+
+pytestmark = pytest.mark.mpi
+
+MPI_CONFIG = ROOT / "configs" / "mpi-hpc.config"
+
+
+def plan_file(tmp_path: Path) -> tuple[Path, int]:
+    """`config plan --json` of mpi-hpc.config (what a batch script passes), and its ranks."""
+    made = subprocess.run(
+        [sys.executable, "-m", "openclaw_dask", "config", "plan", str(MPI_CONFIG), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    plan = json.loads(made.stdout)
+    path = tmp_path / "plan.json"
+    path.write_text(made.stdout)
+    ranks = planned_ranks(plan)
+    assert ranks == plan["layout"]["processes"] + 2
+    return path, ranks
+
+
+def by_hand(plan: Path, ranks: int, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`mpirun -np RANKS python -m openclaw_dask.cli.mpi_entry PLAN -- submit ...`."""
+    command = ["mpirun", "-np", str(ranks), "--oversubscribe", sys.executable]
+    command += ["-m", "openclaw_dask.cli.mpi_entry", str(plan), "--", "submit", str(EXAMPLE)]
+    command += ["--config", str(MPI_CONFIG), "--no-report", *sets(SMALL)]
+    command += ["--run-dir", str(tmp_path / "run")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **launch_env()}
+    return subprocess.run(command, capture_output=True, text=True, timeout=200, env=env)
+
+
+@pytest.mark.parametrize("short", [1, 2])
+def test_fewer_ranks_than_a_cluster_needs_is_one_line_exit_2(tmp_path: Path, short: int) -> None:
+    """-np 2: dask-mpi's WorldTooSmallException, a traceback from every rank, exit 1."""
+    assert shutil.which("mpirun")
+    plan, planned = plan_file(tmp_path)
+    done = by_hand(plan, short, tmp_path)
+    assert done.returncode == 2, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: mpi_entry: {world_size_problem(short, planned)}"]
+    assert "needs at least 3" in errors[0] and f"mpirun -np {planned}" in errors[0]
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "run").exists()  # no run was begun
+
+
+def test_fewer_worker_ranks_than_the_plan_is_refused_before_the_run(tmp_path: Path) -> None:
+    """-np 3 for a plan of 4: the client waited 60 s for the second worker, then failed with
+    WorkerStartTimeoutError, exit 1."""
+    plan, planned = plan_file(tmp_path)
+    if planned < 4:
+        pytest.skip("a plan of one worker rank has no smaller count that makes a cluster")
+    done = by_hand(plan, planned - 1, tmp_path)
+    assert done.returncode == 2, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    workers = planned - 3
+    assert errors == [
+        f"error: mpi_entry: {planned - 1} MPI ranks make {workers} worker rank(s) where the "
+        f"plan has {planned - 2}; the plan's launch line starts {planned} (mpirun -np {planned})"
+    ]
+    assert not (tmp_path / "run").exists()
+
+
+def test_world_size_against_the_plan() -> None:
+    assert world_size_problem(4, 4) is None
+    assert world_size_problem(3, None) is None  # a plan without a launch line: no count
+    assert "needs at least 3" in str(world_size_problem(2, None))
+    assert world_size_problem(6, 4) == (
+        "6 MPI ranks make 4 worker rank(s) where the plan has 2; the plan's launch line starts 4"
+        " (mpirun -np 4)"
+    )
+    assert planned_ranks({"launch_command": ["mpirun", "-np", "7", "--bind-to", "none"]}) == 7
+    assert planned_ranks({"launch_command": None}) is None
