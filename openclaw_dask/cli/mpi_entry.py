@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     import dask
     from dask_mpi import initialize
 
-    from openclaw_dask.runtime.mpi_launch import MPI_SCHEDULER_ENV
+    from openclaw_dask.runtime.mpi_launch import LAUNCHED_KEY, MPI_LAUNCHER_ENV, MPI_SCHEDULER_ENV
 
     if not os.environ.get("OPENCLAW_DEBUG"):
         logging.getLogger("distributed").setLevel(logging.WARNING)
@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     address = dask.config.get("scheduler-address")
     os.environ[MPI_SCHEDULER_ENV] = address
+    if plan.get(LAUNCHED_KEY):  # a launching submit reports the run; else rank 1 must
+        os.environ[MPI_LAUNCHER_ENV] = str(plan[LAUNCHED_KEY])
     try:
         return run_client(command)
     finally:

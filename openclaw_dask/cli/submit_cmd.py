@@ -60,7 +60,7 @@ def submit_cmd(
 ) -> None:
     """Run a workflow on the cluster its config describes (params: --set params.x=...)."""
     from openclaw_dask.runtime.cluster import ClusterLostError
-    from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
+    from openclaw_dask.runtime.mpi_launch import mpi_launcher_reports
     from openclaw_dask.runtime.oom import WorkersOutOfMemoryError
     from openclaw_dask.runtime.terminal import quiet_after_interrupt
     from openclaw_dask.workflows.mpi_run import MpiRunError
@@ -88,7 +88,7 @@ def submit_cmd(
                 report=False if no_report else None,  # None: a resume does as its run did
             )
     except StepFailedError as exc:
-        if mpi_job_scheduler():  # rank 1 of an mpi launch: the launching submit says it
+        if mpi_launcher_reports():  # rank 1 of a submit's mpirun: that submit says it
             sys.exit(EXIT_FAILED)
         if isinstance(exc.error, ClusterLostError):  # not the step's fault: no traceback
             err.print(f"[red]failed:[/] step {exc.step!r}: {escape(str(exc.error))}", markup=True)
@@ -144,7 +144,7 @@ def submit_cmd(
     except KeyboardInterrupt as exc:
         # rank 1 of an mpi launch is stopped by mpirun also when another rank died: the
         # launching submit says which it was
-        if not mpi_job_scheduler():
+        if not mpi_launcher_reports():
             where = getattr(exc, "run_dir", None)  # set once the run has a directory
             if where is None:
                 err.print("[yellow]interrupted[/] before the run began: nothing to resume")
@@ -187,7 +187,7 @@ def submit_cmd(
             )
         out.print("dry run: nothing started, nothing written")
         return
-    if mpi_job_scheduler():  # rank 1 of an mpi launch: the launching submit prints the summary
+    if mpi_launcher_reports():  # rank 1 of a submit's mpirun: that submit prints the summary
         return
     run = record["run_dir"]
     # a resume with nothing left to run hands back the record of the attempt that finished it

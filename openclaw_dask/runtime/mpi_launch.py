@@ -20,6 +20,7 @@ the ``mpirun`` child only (and shown in the printed command line), never in this
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import shutil
@@ -45,9 +46,23 @@ ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"
 STOP_GRACE = 30.0
 
 
+#: Set by ``mpi_entry`` on rank 1 when a launching ``submit`` waits on ``mpirun`` and reports
+#: the run itself (its plan file carries :data:`LAUNCHED_KEY`); unset under an ``mpirun`` line
+#: a batch script wrote, where rank 1 is the only one left to say how the run ended.
+MPI_LAUNCHER_ENV = "_OPENCLAW_MPI_LAUNCHER"
+#: The key :func:`run_mpirun` adds to the plan file it writes (``config plan --json`` has none).
+LAUNCHED_KEY = "_openclaw_launcher"
+
+
 def mpi_job_scheduler() -> str | None:
     """The dask-mpi scheduler address when this process is rank 1 of our mpi launch."""
     return os.environ.get(MPI_SCHEDULER_ENV) or None
+
+
+def mpi_launcher_reports() -> bool:
+    """Whether this is rank 1 of an ``mpirun`` that a launching ``submit`` waits on: that
+    ``submit`` then says how the run ended (its summary, a failed step), and rank 1 does not."""
+    return bool(mpi_job_scheduler() and os.environ.get(MPI_LAUNCHER_ENV))
 
 
 def launch_env(uid: int | None = None) -> dict[str, str]:
@@ -138,7 +153,9 @@ def run_mpirun(
         This process was interrupted; ``mpirun`` and its ranks were stopped first.
     """
     mpirun = find_mpirun(plan, config, forced)
-    plan_file.write_text(plan.to_json())
+    # marked as this launch's: rank 1 leaves the summary and a failure's lines to this process
+    marked = {**json.loads(plan.to_json()), LAUNCHED_KEY: os.getpid()}
+    plan_file.write_text(json.dumps(marked, indent=2))
     command = mpirun_command(plan, plan_file, client_args)
     extra = launch_env()
     if announce:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from openclaw_dask.cli.mpi_entry import planned_ranks, world_size_problem
 from openclaw_dask.runtime.mpi_launch import launch_env
 from tests.conftest import ROOT
 from tests.integration.test_mpi import EXAMPLE, SMALL, sets
+from tests.integration.user_ops import FAILING_WORKFLOW
 
 pytestmark = pytest.mark.mpi
 
@@ -89,3 +91,52 @@ def test_world_size_against_the_plan() -> None:
     )
     assert planned_ranks({"launch_command": ["mpirun", "-np", "7", "--bind-to", "none"]}) == 7
     assert planned_ranks({"launch_command": None}) is None
+
+
+def batch_line(plan: Path, *client: str) -> subprocess.CompletedProcess[str]:
+    """The plan's own launch line, as a batch script copies it, with the client command."""
+    launch = json.loads(plan.read_text())["launch_command"]
+    command = [*launch, str(plan), "--", *client]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **launch_env()}
+    return subprocess.run(command, capture_output=True, text=True, timeout=200, env=env)
+
+
+def test_a_batch_scripts_mpirun_says_how_the_run_ended(tmp_path: Path) -> None:
+    """Rank 1 left the summary and a failed step's lines to the submit that launched mpirun;
+    under a batch script's own mpirun line there is none, and nothing said either."""
+    plan, _ = plan_file(tmp_path)
+    run = tmp_path / "run"
+    done = batch_line(
+        plan, "submit", str(EXAMPLE), "--config", str(MPI_CONFIG), "--no-report",
+        *sets(SMALL), "--run-dir", str(run),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    # Open MPI gives the ranks a terminal for stdout: rich colours the words there
+    stdout = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout)
+    assert stdout.count("completed example-smoothing in ") == 1, stdout
+    assert f"record:   {run}/run.json" in stdout
+    wf = tmp_path / "fails.yaml"
+    wf.write_text(FAILING_WORKFLOW)
+    failed = batch_line(
+        plan, "submit", str(wf), "--config", str(MPI_CONFIG), "--no-report",
+        "--run-dir", str(tmp_path / "failed"),
+    )  # fmt: skip
+    assert failed.returncode == 1, failed.stderr[-3000:]
+    said = [line for line in failed.stderr.splitlines() if line.startswith("failed: ")]
+    assert said == [
+        "failed: step 'bad' (op tests.integration.user_ops:explode): ValueError: the op's own "
+        "error: kaboom"
+    ]
+
+
+def test_the_submit_that_launches_mpirun_still_says_it_alone(tmp_path: Path) -> None:
+    """Its rank 1 stays quiet: one summary, not two (the launcher's plan file is marked)."""
+    run = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "openclaw_dask", "submit", str(EXAMPLE), "--config",
+         str(MPI_CONFIG), "--no-report", *sets(SMALL), "--run-dir", str(run)],
+        capture_output=True, text=True, timeout=200,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("completed example-smoothing in ") == 1, done.stdout
