@@ -75,3 +75,29 @@ def test_the_temperature_map_is_white_at_freezing(tmp_path: Path) -> None:
     white = np.all(np.abs(rgb - 0.969) < 0.01, axis=-1).sum()
     # the map is ~600 x 300 pixels at dpi 100: its northern half is ~90,000 of them
     assert white > 50_000, white
+
+
+def test_the_global_mean_series_keeps_the_monthly_time_axis_encoding(tmp_path: Path) -> None:
+    """global_mean.zarr's ``time`` was written "minutes since 0001-01-16 05:15" (xarray's
+    choice for the dates) beside monthly.zarr's "days since 0001-01-01": the same dates, two
+    time axes for anyone reading the numbers without decoding them."""
+    from openclaw_dask.workflows.zarrio import write
+
+    grid = LatLonGrid(10.0)
+    monthly_path = tmp_path / "monthly.zarr"
+    days = (np.arange(12) + 0.5) * 365.25 / 12
+    field = np.broadcast_to((20.0 - 40.0 * grid.sin_lat**2)[None, :, None], (12, *grid.shape))
+    xr.Dataset(
+        {"T": (("time", "lat", "lon"), field, {"units": "degC"})},
+        coords={"time": ("time", days, TIME_ATTRS), "lat": grid.lat, "lon": grid.lon},
+        attrs={"resolution": grid.resolution, "ice_threshold": -10.0},
+    ).to_zarr(monthly_path, consolidated=False)
+    monthly = xr.open_zarr(monthly_path, consolidated=False)  # dates, as the runner reads it
+    config = load_config(None, use_search_path=False)
+    inputs = {"simulate": {"monthly": monthly}}
+    out = analyse(StepContext("analyse", config, None, tmp_path, {}, inputs))
+    write(out["global_mean"], tmp_path / "global_mean.zarr", config).compute()
+    raw = xr.open_zarr(tmp_path / "global_mean.zarr", decode_times=False, consolidated=False)
+    assert raw["time"].attrs["units"] == TIME_ATTRS["units"]
+    assert raw["time"].attrs["calendar"] == TIME_ATTRS["calendar"]
+    assert np.array_equal(raw["time"].values, days)

@@ -636,6 +636,16 @@ class EnergyBalanceModel(IterativeOp):
         return {"final": final}
 
 
+def _days(time: np.ndarray) -> np.ndarray:
+    """Monthly ``time`` values in :data:`TIME_ATTRS`' units: decoded dates encoded back,
+    numbers (a store read without decoding) as they are."""
+    if time.dtype.kind in "fiu":
+        return time
+    import cftime
+
+    return np.asarray(cftime.date2num(time, TIME_ATTRS["units"], TIME_ATTRS["calendar"]))
+
+
 def _edge(hemisphere: str) -> dict[str, str]:
     """An ice edge's attributes (units and long_name, for readers and xarray's plots)."""
     return {"units": "degrees_north", "long_name": f"{hemisphere} ice edge latitude"}
@@ -731,7 +741,11 @@ def analyse(ctx: StepContext, *, source: str = "simulate") -> dict[str, xr.Datas
         year=("year", np.arange(1, years + 1), YEAR_ATTRS)
     )
     zonal = annual.mean("lon")  # cells of a row have equal areas
-    global_series = xr.DataArray(global_mean(T.data, grid), dims="time", coords={"time": T.time})
+    # time as the monthly store has it, days since TIME_ATTRS' origin: dates (what xarray
+    # reads) were written "minutes since" the first month, a second time axis for any reader
+    # of the raw numbers (decode_times=False, ncdump)
+    days = ("time", _days(T["time"].values), {**T["time"].attrs, **TIME_ATTRS})
+    global_series = xr.DataArray(global_mean(T.data, grid), dims="time", coords={"time": days})
     last_year = T.isel(time=slice(12 * (years - 1), 12 * years))
     amplitude = last_year.max("time") - last_year.min("time")
     annual_global = xr.DataArray(global_mean(annual.data, grid), dims="year")
