@@ -483,13 +483,11 @@ def test_a_start_temperature_must_be_a_finite_number_above_absolute_zero(tmp_pat
         (".nan", f"{above} got nan"),
         ("'warm'", "expected float, got 'warm'"),  # the op's type, from its signature
     ):
-        text = CLIMATE.read_text().replace(
-            "      years:", f"      initial_temperature: {given}\n      years:"
-        )
+        text = CLIMATE.read_text().replace('"${params.initial_temperature}"', given)
         with pytest.raises(ConfigError) as info:
             load_workflow(write(tmp_path, text))
         [problem] = [str(p) for p in info.value.problems]
-        assert ":29: steps.simulate.with.initial_temperature: " in problem, problem
+        assert ":32: steps.simulate.with.initial_temperature: " in problem, problem
         assert said in problem, problem
     for fine in (
         "-259.8",
@@ -497,9 +495,7 @@ def test_a_start_temperature_must_be_a_finite_number_above_absolute_zero(tmp_pat
         "35.5",
         "300",
     ):  # -259.8: the poles at -273.13  # a cold or hot start, in degC
-        text = CLIMATE.read_text().replace(
-            "      years:", f"      initial_temperature: {fine}\n      years:"
-        )
+        text = CLIMATE.read_text().replace('"${params.initial_temperature}"', fine)
         load_workflow(write(tmp_path, text))
 
 
