@@ -164,6 +164,18 @@ def _stop_starting(proc: subprocess.Popen[bytes]) -> None:
         clear_state(proc.pid)  # a killed process cannot remove its own state file
 
 
+def _ending(text: list[str], log: Path) -> str:
+    """What a cluster process that exited last said: a traceback's exception line alone.
+
+    The last three lines of a traceback were a file, a line of code and the exception, joined
+    by slashes; the whole traceback stays in the log.
+    """
+    if any(line.startswith("Traceback (most recent call last)") for line in text):
+        ending = [line for line in text if line.strip() and not line[0].isspace()]
+        return f"{ending[-1]} (its traceback: {log})"
+    return " / ".join(text[-3:])
+
+
 def _wait_up(
     proc: subprocess.Popen[bytes], backend: str, log: Path, dashboard: str | None = None
 ) -> None:
@@ -193,7 +205,7 @@ def _wait_up(
                 [Problem(p, origin="cluster up") for p in problems]
                 or [
                     Problem(
-                        "the cluster process exited: " + " / ".join(text[-3:]), origin="cluster up"
+                        "the cluster process exited: " + _ending(text, log), origin="cluster up"
                     )
                 ]
             )

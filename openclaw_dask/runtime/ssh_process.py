@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import re
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from distributed.deploy import ssh
@@ -82,6 +84,85 @@ async def forward(reader: Any, label: str, stream: str) -> None:
             _show(label, stream, line, level)
 
 
+#: The remote stderr lines Dask's start loop has read so far, of the process starting in this
+#: asyncio task (the nodes start side by side, each in a task of its own).
+_START_LINES: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "openclaw_ssh_start_lines", default=None
+)
+
+
+class SshStartError(RuntimeError):
+    """A remote scheduler or worker process ended before it said it had started.
+
+    Dask raises ``Exception("Worker failed to start")`` (for the scheduler too) and logs the
+    remote lines that say why at INFO, which the plan's ``silence_logs`` turns off: a worker
+    ``port`` in use on the node was that one line, naming neither node nor reason.
+    """
+
+    def __init__(self, label: str, address: str, lines: list[str], kind: str = "worker") -> None:
+        self.label, self.address, self.lines = label, address, list(lines)
+        where = label if label == address else f"{label} ({address})"
+        super().__init__(f"ssh node {where}: its {kind} {self.reason()}")
+
+    def reason(self) -> str:
+        """The remote error line (the last that names an error), or what is known."""
+        text = [line.strip() for line in self.lines if line.strip()]
+        errors = [line for line in text if re.search(r"(Error|Exception)\b", line)]
+        if errors:
+            return f"process ended before it started: {shown_text(errors[-1])}"
+        if text:
+            return f"process ended before it started; its last line: {shown_text(text[-1])}"
+        return "process ended before it started, saying nothing"
+
+
+class _KeepStartLines(logging.Filter):
+    """Keep the INFO lines Dask's start loop logs, for :class:`SshStartError`.
+
+    What reaches the handlers is unchanged: records below ``floor`` (the logger's level before
+    the starts lowered it to INFO) are dropped here, as the logger would have dropped them.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.floor = logging.NOTSET
+        self.starting = 0  # starts in progress (the nodes start side by side)
+        self.previous = logging.NOTSET
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kept = _START_LINES.get()
+        if kept is not None and record.levelno == logging.INFO:
+            kept.append(record.getMessage())
+        return record.levelno >= self.floor
+
+
+_KEEP = _KeepStartLines()
+
+
+@contextlib.contextmanager
+def _start_lines_kept() -> Iterator[None]:
+    """Let the start loop's INFO records reach :data:`_KEEP` while a process starts.
+
+    The plan's ``silence_logs`` raises the handlers' level, not the logger's: the records are
+    made and the handlers drop them; with ``distributed.logging`` at warning the logger does,
+    so it is lowered to INFO for the starts and :data:`_KEEP` drops what it would have.
+    """
+    if _KEEP.starting == 0:
+        _KEEP.floor, _KEEP.previous = logger.getEffectiveLevel(), logger.level
+        logger.addFilter(_KEEP)
+        if _KEEP.floor > logging.INFO:
+            logger.setLevel(logging.INFO)
+    _KEEP.starting += 1
+    try:
+        yield
+    finally:
+        _KEEP.starting -= 1
+        if _KEEP.starting == 0:
+            logger.removeFilter(_KEEP)
+            if _KEEP.floor > logging.INFO:
+                logger.setLevel(_KEEP.previous)
+            _KEEP.floor = logging.NOTSET
+
+
 class _Drained:
     """Mix-in for an ``ssh.Process``: read stdout and stderr once Dask's start returns."""
 
@@ -97,8 +178,21 @@ class _Drained:
         self.connect_options = {"errors": "backslashreplace", **self.connect_options}
 
     async def start(self) -> None:
-        await super().start()  # type: ignore[misc]
         label = getattr(self, "name", None) or self.address
+        said: list[str] = []
+        token = _START_LINES.set(said)
+        try:
+            with _start_lines_kept():
+                await super().start()  # type: ignore[misc]
+        except Exception as exc:
+            # Dask's own words are "Worker failed to start" (for the scheduler too), the
+            # remote process's lines that say why only logged at INFO, which is off
+            if "failed to start" not in str(exc):
+                raise
+            kind = "scheduler" if isinstance(self, ssh.Scheduler) else "worker"
+            raise SshStartError(str(label), self.address, said, kind) from None
+        finally:
+            _START_LINES.reset(token)
         self._readers = [
             asyncio.ensure_future(forward(getattr(self.proc, s), str(label), s))
             for s in ("stdout", "stderr")

@@ -1,0 +1,71 @@
+"""A remote worker that cannot start is named, with the remote process's own reason."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.sshd import SshRig, sshd_available
+from tests.integration.test_ssh import EXAMPLE, SMALL, cli
+
+pytestmark = pytest.mark.ssh
+
+
+@pytest.fixture
+def rig(tmp_path: Path) -> Iterator[SshRig]:
+    missing = sshd_available()
+    if missing:
+        pytest.fail(missing)
+    rig = SshRig(tmp_path / "rig", use_netns=False)  # loopback: a port taken on the node's host
+    try:
+        rig.add_host("a")
+        rig.add_host("b")
+        yield rig
+    finally:
+        rig.close()
+
+
+@pytest.fixture
+def taken(rig: SshRig) -> Iterator[int]:
+    """A port held open on host b's address: its worker's `port:` there cannot be bound."""
+    with socket.socket() as holder:
+        holder.bind((rig.hosts[1].host, 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+def test_a_worker_port_in_use_on_a_node_is_named_with_its_reason(
+    rig: SshRig, taken: int, tmp_path: Path
+) -> None:
+    """It was 'error: Exception: Worker failed to start': Dask's own words, naming neither the
+    node nor the reason, which the remote process had written (Dask logged it at INFO)."""
+    a, b = rig.hosts
+    nodes = [rig.node(a, scheduler=True, resources={"cpus": 1}), rig.node(b, port=taken)]
+    config = rig.config(nodes, tmp_path / "ssh.config")
+    run = cli("submit", str(EXAMPLE), "--config", str(config), "--no-report", *SMALL)
+    assert run.returncode == 1, run.stderr[-3000:]
+    errors = [line for line in run.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [
+        f"error: SshStartError: ssh node {b.host}-{b.port} ({b.host}): its worker process ended "
+        "before it started: OSError: [Errno 98] Address already in use"
+    ]
+    up = cli("cluster", "up", "--config", str(config))
+    assert up.returncode == 2, up.stderr[-3000:]
+    said = up.stderr.splitlines()[0]
+    assert said.startswith("error: cluster up: the cluster process exited: ")
+    assert f"ssh node {b.host}-{b.port} ({b.host}): its worker process ended" in said
+    assert "Address already in use (its traceback: " in said
+    assert 'File "' not in said  # the traceback's lines stay in the log
+
+
+def test_a_cluster_starts_as_before_on_free_ports(rig: SshRig, tmp_path: Path) -> None:
+    """The start lines are kept for the error only: a cluster that starts says nothing more."""
+    a, b = rig.hosts
+    nodes = [rig.node(a, scheduler=True, resources={"cpus": 1}), rig.node(b)]
+    config = rig.config(nodes, tmp_path / "ssh.config")
+    run = cli("submit", str(EXAMPLE), "--config", str(config), "--no-report", *SMALL)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "worker at" not in run.stderr and "Scheduler at" not in run.stderr
