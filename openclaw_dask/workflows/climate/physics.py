@@ -545,10 +545,20 @@ def advance_with(
 
 
 def north_analytic_solution(params: EBMParams, x: Any) -> Any:
-    """North's (1975a) equilibrium without ice: ``T0 + T2 P2(x)``.
+    """North's (1975a) equilibrium without ice: ``T0 + T2 P2(x) + T4 P4(x)``.
 
-    ``T(x) = (Q(1−α) − A)/B + Q(1−α) s2 P2(x) / (B + 6D)``, valid for constant albedo
-    (``albedo_p2 = 0``), annual-mean insolation and no ice-albedo feedback.
+    The absorbed sunlight ``Q (1 + s2 P2) (a0 + a2 P2)``, with the co-albedo ``a0 = 1 −
+    albedo_free``, ``a2 = −albedo_p2``, is a sum of Legendre modes (``P2² = 1/5 + 2/7 P2 +
+    18/35 P4``), and each mode ``n`` relaxes against ``B + n(n+1) D``::
+
+        T0 = (Q (a0 + a2 s2/5) − A) / B
+        T2 = Q (a2 + a0 s2 + 2/7 a2 s2) / (B + 6D)
+        T4 = Q (18/35 a2 s2) / (B + 20D)
+
+    With a constant albedo (``albedo_p2 = 0``: North's case) ``T4 = 0``; with the P2 albedo of
+    the defaults it is what ``workflows/climate.yaml`` reaches with ``seasonal_cycle``,
+    ``ice_albedo`` and ``land`` off (it had refused those parameters). Valid for annual-mean
+    insolation and no ice-albedo feedback.
 
     Parameters
     ----------
@@ -561,12 +571,13 @@ def north_analytic_solution(params: EBMParams, x: Any) -> Any:
     array
         °C.
     """
-    if params.albedo_p2 != 0.0:
-        raise ValueError("the analytic solution needs a constant albedo (albedo_p2 = 0)")
-    absorbed = params.Q * (1.0 - params.albedo_free)
-    t0 = (absorbed - params.A) / params.B
-    t2 = absorbed * params.s2 / (params.B + 6.0 * params.D)
-    return t0 + t2 * legendre_p2(x)
+    q, s2, b, d = params.Q, params.s2, params.B, params.D
+    a0, a2 = 1.0 - params.albedo_free, -params.albedo_p2
+    t0 = (q * (a0 + a2 * s2 / 5.0) - params.A) / b
+    t2 = q * (a2 + a0 * s2 + 2.0 / 7.0 * a2 * s2) / (b + 6.0 * d)
+    t4 = q * (18.0 / 35.0 * a2 * s2) / (b + 20.0 * d)
+    p4 = (35.0 * x**4 - 30.0 * x**2 + 3.0) / 8.0
+    return t0 + t2 * legendre_p2(x) + t4 * p4
 
 
 def equilibrium_relaxation_steps(params: EBMParams, tolerance: float = 1e-3) -> int:
