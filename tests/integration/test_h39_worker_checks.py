@@ -1,0 +1,283 @@
+"""Worker checks on real clusters that a mutation audit found unpinned: attaching to workers
+that carry no config (a plain ``dask worker``, a scheduler with none yet), a hand-started
+worker of a node without a config of its own, compared as built-in defaults, and memory held
+only by garbage in reference cycles, which ``memory compact`` returns."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from distributed import LocalCluster
+
+from openclaw_dask.runtime import inspect_workers, memory_compact, start_cluster
+from openclaw_dask.runtime.inspect import refusals
+
+BASE = ["cluster.dashboard_address=127.0.0.1:0"]
+
+
+def plain_cluster(workers: int) -> LocalCluster:
+    """A cluster started by plain Dask: its workers carry no openclaw config."""
+    return LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=":0")
+
+
+def test_workers_that_carry_no_config_are_attached_to_and_adopt_the_client_s() -> None:
+    """Mutation audit: workers without a fingerprint refused like workers of another config
+    survived (every attach tested went to workers our runtime had started)."""
+    with plain_cluster(1) as theirs:
+        assert {f["config_hash"] for f in inspect_workers_of(theirs).values()} == {None}
+        with start_cluster(overrides=BASE, address=theirs.scheduler_address) as client:
+            assert client.submit(sum, [2, 3]).result() == 5
+            # the fingerprint plugin gave them this config's (and refused nobody)
+            assert len({f["config_hash"] for f in inspect_workers(client).values()} - {None}) == 1
+            assert refusals(client) == {}
+
+
+def inspect_workers_of(cluster: LocalCluster) -> dict[str, Any]:
+    from distributed import Client
+
+    with Client(cluster, set_as_default=False) as client:
+        return inspect_workers(client)
+
+
+def test_deterministic_mode_attaches_to_a_scheduler_with_no_workers_yet() -> None:
+    """The expected numerics are this client's until workers come (mutation audit: without
+    that fallback the plugin got none and the attach failed with a TypeError)."""
+    with (
+        plain_cluster(0) as theirs,
+        start_cluster(
+            overrides=[*BASE, "parallel.deterministic_mode=true"], address=theirs.scheduler_address
+        ) as client,
+    ):
+        theirs.scale(1)
+        client.wait_for_workers(1, timeout=60)
+        assert client.submit(sum, [1, 1]).result() == 2
+        assert refusals(client) == {}
+
+
+def wait_for_refusal(client: Any) -> dict[str, tuple[str, str]]:
+    """The refusals the scheduler records, once there is one (within a minute)."""
+    deadline = time.monotonic() + 60
+    found = refusals(client)
+    while not found and time.monotonic() < deadline:
+        time.sleep(0.2)
+        found = refusals(client)
+    return found
+
+
+def test_a_hand_started_worker_of_a_node_without_a_config_is_compared_as_defaults(
+    tmp_path: Path,
+) -> None:
+    """Without ``--openclaw-adopt-unconfigured`` (what only the ssh backend passes) a worker of
+    a node with no config of its own is compared as the built-in defaults, and is refused by
+    the first differing key in sorted order (mutation audit: adopting regardless, and the last
+    key, both survived: the workers tested carried one differing key of their own)."""
+    sets = [*BASE, "parallel.processes=1", "storage.level=9", "distributed.sync_interval=7"]
+    with start_cluster(overrides=sets, attach_running=False) as client:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")}
+        env["HOME"] = str(tmp_path)  # no ~/.config/openclaw/openclaw.config either
+        proc = subprocess.Popen(
+            [
+                str(Path(sys.executable).with_name("dask")),
+                "worker",
+                client.scheduler.address,
+                "--nthreads=1",
+                "--no-dashboard",
+                "--preload",
+                "openclaw_dask.runtime.preload",
+            ],
+            env=env,
+            cwd=tmp_path,  # no openclaw.config there
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            [(key, reason)] = wait_for_refusal(client).values()
+            assert key == "distributed.sync_interval", (key, reason)
+            assert "distributed.sync_interval: worker 1000, client 7" in reason
+            assert "storage.level: worker 3, client 9" in reason
+            assert proc.wait(timeout=60) is not None
+        finally:
+            proc.kill()
+            proc.wait()
+
+
+def hold_in_old_cycles(dask_worker: Any) -> int:
+    """~300 MB reachable only through reference cycles that an earlier collection moved to
+    the oldest generation: what only a full collection frees. The worker's RSS after."""
+    import gc
+
+    import psutil
+
+    cycles = []
+    for _ in range(300):
+        cycle: list[Any] = [bytes(2**20)]
+        cycle.append(cycle)
+        cycles.append(cycle)
+    dask_worker.openclaw_test_cycles = cycles
+    gc.collect()  # they survive it: now in the oldest generation
+    del dask_worker.openclaw_test_cycles, cycles
+    return psutil.Process().memory_info().rss
+
+
+def test_memory_compact_frees_what_only_reference_cycles_held() -> None:
+    """Mutation audit: the garbage collection before the allocator's release dropped survived
+    (the memory tested was freed by reference counting as the task ended)."""
+    sets = [*BASE, "parallel.processes=1"]
+    with start_cluster(overrides=sets, attach_running=False) as client:
+        (held,) = client.run(hold_in_old_cycles).values()
+        (result,) = memory_compact(client).values()
+        assert held > 300e6 and result["rss_before"] > 300e6, (held, result)
+        assert result["rss_after"] < result["rss_before"] - 250e6, result
+
+
+def hold_and_free_in_a_task() -> int:
+    """Runs as a task: ~400 MB in small objects, 1 % kept so that the heap cannot shrink from
+    the top on its own; the worker's RSS after."""
+    import psutil
+    from distributed import get_worker
+
+    junk = [bytes(1000) for _ in range(400_000)]
+    keep = junk[::100]
+    del junk
+    get_worker().openclaw_test_keep = keep  # type: ignore[attr-defined]
+    return psutil.Process().memory_info().rss
+
+
+def test_memory_compact_under_tcmalloc_returns_what_a_task_freed() -> None:
+    """tcmalloc keeps freed pages until asked (mutation audit: its release call dropped
+    survived: the tcmalloc test checked the allocator's name only)."""
+    sets = [*BASE, "parallel.processes=1", "memory.allocator=tcmalloc"]
+    with start_cluster(overrides=sets, attach_running=False) as client:
+        held = client.submit(hold_and_free_in_a_task, pure=False).result()
+        (result,) = memory_compact(client).values()
+        assert result["call"] == "MallocExtension_ReleaseFreeMemory()"
+        assert result["rss_before"] > 300e6 and held > 300e6, (held, result)
+        assert result["rss_after"] < result["rss_before"] - 200e6, result
+
+
+def test_a_dashboard_on_the_port_asked_for_or_any_port_is_not_said_to_be_taken() -> None:
+    """Port 0 asks for any free port (mutation audit: the port-0 exemption dropped survived:
+    no run checked what it said about a dashboard at :0); another port than the one asked
+    for is said, with why."""
+    from distributed import Client
+
+    from openclaw_dask.config import load_config
+    from openclaw_dask.runtime.cluster import dashboard_note
+
+    with (
+        LocalCluster(n_workers=0, processes=False, dashboard_address="127.0.0.1:0") as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        link = client.dashboard_link
+        used = int(link.split("://", 1)[1].split("/", 1)[0].rpartition(":")[2])
+        for asked in ("127.0.0.1:0", f"127.0.0.1:{used}"):
+            config = load_config(None, [f"cluster.dashboard_address={asked}"], env={})
+            assert dashboard_note(client, config) == link, asked
+        other = used + 1 if used < 65535 else used - 1
+        config = load_config(None, [f"cluster.dashboard_address=127.0.0.1:{other}"], env={})
+        said = f"{link} (port {other} was taken: another cluster running?)"
+        assert dashboard_note(client, config) == said
+
+
+def test_the_task_counter_forgets_a_client_that_left_and_keeps_the_others_counts() -> None:
+    """Mutation audit: forgetting a departed client dropped (its count kept for the
+    scheduler's life), and a second install replacing the first's counter, both survived."""
+    import dask
+    from distributed import Client
+
+    from openclaw_dask.runtime import counter
+
+    def graph(n: int) -> Any:
+        return dask.delayed(sum)([dask.delayed(abs)(-i) for i in range(n)])
+
+    with (
+        LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster,
+        Client(cluster, set_as_default=False) as first,
+    ):
+        assert counter.install(first)
+        assert first.compute(graph(3)).result() == 3
+        said = counter.submitted(first)
+        assert said == 4  # three abs and the sum
+        with Client(cluster, set_as_default=False) as second:
+            assert counter.install(second)  # a second run on the same cluster
+            assert second.compute(graph(2)).result() == 1
+            assert counter.submitted(first) == said  # kept
+            assert counter.submitted(second) == 3
+            gone = second.id
+        plugin = cluster.scheduler.plugins[counter.NAME]
+        deadline = time.monotonic() + 10
+        while gone in plugin.submitted and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert gone not in plugin.submitted
+        assert counter.submitted(first) == said
+
+
+def test_a_hand_started_worker_reads_the_config_its_preload_names(tmp_path: Path) -> None:
+    """``--openclaw-config FILE`` after the preload (a node whose config is elsewhere):
+    mutation audit: the option ignored for the search order survived (no test passed it)."""
+    node_config = tmp_path / "node.config"
+    node_config.write_text("distributed:\n  sync_interval: 5\n")
+    sets = [*BASE, "parallel.processes=1"]
+    with start_cluster(overrides=sets, attach_running=False) as client:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")}
+        env["HOME"] = str(tmp_path)
+        proc = subprocess.Popen(
+            [
+                str(Path(sys.executable).with_name("dask")),
+                "worker",
+                client.scheduler.address,
+                "--nthreads=1",
+                "--no-dashboard",
+                "--preload",
+                "openclaw_dask.runtime.preload",
+                f"--openclaw-config={node_config}",
+            ],
+            env=env,
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            [(key, reason)] = wait_for_refusal(client).values()
+            assert key == "distributed.sync_interval"
+            assert "distributed.sync_interval: worker 5, client 1000" in reason
+            assert proc.wait(timeout=60) is not None
+        finally:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_memory_restart_message_names_three_restarts_and_the_workers_own_budget() -> None:
+    """The events a nanny logs, read back from a real scheduler: three restarts named, the
+    rest counted, and the budget the running workers have, the planned one only when none
+    runs (mutation audit: the planned budget preferred, and four named, both survived)."""
+    from distributed import Client
+
+    from openclaw_dask.runtime.oom import TOPIC, out_of_memory
+
+    with (
+        LocalCluster(
+            n_workers=1, processes=False, memory_limit="300MB", dashboard_address=":0"
+        ) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        since = time.time() - 1
+        assert out_of_memory(client, since, planned=10**9) is None
+        for i in range(4):
+            event = {"worker": f"tcp://10.0.0.{i}:1", "pid": 100 + i, "rss": (500 + i) * 10**6}
+            client.log_event(TOPIC, event)
+        deadline = time.monotonic() + 10
+        while len(client.get_events(TOPIC)) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        error = out_of_memory(client, since, planned=10**9)
+        assert str(error) == (
+            "workers ran out of memory (a 300 MB budget per worker): their nannies restarted "
+            "tcp://10.0.0.0:1 at 500 MB, tcp://10.0.0.1:1 at 501 MB, tcp://10.0.0.2:1 at "
+            "502 MB and 1 more"
+        )
+        assert out_of_memory(client, time.time() + 60, planned=10**9) is None
