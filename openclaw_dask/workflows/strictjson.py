@@ -14,7 +14,11 @@ def finite(value: Any) -> Any:
     Python writes them as ``NaN``/``Infinity``, which JSON does not have: ``jq``, browsers and
     most JSON libraries then refuse the whole file (a value may be undefined for a run, such as
     the ice edge of a hemisphere without an ice cap, or a ratio of a failed measurement).
+    A numpy scalar or array (an op's metric from ``ds.mean().values``) becomes its Python
+    values first: ``default=str`` had written it as text ("273.5", a float32 NaN as "nan").
     """
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        value = value.tolist()
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, Mapping):
