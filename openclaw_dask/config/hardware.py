@@ -87,6 +87,9 @@ class Hardware:
         ``{core id: its hyper-thread siblings}``, used to pin to physical cores.
     interfaces
         Network interface names (``lo``, ``eth0``, ``ib0``).
+    addresses
+        IP addresses of those interfaces (what a server here can bind to); empty: not known.
+        Left out of :meth:`to_dict`; a hand-written description may give them.
     """
 
     logical_cores: int
@@ -99,6 +102,7 @@ class Hardware:
     allocators: dict[str, str] = field(default_factory=dict)
     siblings: dict[int, list[int]] = field(default_factory=dict)
     interfaces: tuple[str, ...] = ()
+    addresses: tuple[str, ...] = ()
 
     def has_package(self, name: str) -> bool:
         """True if ``name`` (or one of its CUDA-suffixed wheels) is installed."""
@@ -125,6 +129,9 @@ class Hardware:
         d["numa_nodes"] = {str(k): v for k, v in self.numa_nodes.items()}
         d["siblings"] = {str(k): v for k, v in self.siblings.items()}
         d["interfaces"] = list(self.interfaces)
+        # run.json and the benchmark reports record this form: they carry no IP addresses
+        # (a description read back has none: the checks that use them are skipped)
+        del d["addresses"]
         return d
 
     @classmethod
@@ -163,6 +170,7 @@ class Hardware:
             allocators=dict(d.get("allocators") or {}),
             siblings={int(k): list(v) for k, v in (d.get("siblings") or {}).items()},
             interfaces=tuple(d.get("interfaces") or ()),
+            addresses=tuple(d.get("addresses") or ()),
         )
 
 
@@ -298,7 +306,12 @@ def hardware_issues(d: Any) -> list[tuple[str, str]]:
             issues += _core_map_issues(key, present[key])
     if "gpus" in present:
         issues += _gpu_issues(present["gpus"])
-    for key, mapping in (("packages", True), ("allocators", True), ("interfaces", False)):
+    for key, mapping in (
+        ("packages", True),
+        ("allocators", True),
+        ("interfaces", False),
+        ("addresses", False),
+    ):
         if key in present and (problem := _strings_issue(present[key], mapping)):
             issues.append((key, problem))
     return issues
@@ -479,4 +492,26 @@ def detect_hardware(sys_root: str = "/sys") -> Hardware:
         allocators=find_allocators(),
         siblings=siblings,
         interfaces=tuple(name for _, name in socket.if_nameindex()),
+        addresses=_addresses(),
+    )
+
+
+def _addresses() -> tuple[str, ...]:
+    """The IPv4 and IPv6 addresses of this machine's interfaces (empty when unknown)."""
+    try:
+        import psutil
+
+        found = psutil.net_if_addrs()
+    except (ImportError, OSError):
+        return ()
+    families = (socket.AF_INET, socket.AF_INET6)
+    return tuple(
+        sorted(
+            {
+                a.address.split("%")[0]
+                for nics in found.values()
+                for a in nics
+                if a.family in families
+            }
+        )
     )

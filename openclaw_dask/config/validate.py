@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import socket
 from collections import Counter
 from collections.abc import Collection, Mapping
 from itertools import pairwise
@@ -274,6 +275,10 @@ def check_hardware(
             f"no network interface {quote(interface)} here (have: {', '.join(hw.interfaces)})"
             + did_you_mean(interface, hw.interfaces),
         )
+    if backend in ("local", "cuda"):  # served here (ssh: on the scheduler's node)
+        problem = _dashboard_host_problem(values["cluster.dashboard_address"], hw.addresses)
+        if problem:
+            bad("cluster.dashboard_address", problem)
     devices = values["gpu.devices"]
     if backend == "cuda":
         if not hw.gpus:
@@ -311,6 +316,34 @@ def check_hardware(
         out += _layout_problems(values, sources, layout, backend, hw.memory, lines)
     out += _affinity_problems(values, sources, hw, layout, backend, lines)
     return out
+
+
+def _dashboard_host_problem(address: Any, addresses: Collection[str]) -> str | None:
+    """Why a local cluster's dashboard cannot bind to ``address`` here, or ``None``.
+
+    An address of another machine (a typo, a copied config) passed every check and then
+    stopped the cluster's start: "RuntimeError: Cluster failed to start: [Errno 99] Cannot
+    assign requested address", exit 1, no key named. ``addresses`` empty: not known.
+    """
+    if not isinstance(address, str) or not addresses:
+        return None
+    host = address.rpartition(":")[0].strip("[]")
+    if host in ("", "0.0.0.0", "::", "*"):  # every interface
+        return None
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return f"{quote(host)} does not resolve to an address (a typo?); 127.0.0.1 is the default"
+    found = {str(info[4][0]).split("%")[0] for info in infos}
+    # all of 127.0.0.0/8 is this machine's on Linux, though lo lists 127.0.0.1 alone
+    if any(a in addresses or a.startswith("127.") for a in found):
+        return None
+    have = ", ".join(a for a in addresses if ":" not in a) or ", ".join(addresses)
+    return (
+        f"{quote(host)} is no address of this machine (its addresses: {have}), so the "
+        "dashboard cannot be served there: use one of them, 0.0.0.0 for every interface, "
+        "or the default 127.0.0.1 (through ssh -L from elsewhere)"
+    )
 
 
 def check_threads(
