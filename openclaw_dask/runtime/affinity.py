@@ -11,9 +11,25 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any
 
 from openclaw_dask.translate.plan import AFFINITY_ENV
+
+
+def mpi_rank() -> int | None:
+    """This process's rank when it is a rank of an MPI job (a dask-mpi worker), else ``None``.
+
+    Asked of mpi4py, which every rank of our launch has loaded and initialised
+    (:mod:`openclaw_dask.cli.mpi_entry`), not of the launcher's variables
+    (``OMPI_COMM_WORLD_RANK``, ``PMI_RANK``): those are inherited by every process started
+    under ``srun`` or ``mpirun -np 1``, the local workers of a run there too, which had all
+    taken the core list of rank ``-2`` and were refused ("runs on cores [0], planned [1]").
+    """
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is None or not mpi.Is_initialized() or mpi.Is_finalized():
+        return None
+    return int(mpi.COMM_WORLD.Get_rank())
 
 
 def worker_index(worker: Any) -> int:
@@ -21,9 +37,9 @@ def worker_index(worker: Any) -> int:
 
     LocalCluster names its workers 0, 1, ...; dask-mpi workers are ranks 2, 3, ...
     """
-    rank = os.environ.get("OMPI_COMM_WORLD_RANK") or os.environ.get("PMI_RANK")
+    rank = mpi_rank()
     if rank is not None:
-        return int(rank) - 2
+        return rank - 2
     return int(str(worker.name).rsplit("-", 1)[-1])
 
 

@@ -12,8 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from distributed import LocalCluster
 
+from openclaw_dask.config import detect_hardware
 from openclaw_dask.runtime import inspect_workers, memory_compact, start_cluster
 from openclaw_dask.runtime.inspect import refusals
 
@@ -281,3 +283,19 @@ def test_a_memory_restart_message_names_three_restarts_and_the_workers_own_budge
             "502 MB and 1 more"
         )
         assert out_of_memory(client, time.time() + 60, planned=10**9) is None
+
+
+@pytest.mark.parametrize("variable", ["PMI_RANK", "OMPI_COMM_WORLD_RANK"])
+def test_local_workers_under_an_mpi_launcher_are_pinned_by_their_names(
+    monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    """A local run started by ``srun`` or ``mpirun -np 1`` (a batch script's line): its
+    workers inherit the launcher's rank variable and are no ranks. They had all taken the
+    core list of rank -2 and the cluster was refused ("runs on cores [0], planned [1]")."""
+    if len(detect_hardware().usable_cores) < 2:
+        pytest.fail("this test needs 2 usable cores")
+    monkeypatch.setenv(variable, "0")
+    sets = [*BASE, "parallel.thread_affinity=compact", "parallel.processes=2"]
+    with start_cluster(overrides=sets, attach_running=False) as client:
+        pinned = {f["name"]: f["affinity"] for f in inspect_workers(client).values()}
+        assert pinned == {"0": [0], "1": [1]}
