@@ -61,10 +61,22 @@ class CertificateSet:
             "distributed:\n"
             "  communication_backend: tls\n"
             "  tls:\n"
-            f"    ca_file: {self.ca_file}\n"
-            f"    cert: {node.cert}\n"
-            f"    key: {node.key}\n"
+            f"    ca_file: {_yaml_path(self.ca_file)}\n"
+            f"    cert: {_yaml_path(node.cert)}\n"
+            f"    key: {_yaml_path(node.key)}\n"
         )
+
+
+def _yaml_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as a YAML value: plain where YAML reads it back as written, else quoted.
+
+    A folder such as ``my: certs`` or ``certs #2`` printed plain made the pasted lines a
+    YAML error (a mapping inside a value) or cut the path at the ``#`` (a comment).
+    """
+    import yaml
+
+    text = yaml.safe_dump(str(path), default_flow_style=True, width=10_000).strip()
+    return text.removesuffix("...").strip()
 
 
 def default_hosts() -> list[str]:
