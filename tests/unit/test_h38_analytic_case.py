@@ -1,16 +1,13 @@
-"""The workflow's analytic case (``--set params.seasonal_cycle=false params.ice_albedo=false
-params.land=false``) against the closed form a scientist checks it with: the library's
-``north_analytic_solution`` refused its parameters (its albedo varies as P2), though the
-equilibrium is still a sum of three Legendre modes."""
+"""The closed form with the ice-free P2 albedo of the defaults (annual sun, no ice, no land):
+``north_analytic_solution`` had refused it (its albedo varies as P2), though the equilibrium
+is still a sum of three Legendre modes. (The workflow's switches now give North's constant
+albedo: tests/integration/test_climate_analytic_switches.py.)"""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from openclaw_dask.config import load_config
 from openclaw_dask.workflows.climate import (
     EBMParams,
     LatLonGrid,
@@ -19,22 +16,13 @@ from openclaw_dask.workflows.climate import (
     zonal_mean,
 )
 from openclaw_dask.workflows.climate.physics import equilibrium_relaxation_steps
-from openclaw_dask.workflows.context import StepContext
-from openclaw_dask.workflows.ops.climate import forcing
 
 
-def test_the_workflows_analytic_case_reaches_the_closed_form(tmp_path: Path) -> None:
-    config = load_config(None, use_search_path=False)
-    made = forcing(
-        StepContext("forcing", config, None, tmp_path, {}),
-        resolution=4.0,
-        seasonal_cycle=False,
-        ice_albedo=False,
-        land=False,
-    )["forcing"]
-    params = EBMParams.from_attrs(made.attrs)  # what the stores record
-    assert params.albedo_p2 != 0.0  # the workflow's albedo is not North's constant 0.3
+def test_the_p2_albedo_case_reaches_the_closed_form() -> None:
     grid = LatLonGrid(4.0)
+    unresolved = EBMParams(seasonal_cycle=False, ice_albedo=False, land=False)
+    assert unresolved.albedo_p2 != 0.0  # the defaults' albedo, not North's constant 0.3
+    params = unresolved.resolved(grid)
     steps = equilibrium_relaxation_steps(params, tolerance=1e-4)
     profile = zonal_mean(run_reference(params, grid, steps, np.zeros(grid.shape)))
     exact = north_analytic_solution(params, grid.sin_lat)

@@ -43,6 +43,9 @@ YEAR_SECONDS = 365.25 * SECONDS_PER_DAY
 RHO_CP_SEAWATER = 1025.0 * 3985.0
 RHO_CP_WATER = 1000.0 * 4186.0
 
+#: The albedo everywhere when ``ice_albedo`` is off (:meth:`EBMParams.from_switches`).
+CONSTANT_ALBEDO = 0.30
+
 
 @dataclass(frozen=True)
 class EBMParams:
@@ -149,14 +152,25 @@ class EBMParams:
     def north_analytic(cls, **overrides: Any) -> EBMParams:
         """North's (1975a) analytic case: annual-mean insolation, constant albedo 0.3, no ice,
         no land (uniform capacity). Its equilibrium is :func:`north_analytic_solution`."""
-        base = {
-            "seasonal_cycle": False,
-            "ice_albedo": False,
-            "land": False,
-            "albedo_free": 0.30,
-            "albedo_p2": 0.0,
-        }
-        return cls(**(base | overrides))
+        return cls.from_switches(seasonal_cycle=False, ice_albedo=False, land=False, **overrides)
+
+    @classmethod
+    def from_switches(
+        cls, *, seasonal_cycle: bool, ice_albedo: bool, land: bool, **overrides: Any
+    ) -> EBMParams:
+        """The parameters of the climate workflow's three switches.
+
+        ``ice_albedo`` off also makes the albedo one constant, ``CONSTANT_ALBEDO`` (North
+        1975a), rather than the ice-free ``albedo_free + albedo_p2 P2``: with all three
+        switches off the equilibrium is then North's closed form ``T0 + T2 P2`` in the ``A``,
+        ``B``, ``D``, ``Q``, ``s2`` and ``α = albedo_free`` the outputs record, as the analytic
+        check states it (the P2 albedo would add ~8 K to the difference through ``T2`` and a
+        ``P4`` mode). 0.30 is the P2 albedo's mean under the annual sun ``1 + s2 P2``
+        (``0.319 + 0.202 s2/5 = 0.2995``), so the planet absorbs the same sunlight.
+        """
+        albedo = {} if ice_albedo else {"albedo_free": CONSTANT_ALBEDO, "albedo_p2": 0.0}
+        switches = {"seasonal_cycle": seasonal_cycle, "ice_albedo": ice_albedo, "land": land}
+        return cls(**(switches | albedo | overrides))
 
     # -- derived ----------------------------------------------------------------------------
     @property

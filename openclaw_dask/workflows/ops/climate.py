@@ -178,7 +178,9 @@ def forcing(
 ) -> dict[str, xr.Dataset]:
     """Grid, land mask, heat capacity and annual-mean insolation; the parameters as attrs."""
     grid = LatLonGrid(resolution)
-    params = EBMParams(seasonal_cycle=seasonal_cycle, ice_albedo=ice_albedo, land=land)
+    params = EBMParams.from_switches(
+        seasonal_cycle=seasonal_cycle, ice_albedo=ice_albedo, land=land
+    )
     mask = idealized_land_mask(grid) if land else np.zeros(grid.shape, dtype=bool)
     params = params.resolved(grid, float(heat_capacity(params, grid, mask).min()))
     capacity = heat_capacity(params, grid, mask)
