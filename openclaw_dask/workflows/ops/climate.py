@@ -432,6 +432,33 @@ def _count(n: int, thing: str) -> str:
     return f"{n} {thing}" + ("" if n == 1 else "s")
 
 
+#: What ``climate.ebm`` reads of its source step's dataset, besides the model parameters (each
+#: :class:`EBMParams` field that is missing takes its default).
+FORCING_ATTRS = ("resolution", "steps_per_year", "dt")
+
+
+def _check_forcing_dataset(ds: xr.Dataset, source: str) -> None:
+    """``ds`` holds what ``climate.ebm`` reads: a user's own forcing op (another land mask,
+    another sun) that returned a dataset without ``climate.forcing``'s attributes failed with
+    "KeyError: 'resolution'", which named neither the step nor what it should have held.
+
+    Raises
+    ------
+    ValueError
+        Naming the step, what is missing and where it comes from.
+    """
+    missing = [f"attribute {a!r}" for a in FORCING_ATTRS if a not in ds.attrs]
+    if "heat_capacity" not in ds.data_vars:
+        missing.append("variable 'heat_capacity' (lat, lon)")
+    if missing:
+        raise ValueError(
+            f"the output of step {source!r} lacks {', '.join(missing)}: climate.ebm reads the "
+            "grid, the time step and the model's parameters from its source's dataset; start from "
+            "climate.forcing's (call openclaw_dask.workflows.ops.climate.forcing in your op "
+            "and change what you need, keeping its attributes)"
+        )
+
+
 @register("climate.ebm")
 class EnergyBalanceModel(IterativeOp):
     """Spin up and run the 2-D energy-balance model; emit monthly means of T.
@@ -514,6 +541,7 @@ class EnergyBalanceModel(IterativeOp):
         if refused:  # called from Python, not through a checked workflow
             raise ValueError("; ".join(f"{k}: {v}" for k, v in refused.items()))
         forcing_ds = ctx.input(source)
+        _check_forcing_dataset(forcing_ds, source)
         self.attrs = dict(forcing_ds.attrs)
         self.grid = LatLonGrid(float(self.attrs["resolution"]))
         self.params = EBMParams.from_attrs(self.attrs)
