@@ -555,9 +555,9 @@ def north_analytic_solution(params: EBMParams, x: Any) -> Any:
         T2 = Q (a2 + a0 s2 + 2/7 a2 s2) / (B + 6D)
         T4 = Q (18/35 a2 s2) / (B + 20D)
 
-    With a constant albedo (``albedo_p2 = 0``: North's case) ``T4 = 0``; with the P2 albedo of
-    the defaults it is what ``workflows/climate.yaml`` reaches with ``seasonal_cycle``,
-    ``ice_albedo`` and ``land`` off (it had refused those parameters). Valid for annual-mean
+    With a constant albedo (``albedo_p2 = 0``: North's case, which ``workflows/climate.yaml``'s
+    three switches off give) ``T4 = 0``; the P2 albedo of the defaults (a forcing of one's own
+    with ``ice_albedo`` off but that albedo kept) adds the ``P4`` mode. Valid for annual-mean
     insolation and no ice-albedo feedback.
 
     Parameters
