@@ -752,6 +752,26 @@ def _plot(
     return written
 
 
+def _check_monthly_dataset(ds: xr.Dataset, source: str) -> None:
+    """``ds`` holds what ``climate.analyse`` reads: a user's own model op's ``monthly`` without
+    ``climate.ebm``'s attributes failed with "KeyError: 'resolution'".
+
+    Raises
+    ------
+    ValueError
+        Naming the step and what its ``monthly`` output lacks.
+    """
+    missing = [f"attribute {a!r}" for a in ("resolution", "ice_threshold") if a not in ds.attrs]
+    if "T" not in ds.data_vars or ds["T"].dims != ("time", "lat", "lon"):
+        missing.append("variable 'T' (time, lat, lon), monthly means in degC")
+    if missing:
+        raise ValueError(
+            f"the monthly output of step {source!r} lacks {', '.join(missing)}: climate.analyse "
+            "reads the grid and the ice threshold from its attributes (climate.ebm's carry "
+            "climate.forcing's: keep them in an op of your own)"
+        )
+
+
 @register(
     "climate.analyse",
     outputs=("zonal_mean", "global_mean", "ice_edge", "seasonal_amplitude", "plots/"),
@@ -760,6 +780,7 @@ def _plot(
 def analyse(ctx: StepContext, *, source: str = "simulate") -> dict[str, xr.Dataset]:
     """Annual zonal means, global-mean series, ice edge per hemisphere, seasonal amplitude."""
     monthly = ctx.input(source, "monthly")
+    _check_monthly_dataset(monthly, source)
     T = monthly["T"]
     grid = LatLonGrid(float(monthly.attrs["resolution"]))
     threshold = float(monthly.attrs["ice_threshold"])
