@@ -168,6 +168,26 @@ def check_static(
                 f"same host, ssh_port and port as distributed.nodes[{seen[ident]}]",
             )
         seen.setdefault(ident, i)
+    # as for parallel.thread_pool_size above: each worker process of a node got
+    # max(1, cpus // processes) threads, so cpus 1 over 2 processes ran 2 threads and cpus 3
+    # over 2 ran 2, while the plan's layout said 1 and 3
+    for i, n in enumerate(nodes):
+        cpus = (n.get("resources") or {}).get("cpus")  # a hand-made values dict
+        if not isinstance(cpus, int) or not isinstance(procs, int) or procs == 1:
+            continue
+        if procs > cpus:
+            bad(
+                f"distributed.nodes[{i}].resources.cpus",
+                f"{cpus} worker thread(s) cannot be split over the node's {procs} worker "
+                "processes (parallel.processes): each process needs at least one thread",
+            )
+        elif cpus % procs:
+            bad(
+                f"distributed.nodes[{i}].resources.cpus",
+                f"{cpus} worker threads do not split evenly over the node's {procs} worker "
+                f"processes (parallel.processes); use a multiple of {procs}, such as "
+                f"{cpus - cpus % procs} or {cpus - cpus % procs + procs}",
+            )
 
     if transport(v) == "mpi" and backend not in ("auto", "mpi"):
         bad(

@@ -404,7 +404,8 @@ def test_zstd_shrinks_the_bytes_between_hosts(rig: SshRig, tmp_path: Path) -> No
     if not rig.use_netns:
         pytest.skip("needs network namespaces (root with ip netns) for per-host byte counters")
     a, b, _ = hosts(rig)
-    nodes = [rig.node(a, scheduler=True, resources={"cpus": 1}), rig.node(b, **NODE_B)]
+    # two threads on a: one per worker process (one thread over two processes is refused)
+    nodes = [rig.node(a, scheduler=True, resources={"cpus": 2}), rig.node(b, **NODE_B)]
     size = 32 * 2**20
     sent = {}
     for codec in ("none", "zstd"):
@@ -487,7 +488,9 @@ def test_processes_of_a_node_share_its_gpus_and_leave_its_port_unpinned(
     node's GPU resource (the scheduler would place two GPU tasks at once on it otherwise), its
     share of the threads, and a port of its own (a node's ``port`` pins one worker only)."""
     a, b, _ = hosts(rig)
-    nodes = [rig.node(a, **NODE_A), rig.node(b, port=free_port("127.0.0.1"), **NODE_B)]
+    # two threads on a: one per worker process (one thread over two processes is refused)
+    node_a = {**NODE_A, "resources": {**NODE_A["resources"], "cpus": 2}}
+    nodes = [rig.node(a, **node_a), rig.node(b, port=free_port("127.0.0.1"), **NODE_B)]
     extra = {"parallel.processes": 2}
     config = load_config(rig.config(nodes, tmp_path / "two.config", extra))
     with start_cluster(config) as client:
