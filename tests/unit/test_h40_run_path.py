@@ -225,11 +225,17 @@ def test_a_resumed_attempt_writes_the_plain_report_when_no_earlier_one_did(tmp_p
 
 
 def test_a_checkpoint_without_its_state_store_is_none(tmp_path: Path) -> None:
-    """(mutant: a checkpoint.json whose store is gone was continued from)"""
+    """(mutants: a checkpoint.json whose store is gone was continued from; one naming no store
+    failed the resume with a TypeError)"""
     (tmp_path / "checkpoint.json").write_text(json.dumps({"step": 4, "store": "state-4.zarr"}))
     assert runner.read_checkpoint(tmp_path) is None
     (tmp_path / "state-4.zarr").mkdir()
     assert runner.read_checkpoint(tmp_path) == {"step": 4, "store": "state-4.zarr"}
+    # a damaged one (no store named, half written): none, not a crash of the resume
+    (tmp_path / "checkpoint.json").write_text(json.dumps({"step": 4, "store": None}))
+    assert runner.read_checkpoint(tmp_path) is None
+    (tmp_path / "checkpoint.json").write_text('{"step": 4, "sto')
+    assert runner.read_checkpoint(tmp_path) is None
 
 
 def test_the_step_fingerprint_follows_the_outputs_and_not_the_run_only_config(
@@ -584,3 +590,11 @@ def test_only_a_cuda_cluster_says_the_built_in_ops_compute_on_the_host(tmp_path:
     plan = plan_cluster(config, make_hardware(cores=4, gpus=1), strict=False)
     assert plan.backend == "mpi"
     assert runner.host_ops_note(_two_steps(tmp_path), plan) == []
+
+
+def test_deterministic_and_batch_size_are_the_config_s(tmp_path: Path) -> None:
+    """(mutants: ctx.deterministic always on; ctx.batch_size read from another key)"""
+    assert StepContext("s", _config(), None, tmp_path, {}).deterministic is False
+    config = _config("parallel.deterministic_mode=true", "distributed.batch_size=3")
+    on = StepContext("s", config, None, tmp_path, {})
+    assert on.deterministic is True and on.batch_size == 3
