@@ -198,3 +198,24 @@ def dask_value_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
                 )
             )
     return problems
+
+
+def transport_problems(raw: Mapping[str, Any], transport: str) -> list[tuple[str, str]]:
+    """``(dotted dask key, problem)`` for raw settings the config's transport cannot meet.
+
+    ``distributed.comm.require-encryption: true`` beside a ``tcp`` (or ``ucx``) transport
+    passed every check, then the scheduler refused its own listener: "RuntimeError: Cluster
+    failed to start: Scheduler failed to start.", exit 1, no key named.
+    """
+    out = []
+    for key, value in _flat(raw or {}):
+        if key == "distributed.comm.require-encryption" and value is True and transport != "tls":
+            out.append(
+                (
+                    key,
+                    f"true makes every connection need TLS, but distributed."
+                    f"communication_backend is {transport}: set it to tls (with the "
+                    "distributed.tls files), or leave this key out",
+                )
+            )
+    return out

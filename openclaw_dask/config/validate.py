@@ -16,7 +16,11 @@ from collections.abc import Collection, Mapping
 from itertools import pairwise
 from typing import Any
 
-from openclaw_dask.config.dask_section import dask_value_problems, memory_fractions
+from openclaw_dask.config.dask_section import (
+    dask_value_problems,
+    memory_fractions,
+    transport_problems,
+)
 from openclaw_dask.config.errors import Problem, did_you_mean, not_a_file, quote
 from openclaw_dask.config.hardware import ALLOCATOR_INSTALL, Hardware, format_cpu_list
 from openclaw_dask.config.layout import (
@@ -239,6 +243,8 @@ def check_static(
             bad(f"distributed.ssh.{part}", not_a_file(path))
     out += _node_memory_floor(v, sources, lines)
     for key, message in dask_value_problems(v["dask"]):
+        bad(f"dask.{key}", message)
+    for key, message in transport_problems(v["dask"], transport(v)):
         bad(f"dask.{key}", message)
     return out
 
