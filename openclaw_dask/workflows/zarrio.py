@@ -59,12 +59,21 @@ def regular_chunks(ds: xr.Dataset) -> xr.Dataset:
     return ds.chunk(sizes)
 
 
+#: What a variable's own ``.encoding`` says that a write keeps: how its values are stored
+#: (an op's float32, a time axis's CF units). The storage keys (chunks, codecs, a fill of the
+#: Zarr array) come from the config and the dask chunks instead: an input store's would clash.
+KEPT_ENCODING = ("dtype", "units", "calendar", "_FillValue", "scale_factor", "add_offset")
+
+
 def encoding(ds: xr.Dataset, config: Config) -> dict[str, dict[str, Any]]:
-    """Per-variable encoding: the codec, and Zarr chunks equal to the dask chunks."""
+    """Per-variable encoding: the codec, Zarr chunks equal to the dask chunks, and the
+    variable's own :data:`KEPT_ENCODING` keys, as ``xarray.Dataset.to_zarr`` keeps them (an
+    explicit encoding replaces a variable's whole ``.encoding``)."""
     codec = compressor(config)
     out: dict[str, dict[str, Any]] = {}
     for name, var in ds.variables.items():
-        enc: dict[str, Any] = {"compressors": [codec] if codec else []}
+        enc: dict[str, Any] = {k: var.encoding[k] for k in KEPT_ENCODING if k in var.encoding}
+        enc["compressors"] = [codec] if codec else []
         if var.chunks is not None:
             enc["chunks"] = tuple(c[0] for c in var.chunks)
         out[str(name)] = enc

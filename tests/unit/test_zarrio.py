@@ -84,3 +84,28 @@ def test_each_dask_chunk_is_one_zarr_chunk_of_the_largest_size(tmp_path: Path) -
         assert stored.chunks == (4, 6), chunks
         assert (stored[:] == ds["t"].values).all()
         assert zarrio.open_output(path)["t"].chunks == ((4, 4, 2), (6,))
+
+
+def test_a_variable_s_own_dtype_and_time_units_are_written_as_xarray_writes_them(
+    tmp_path: Path,
+) -> None:
+    """An op that asks for float32 storage, or dates in given CF units, gets them, as from
+    ``to_zarr``: the codec and chunks the write passes per variable had replaced each
+    variable's whole ``.encoding``, so a float32 request was stored as float64 and a time
+    axis got xarray's own units."""
+    config = load_config(use_search_path=False)
+    field = xr.DataArray(np.linspace(0.0, 1.0, 12).reshape(3, 4), dims=("time", "x"))
+    field.encoding["dtype"] = "float32"
+    time = xr.date_range("0001-01-16", periods=3, freq="MS", calendar="julian", use_cftime=True)
+    ds = xr.Dataset({"field": field}, coords={"time": time}).chunk({"time": 2})
+    ds["time"].encoding.update(units="days since 0001-01-01", calendar="julian")
+    # an input store's storage keys travel with what an op read, and must not clash
+    ds["field"].encoding.update(chunks=(3, 4), preferred_chunks={"time": 3})
+    zarrio.write(ds, tmp_path / "out.zarr", config).compute()
+    assert zarr.open_array(tmp_path / "out.zarr/field", mode="r").dtype == np.float32
+    assert zarr.open_array(tmp_path / "out.zarr/field", mode="r").chunks == (2, 4)
+    raw = xr.open_zarr(tmp_path / "out.zarr", decode_times=False, consolidated=False)
+    assert raw["time"].attrs["units"] == "days since 0001-01-01"
+    back = zarrio.open_output(tmp_path / "out.zarr")
+    assert back["field"].dtype == np.float32
+    assert list(back.indexes["time"]) == list(time)
