@@ -598,3 +598,15 @@ def test_deterministic_and_batch_size_are_the_config_s(tmp_path: Path) -> None:
     config = _config("parallel.deterministic_mode=true", "distributed.batch_size=3")
     on = StepContext("s", config, None, tmp_path, {})
     assert on.deterministic is True and on.batch_size == 3
+
+
+def test_a_run_dir_is_made_empty_and_a_file_there_is_refused_untouched(tmp_path: Path) -> None:
+    """(mutants: the write test's probe left in the new directory, which a refused first run
+    then could not remove; a file given as --run-dir read as a folder, an OSError traceback)"""
+    workflow = _two_steps(tmp_path)
+    made = runner._new_run_dir(workflow, tmp_path / "a" / "new")
+    assert made.is_dir() and not any(made.iterdir())
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="is a file, not a folder"):
+        runner._new_run_dir(workflow, tmp_path / "notes.txt")
+    assert (tmp_path / "notes.txt").read_text() == "mine"
