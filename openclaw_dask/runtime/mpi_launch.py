@@ -108,7 +108,41 @@ def find_mpirun(plan: ClusterPlan, config: Config, forced: str | None = None) ->
                 )
             ]
         )
+    other = other_mpi(found)
+    if other:
+        raise ConfigError(
+            [
+                backend_problem(
+                    config,
+                    forced,
+                    f"mpi launches through Open MPI's mpirun (its -x, --bind-to and "
+                    f"--oversubscribe options), but {found} is another MPI's ({other}): put "
+                    "Open MPI's mpirun first on PATH (e.g. `module load openmpi`; Debian: "
+                    "apt-get install openmpi-bin), or choose another cluster.backend",
+                )
+            ]
+        )
     return found
+
+
+def other_mpi(mpirun: str) -> str | None:
+    """The first line of ``mpirun --version`` when ``mpirun`` is not Open MPI's, else ``None``.
+
+    MPICH's and Intel MPI's ``mpirun`` (Hydra), often first on PATH after a ``module load``,
+    refuse the plan's Open MPI options with a usage text of their own, after the run directory
+    was made. A version query that fails or hangs is left to the launch to report.
+    """
+    try:
+        done = subprocess.run(
+            [mpirun, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = f"{done.stdout}\n{done.stderr}"
+    if any(mark in text for mark in ("Open MPI", "OpenRTE", "open-mpi.org")):
+        return None
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return repr(first[:80]) if first else f"no version, exit {done.returncode}"
 
 
 def run_mpirun(

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from openclaw_dask.cli.mpi_entry import planned_ranks, world_size_problem
-from openclaw_dask.runtime.mpi_launch import launch_env
+from openclaw_dask.runtime.mpi_launch import launch_env, other_mpi
 from tests.conftest import ROOT
 from tests.integration.test_mpi import EXAMPLE, SMALL, sets
 from tests.integration.user_ops import FAILING_WORKFLOW
@@ -140,3 +140,45 @@ def test_the_submit_that_launches_mpirun_still_says_it_alone(tmp_path: Path) -> 
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("completed example-smoothing in ") == 1, done.stdout
+
+
+#: A stand-in for MPICH's Hydra mpirun (installing MPICH would take over this machine's
+#: `mpirun` alternative): its `--version` text, and its refusal of an Open MPI option.
+HYDRA = """#!/bin/sh
+if [ "$1" = "--version" ]; then
+  printf 'HYDRA build details:\\n    Version:                                 4.0.2\\n'
+  exit 0
+fi
+echo "[mpiexec@host] match_arg (utils/args/args.c:163): unrecognized argument bind-to" >&2
+exit 255
+"""
+
+
+def test_another_mpis_mpirun_first_on_path_is_bad_input_before_the_run(tmp_path: Path) -> None:
+    """It ran, failed on `--bind-to` and was said as 'mpirun exited with code 255 before the
+    workflow finished: Open MPI ends every rank when one dies', exit 1, a run directory made."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "mpirun"
+    fake.write_text(HYDRA)
+    fake.chmod(0o755)
+    run = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "openclaw_dask", "submit", str(EXAMPLE), "--backend", "mpi",
+         "--no-report", *sets(SMALL), "--run-dir", str(run)],
+        capture_output=True, text=True, timeout=200,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.splitlines()[0] == (
+        "error: --backend mpi: cluster.backend: mpi launches through Open MPI's mpirun (its -x, "
+        f"--bind-to and --oversubscribe options), but {fake} is another MPI's ('HYDRA build "
+        "details:'): put Open MPI's mpirun first on PATH (e.g. `module load openmpi`; Debian: "
+        "apt-get install openmpi-bin), or choose another cluster.backend"
+    )
+    assert not run.exists()
+
+
+def test_open_mpis_own_mpirun_is_taken() -> None:
+    found = shutil.which("mpirun")
+    assert found and other_mpi(found) is None
