@@ -87,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ[MPI_SCHEDULER_ENV] = address
     if plan.get(LAUNCHED_KEY):  # a launching submit reports the run; else rank 1 must
         os.environ[MPI_LAUNCHER_ENV] = str(plan[LAUNCHED_KEY])
+    # Open MPI hands every rank a pseudo-terminal for stdout, also when mpirun's own output is
+    # a batch job's log file: rich then coloured "completed" and "failed:" with escape codes
+    # there. Rank 1 cannot tell where its lines end up, so it writes them plain.
+    os.environ.setdefault("NO_COLOR", "1")
     try:
         return run_client(command)
     finally:
