@@ -139,6 +139,10 @@ def _up(lock: IO[str] | None, config_path: str | None, overrides: tuple[str, ...
         )
     try:
         _wait_up(proc, plan.backend, log, config["cluster.dashboard_address"])
+        # what the backend does not apply, as config plan and submit say it: pinning asked of
+        # an ssh cluster went unsaid here, and the user took the workers for pinned
+        for note in plan.unapplied:
+            out.print(f"  note: {note}", markup=False)
     except KeyboardInterrupt:
         # the cluster process has a session of its own (it outlives the terminal), so a Ctrl-C
         # reaches only this command: it went on starting, and a cluster the user had stopped

@@ -52,3 +52,23 @@ def test_submit_attaches_to_ssh_cluster_up_with_backend_ssh_spelled_out(
     finally:
         down = cli("cluster", "down")
     assert down.returncode == 0, down.stderr
+
+
+def test_cluster_up_says_what_the_ssh_backend_does_not_apply(rig: SshRig, tmp_path: Path) -> None:
+    """`config plan` and `submit` said pinning is not applied on ssh nodes; `cluster up`,
+    which starts the workers, did not."""
+    a = rig.hosts[0]
+    node = rig.node(a, scheduler=True, resources={"cpus": 1})
+    extra = {"parallel.thread_affinity": "compact"}
+    config = rig.config([node], tmp_path / "ssh.config", extra)
+    up = cli("cluster", "up", "--config", str(config))
+    assert up.returncode == 0, up.stderr[-3000:]
+    try:
+        notes = [line.strip() for line in up.stdout.splitlines() if "note:" in line]
+        assert notes == [
+            "note: parallel.thread_affinity not applied on ssh nodes: workers are not pinned, "
+            "and each node's resources.memory (else Dask's auto) is its workers' memory budget"
+        ]
+    finally:
+        down = cli("cluster", "down")
+    assert down.returncode == 0, down.stderr
