@@ -183,3 +183,21 @@ def test_another_mpis_mpirun_first_on_path_is_bad_input_before_the_run(tmp_path:
 def test_open_mpis_own_mpirun_is_taken() -> None:
     found = shutil.which("mpirun")
     assert found and other_mpi(found) is None
+
+
+@pytest.mark.parametrize(
+    ("says", "other"),
+    [
+        ("Intel(R) MPI Library for Linux* OS, Version 2021.10", True),
+        ("HYDRA build details:", True),
+        ("a site's own mpirun wrapper 1.0", False),  # not known to refuse: left to the launch
+        ("mpirun (Open MPI) 5.0.3", False),
+    ],
+)
+def test_only_an_mpirun_known_to_be_another_mpis_is_refused(
+    tmp_path: Path, says: str, other: bool
+) -> None:
+    script = tmp_path / "mpirun"
+    script.write_text(f"#!/bin/sh\necho '{says}'\n")
+    script.chmod(0o755)
+    assert (other_mpi(str(script)) is not None) == other
