@@ -560,7 +560,10 @@ def test_a_loaded_config_reaches_rank_1_whole_with_only_the_reserved_variables(
     fake.parent.mkdir()
     fake.write_text(
         f"#!{sys.executable}\nimport json, os, sys\n"
-        "args = sys.argv[1:]\nconfig = open(args[args.index('--config') + 1]).read()\n"
+        "args = sys.argv[1:]\n"
+        "if args == ['--version']:  # an MPI of its own: left to the launch\n"
+        "    sys.exit(print('stand-in mpirun'))\n"
+        "config = open(args[args.index('--config') + 1]).read()\n"
         f"json.dump({{'env': dict(os.environ), 'args': args, 'config': config}}, "
         f"open({str(seen)!r}, 'w'))\nsys.exit(2)\n"
     )
