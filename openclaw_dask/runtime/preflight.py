@@ -67,6 +67,10 @@ out = {"python": list(sys.version_info[:3]), "executable": sys.executable}
 import os
 out["cores"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 try:
+    out["memory"] = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+except (AttributeError, ValueError, OSError):
+    pass
+try:
     import dask, distributed
     out["dask"] = dask.__version__
     out["distributed"] = distributed.__version__
@@ -382,7 +386,12 @@ def check_nodes(config: Config) -> dict[str, dict[str, Any]]:
         if facts is not None:
             found[target.label] = facts
     for i, node in enumerate(config["distributed.nodes"]):
-        why = too_many_threads_there(config, node, found.get(f"{node['host']}:{node['ssh_port']}"))
+        facts = found.get(f"{node['host']}:{node['ssh_port']}")
+        why = too_many_threads_there(config, node, facts)
+        if why:
+            where = f"distributed.nodes[{i}]"
+            problems.append(locate(where, config.sources, why, config.line_of))
+        why = too_much_memory_there(config, node, facts)
         if why:
             where = f"distributed.nodes[{i}]"
             problems.append(locate(where, config.sources, why, config.line_of))
@@ -416,6 +425,35 @@ def too_many_threads_there(
         f"({key}) but only {cores} usable core(s) there: use at most "
         f"{MAX_THREADS_PER_CORE * cores} ({MAX_THREADS_PER_CORE} per core; more only queue "
         "for the same cores), or leave resources.cpus null for the node's own count"
+    )
+
+
+def too_much_memory_there(
+    config: Config, node: dict[str, Any], facts: dict[str, Any] | None
+) -> str | None:
+    """Why ``node``'s ``resources.memory`` is refused on the memory its probe found, or
+    ``None``.
+
+    The local rule (a worker budget larger than the machine), checked here because only the
+    probe knows a node's memory: Dask ignores such a ``memory_limit`` with a log line and
+    lets the worker use the whole node, so 100 GiB on a 23 GiB node ran at 23.5 while the plan
+    said 100, and the kernel, not Dask's spilling, would stop a worker that grows.
+    """
+    memory = node["resources"]["memory"]
+    ram = (facts or {}).get("memory")
+    if not memory or not isinstance(ram, int) or ram <= 0:
+        return None
+    procs = config["parallel.processes"]
+    procs = procs if isinstance(procs, int) else 1
+    if int(memory) // procs <= ram:
+        return None
+    return (
+        f"node {node['host']}:{node['ssh_port']}: resources.memory {int(memory) / 1e9:,.1f} GB "
+        f"gives each of its "
+        f"{procs} worker(s) {int(memory) // procs / 1e9:,.1f} GB, more than the node's "
+        f"{ram / 1e9:,.1f} GB (Dask would ignore it, and the kernel instead of Dask would stop "
+        f"a worker that grows): use at most {ram / 1e9:,.1f} GB (the node shared by its "
+        "workers), or null for Dask's auto"
     )
 
 

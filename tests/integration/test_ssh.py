@@ -285,6 +285,12 @@ def _too_many_threads(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
     return {"nodes": [rig.node(a, **NODE_A), rig.node(b, resources={"cpus": 10**20})]}
 
 
+def _too_much_memory(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
+    """A unit typed wrong: Dask ignores a budget beyond the node's memory (the plan's said)."""
+    a, b, _ = hosts(rig)
+    return {"nodes": [rig.node(a, **NODE_A), rig.node(b, resources={"memory": "100TiB"})]}
+
+
 def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
     a, _, odd = hosts(rig)
     return {"nodes": [rig.node(a, **NODE_A), rig.node(odd)]}
@@ -304,6 +310,12 @@ def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
             f"{10**20} worker threads (resources.cpus) but only {len(os.sched_getaffinity(0))} "
             "usable core(s) there: use at most",
         ),
+        (
+            _too_much_memory,
+            f"resources.memory {100 * 2**40 / 1e9:,.1f} GB gives each of its 1 worker(s) "
+            f"{100 * 2**40 / 1e9:,.1f} GB, more than the node's "
+            f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 1e9:,.1f} GB",
+        ),
     ],
     ids=[
         "mismatched-sync-interval",
@@ -313,6 +325,7 @@ def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
         "no-python",
         "deterministic-mode-other-cpu",
         "threads-beyond-its-cores",
+        "memory-beyond-the-node",
     ],
 )
 def test_bad_node_fails_before_any_work_naming_it(

@@ -23,6 +23,7 @@ from openclaw_dask.runtime.preflight import (
     numerics_outliers,
     probe_text,
     too_many_threads_there,
+    too_much_memory_there,
     wait_for_ssh_workers,
 )
 from openclaw_dask.runtime.preload import has_own_config
@@ -182,3 +183,18 @@ def test_a_node_s_threads_are_bounded_per_core_as_here() -> None:
     over = {**node, "resources": {**node["resources"], "cpus": MAX_THREADS_PER_CORE * cores + 1}}
     reason = too_many_threads_there(config(), over, {"cores": cores})
     assert reason and f"use at most {MAX_THREADS_PER_CORE * cores} " in reason, reason
+
+
+def test_a_node_s_memory_is_bounded_per_worker_as_here() -> None:
+    """Each worker's share of ``resources.memory`` must fit in the memory the probe found
+    (Dask ignores a larger ``memory_limit`` and lets the worker take the node); shares that
+    only add up to more are allowed, as on this machine. No probe figure: no check."""
+    node = load_config(None, [NODES], env={}, use_search_path=False)["distributed.nodes"][0]
+    twelve = {**node, "resources": {**node["resources"], "memory": 12 * 10**9}}
+    eight = {"memory": 8 * 10**9}
+    reason = too_much_memory_there(config(), twelve, eight)
+    assert reason and "more than the node's 8.0 GB" in reason and "use at most 8.0 GB" in reason
+    split = config("parallel.processes=2", "parallel.thread_pool_size=2")
+    assert too_much_memory_there(split, twelve, eight) is None  # 6 GB a worker
+    assert too_much_memory_there(config(), twelve, {}) is None
+    assert too_much_memory_there(config(), node, eight) is None  # no budget: Dask's auto
