@@ -295,10 +295,51 @@ def _silent(address: str) -> str | None:
             silent = f"it takes connections but did not answer within {seconds:g} s"
             return silent if connected else _not_connecting(address, seconds) or silent
         except OSError:
-            return None if connected else _not_connecting(address, seconds)
-        except Exception:  # a tls mismatch, a protocol error: the client says it better
-            return None
+            if connected:
+                return None
+            return _not_connecting(address, seconds) or _speaks_tls(address)
+        except Exception as exc:
+            if urllib.parse.urlsplit(address).scheme == "tcp":
+                # what answered is not a Dask scheduler: an HTTP server's "HTTP/1.1 400" read
+                # as a frame length had Dask allocate 3 EiB (MemoryError, exit 1, a traceback)
+                return (
+                    "something answers there, but not in Dask's protocol (its reply read as "
+                    f"{type(exc).__name__}): is it the scheduler's port, not its dashboard's "
+                    "or another program's?"
+                )
+            return None  # a tls mismatch: the client says it better
     return None
+
+
+def _speaks_tls(address: str) -> str | None:
+    """Why a ``tcp://`` address that dropped Dask's handshake is to be reached over TLS, or
+    ``None`` (the client will say what it finds). A TLS scheduler resets a plain handshake,
+    which the client reported as "Connection reset by peer", not naming TLS."""
+    parts = urllib.parse.urlsplit(address)
+    if parts.scheme != "tcp":
+        return None
+    import ssl
+
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # only: does it speak TLS at all
+    try:
+        address_pair = (parts.hostname or "", parts.port or 0)
+        with (
+            socket.create_connection(address_pair, timeout=2) as raw,
+            context.wrap_socket(raw) as tls,
+        ):
+            tls.getpeercert(binary_form=True)
+    except ssl.SSLError as exc:
+        if "alert" not in str(exc).lower():  # a server that does not speak TLS at all
+            return None
+    except OSError:
+        return None
+    secure = address.replace("tcp://", "tls://", 1)
+    return (
+        f"it speaks TLS: use {secure} and the cluster's certificates (the config's "
+        "distributed.tls files; cluster status and memory compact: --config FILE)"
+    )
 
 
 def _not_connecting(address: str, seconds: float) -> str | None:
