@@ -26,6 +26,7 @@ from openclaw_dask.workflows.ops.climate import EnergyBalanceModel, forcing
 from openclaw_dask.workflows.runner import run_workflow
 from tests.conftest import ROOT
 from tests.integration.test_workflow_run import start_in_own_group, wait_for_checkpoint
+from tests.unit.test_workflow_spec import climate_line
 
 CLIMATE = ROOT / "workflows/climate.yaml"
 QUICK = [
@@ -122,7 +123,10 @@ def test_bands_the_grid_refuses_stop_the_run_before_any_step(tmp_path: Path) -> 
                     _banded(tmp_path, bands), overrides=QUICK, run_dir=run_dir, dry_run=dry_run
                 )
             [problem] = [str(p) for p in info.value.problems]
-            assert ":29: steps.simulate.with.bands: " in problem and said in problem, problem
+            assert (
+                f":{climate_line('years')}: steps.simulate.with.bands: " in problem
+                and said in problem
+            ), problem
             assert not run_dir.exists()  # no run directory, no forcing.zarr
 
 

@@ -441,13 +441,24 @@ def test_registry_lists_builtin_ops() -> None:
 CLIMATE = ROOT / "workflows/climate.yaml"
 
 
+def climate_line(key: str) -> int:
+    """The line of ``key:`` in a step's ``with:`` of workflows/climate.yaml: where a problem
+    with that argument is placed (a parameter added above it moves it)."""
+    for number, line in enumerate(CLIMATE.read_text().splitlines(), start=1):
+        if line.startswith(f"      {key}:"):
+            return number
+    raise AssertionError(f"no {key}: in a with: of {CLIMATE}")
+
+
 def test_ops_check_their_argument_values_before_anything_runs(tmp_path: Path) -> None:
     # a function op's check (climate.forcing: the grid must divide the sphere), at the line of
     # the argument, saying which parameter and where its value came from
     with pytest.raises(ConfigError) as info:
         load_workflow(CLIMATE, {"resolution": "7"})
     [problem] = [str(p) for p in info.value.problems]
-    assert problem.startswith(f"{CLIMATE}:20: steps.forcing.with.resolution: resolution 7.0°")
+    assert problem.startswith(
+        f"{CLIMATE}:{climate_line('resolution')}: steps.forcing.with.resolution: resolution 7.0°"
+    )
     assert problem.endswith(
         "does not divide 180°; did you mean 7.2 or 6 (25 or 30 rows)? "
         "(from params.resolution, set by --set)"
@@ -457,13 +468,17 @@ def test_ops_check_their_argument_values_before_anything_runs(tmp_path: Path) ->
     with pytest.raises(ConfigError) as info:
         load_workflow(write(tmp_path, text))
     [problem] = [str(p) for p in info.value.problems]
-    assert problem.endswith(":29: steps.simulate.with.bands: expected an integer >= 0, got -2")
+    assert problem.endswith(
+        f":{climate_line('years')}: steps.simulate.with.bands: expected an integer >= 0, got -2"
+    )
     # a path that is not a run's state (climate.ebm's initial), from a parameter
     for given, said in ((tmp_path / "none", "no such"), (tmp_path, "neither a run directory")):
         with pytest.raises(ConfigError) as info:
             load_workflow(CLIMATE, {"initial": str(given)})
         [problem] = [str(p) for p in info.value.problems]
-        assert problem.startswith(f"{CLIMATE}:31: steps.simulate.with.initial: {given}"), problem
+        assert problem.startswith(
+            f"{CLIMATE}:{climate_line('initial')}: steps.simulate.with.initial: {given}"
+        ), problem
         assert said in problem and problem.endswith("(from params.initial, set by --set)")
     assert (
         load_workflow(CLIMATE, {"resolution": "0.25"}).steps["forcing"].args["resolution"] == 0.25
@@ -487,7 +502,10 @@ def test_a_start_temperature_must_be_a_finite_number_above_absolute_zero(tmp_pat
         with pytest.raises(ConfigError) as info:
             load_workflow(write(tmp_path, text))
         [problem] = [str(p) for p in info.value.problems]
-        assert ":32: steps.simulate.with.initial_temperature: " in problem, problem
+        assert (
+            f":{climate_line('initial_temperature')}: steps.simulate.with.initial_temperature: "
+            in problem
+        ), problem
         assert said in problem, problem
     for fine in (
         "-259.8",
@@ -513,7 +531,8 @@ def test_a_grid_whose_forcing_cannot_fit_this_machine_is_refused(tmp_path: Path)
         load_workflow(write(tmp_path, fine))
     [problem] = [str(p) for p in info.value.problems]
     assert problem.endswith(
-        ":20: steps.forcing.with.resolution: the 0.001° grid has 180,000 x 360,000 cells, "
+        f":{climate_line('resolution')}: steps.forcing.with.resolution: the 0.001° grid has "
+        "180,000 x 360,000 cells, "
         "whose land mask and heat capacity alone take 543.1 GiB, more than this machine's "
         f"{memory / 2**30:.1f} GiB; use a coarser grid"
     )
@@ -556,7 +575,7 @@ def _assert_initial_refusals(cases: dict[Path, str]) -> None:
         with pytest.raises(ConfigError) as info:
             load_workflow(CLIMATE, {"initial": str(given)})
         [problem] = [str(p) for p in info.value.problems]
-        where = f"{CLIMATE}:31: steps.simulate.with.initial: {given}: "
+        where = f"{CLIMATE}:{climate_line('initial')}: steps.simulate.with.initial: {given}: "
         assert problem == f"{where}{said} (from params.initial, set by --set)"
 
 
@@ -612,7 +631,9 @@ def test_an_initial_state_must_be_finite_and_cover_the_sphere(tmp_path: Path) ->
         with pytest.raises(ConfigError) as info:
             load_workflow(CLIMATE, {"initial": str(given)})
         [problem] = [str(p) for p in info.value.problems]
-        assert problem.startswith(f"{CLIMATE}:31: steps.simulate.with.initial: "), problem
+        assert problem.startswith(
+            f"{CLIMATE}:{climate_line('initial')}: steps.simulate.with.initial: "
+        ), problem
         assert said in problem, problem
     # the whole sphere: in another longitude frame, without its first column, or on poles
     poles = np.linspace(-90, 90, 19)
@@ -704,7 +725,9 @@ def test_climate_bands_are_checked_against_the_forcing_grid_and_the_config(
     for bands, said in cases.items():
         workflow = load_workflow(wf, {"resolution": "4", "bands": bands})  # alone: no config
         [problem] = [str(p) for p in run_problems(workflow, config)]
-        assert problem.startswith(f"{wf}:32: steps.simulate.with.bands: {said}"), problem
+        assert problem.startswith(
+            f"{wf}:{climate_line('initial') + 1}: steps.simulate.with.bands: {said}"
+        ), problem
         assert problem.endswith("(from params.bands, set by --set)"), problem
     # the forcing op's own default grid (2°, 90 rows) when the step does not give one
     no_resolution = text.replace('      resolution: "${params.resolution}"\n', "")
