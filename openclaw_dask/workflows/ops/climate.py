@@ -45,6 +45,12 @@ from openclaw_dask.workflows.climate import (
 )
 from openclaw_dask.workflows.climate.stepper import band_chunks, band_homes, place_bands
 from openclaw_dask.workflows.context import IterativeOp, StepContext
+from openclaw_dask.workflows.ops.fields import (
+    count,
+    coverage_problem,
+    land_mask_field,
+    read_land_mask,
+)
 from openclaw_dask.workflows.registry import RunFacts, register
 
 DAYS_PER_YEAR = 365.25
@@ -147,7 +153,15 @@ def _check_forcing(args: Mapping[str, Any]) -> dict[str, str]:
     """The grid must exist: a resolution that divides 180° (what :class:`LatLonGrid` checks),
     and its forcing fields fit this machine's memory (a workflow that writes ``resolution:``
     itself skips ``climate.yaml``'s ``min``: 0.001° failed in the forcing step, after the
-    cluster started, "Unable to allocate 60.3 GiB")."""
+    cluster started, "Unable to allocate 60.3 GiB"); a land mask of the user's must be one
+    (:func:`~.fields.land_mask_field`), and of a run with land."""
+    if args.get("land_mask"):
+        if not args.get("land", True):
+            return {"land_mask": "a land mask for a run without land (land: false); leave one out"}
+        try:
+            land_mask_field(str(args["land_mask"]))
+        except ValueError as exc:
+            return {"land_mask": str(exc)}
     try:
         grid = LatLonGrid(float(args.get("resolution", 2.0)))
     except (TypeError, ValueError) as exc:
@@ -175,13 +189,25 @@ def forcing(
     land: bool = True,
     seasonal_cycle: bool = True,
     ice_albedo: bool = True,
+    land_mask: str = "",
 ) -> dict[str, xr.Dataset]:
-    """Grid, land mask, heat capacity and annual-mean insolation; the parameters as attrs."""
+    """Grid, land mask, heat capacity and annual-mean insolation; the parameters as attrs.
+
+    ``land_mask``: a Zarr store with ``land_mask(lat, lon)`` (1 land, 0 ocean, over the whole
+    sphere; another run's ``forcing.zarr`` is one), regridded; ``""``: the idealised
+    continents.
+    """
     grid = LatLonGrid(resolution)
     params = EBMParams.from_switches(
         seasonal_cycle=seasonal_cycle, ice_albedo=ice_albedo, land=land
     )
-    mask = idealized_land_mask(grid) if land else np.zeros(grid.shape, dtype=bool)
+    if not land:
+        mask = np.zeros(grid.shape, dtype=bool)
+    elif land_mask:
+        mask = read_land_mask(land_mask, grid)
+    else:
+        mask = idealized_land_mask(grid)
+    source = str(Path(land_mask).expanduser().resolve()) if land and land_mask else "idealised"
     params = params.resolved(grid, float(heat_capacity(params, grid, mask).min()))
     capacity = heat_capacity(params, grid, mask)
     spy = round(params.steps_per_year)
@@ -204,7 +230,7 @@ def forcing(
                     "units": "1",
                     "flag_values": [0, 1],
                     "flag_meanings": "ocean land",
-                    "source": "idealised",
+                    "source": source,
                 },
             ),
             "heat_capacity": (
@@ -395,20 +421,9 @@ def check_initial(path: str) -> None:
     T = initial_field(path)
     store = initial_store(path)
     lat, lon = T["lat"].values, T["lon"].values
-    dlat = float(np.diff(lat).max()) if lat.size > 1 else 0.0
-    dlon = float(np.diff(lon).max()) if lon.size > 1 else 0.0
-    whole = "expected a field over the whole sphere"
-    # every point of the sphere within one spacing of the field's rows and columns
-    if lat.size < 2 or lat[0] - dlat > -90 + 1e-6 or lat[-1] + dlat < 90 - 1e-6:
-        raise ValueError(
-            f"{store}: T has {_count(lat.size, 'row')}, from latitude {lat[0]:g} to "
-            f"{lat[-1]:g}; {whole} (rows within one row spacing of each pole)"
-        )
-    if lon.size < 2 or (360 - (lon[-1] - lon[0])) / 2 > dlon + 1e-6:
-        raise ValueError(
-            f"{store}: T has {_count(lon.size, 'column')}, from longitude {lon[0]:g} to "
-            f"{lon[-1]:g}; {whole} (no gap around the turn wider than two column spacings)"
-        )
+    problem = coverage_problem(store, "T", lat, lon)
+    if problem:
+        raise ValueError(problem)
     values = np.asarray(T.values, dtype=np.float64)
     for bad, what, expected in (
         (
@@ -421,15 +436,10 @@ def check_initial(path: str) -> None:
         if bad.any():
             j, i = np.argwhere(bad)[0]
             raise ValueError(
-                f"{store}: T is {what} in {int(bad.sum())} of {_count(values.size, 'cell')} "
+                f"{store}: T is {what} in {int(bad.sum())} of {count(values.size, 'cell')} "
                 f"(first: {values[j, i]:g} at lat {lat[j]:g}, lon {lon[i]:g}); "
                 f"expected {expected}"
             )
-
-
-def _count(n: int, thing: str) -> str:
-    """``1 row``, ``2 rows``."""
-    return f"{n} {thing}" + ("" if n == 1 else "s")
 
 
 #: What ``climate.ebm`` reads of its source step's dataset, besides the model parameters (each
