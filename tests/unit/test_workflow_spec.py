@@ -1053,3 +1053,29 @@ def test_a_str_or_path_parameter_may_be_set_to_nothing(tmp_path: Path) -> None:
     wf = load_workflow(write(tmp_path, text), {"label": "", "data": ""})
     assert wf.values["label"] == "" and wf.values["data"] == ""
     assert wf.param_sources["label"] == wf.param_sources["data"] == "--set"
+
+
+def test_a_cold_start_s_temperature_beside_an_initial_state_is_refused(tmp_path: Path) -> None:
+    """``initial`` takes another run's temperatures; an ``initial_temperature`` given beside it
+    had been dropped without a word (a scientist asked for -40 °C and got the other run's
+    climate). The default beside ``initial`` is no request, and passes."""
+    from openclaw_dask.workflows.climate import LatLonGrid
+
+    grid = LatLonGrid(10.0)
+    state = tmp_path / "run" / "final.zarr"
+    temperature = xr.DataArray(np.full(grid.shape, 10.0), dims=("lat", "lon"))
+    temperature.attrs["units"] = "degC"
+    xr.Dataset({"T": temperature}, coords={"lat": grid.lat, "lon": grid.lon}).to_zarr(
+        state, consolidated=False
+    )
+    with pytest.raises(ConfigError) as info:
+        load_workflow(CLIMATE, {"initial": str(state.parent), "initial_temperature": "-40"})
+    [problem] = [str(p) for p in info.value.problems]
+    assert problem == (
+        f"{CLIMATE}:{climate_line('initial_temperature')}: "
+        "steps.simulate.with.initial_temperature: -40.0 is a cold start's global mean, but the "
+        f"run starts from {state.parent} (initial): leave one of them out "
+        "(from params.initial_temperature, set by --set)"
+    )
+    started = load_workflow(CLIMATE, {"initial": str(state.parent)})
+    assert started.steps["simulate"].args["initial_temperature"] == 10.0

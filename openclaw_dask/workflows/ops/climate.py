@@ -303,6 +303,8 @@ def start_profile(initial_temperature: float, sin_lat: np.ndarray) -> np.ndarray
 
 #: The lowest ``initial_temperature``: its start profile's poles are at absolute zero.
 COLDEST_START = ABSOLUTE_ZERO - float(start_profile(0.0, np.ones(1))[0])
+#: ``initial_temperature``'s default: a cold start's global mean (°C), near today's climate.
+COLD_START = 10.0
 
 
 def initial_store(path: str) -> Path:
@@ -497,7 +499,7 @@ class EnergyBalanceModel(IterativeOp):
                 problems[name] = f"expected an integer {expected}, got {value!r}"
                 if name == "years" and not wrong and value > most:  # type: ignore[operator]
                     problems[name] += " (the last year whose dates xarray decodes)"
-        start = args.get("initial_temperature", 10.0)
+        start = args.get("initial_temperature", COLD_START)
         if isinstance(start, bool) or not isinstance(start, int | float):
             problems["initial_temperature"] = f"expected a number (degC), got {start!r}"
         elif not math.isfinite(start) or start <= COLDEST_START:
@@ -512,6 +514,13 @@ class EnergyBalanceModel(IterativeOp):
                 check_initial(str(args["initial"]))
             except ValueError as exc:
                 problems["initial"] = str(exc)
+            if "initial_temperature" not in problems and start != COLD_START:
+                # a start from another run takes its temperatures: a cold start's mean given
+                # beside it had been dropped without a word
+                problems["initial_temperature"] = (
+                    f"{start!r} is a cold start's global mean, but the run starts from "
+                    f"{args['initial']} (initial): leave one of them out"
+                )
         return problems
 
     @staticmethod
@@ -533,7 +542,7 @@ class EnergyBalanceModel(IterativeOp):
         *,
         years: int = 2,
         spinup_years: int = SPINUP_YEARS,
-        initial_temperature: float = 10.0,
+        initial_temperature: float = COLD_START,
         initial: str = "",
         bands: int = 0,
         source: str = "forcing",
