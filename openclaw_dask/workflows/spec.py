@@ -805,7 +805,9 @@ def load_workflow(
             chk.bad(f"{path}.needs", "expected a list of step names")
             needs = []
         for i, need in enumerate(needs):
-            if need not in steps_raw:
+            if need in needs[:i]:  # as outputs: a name twice is a slip for another step
+                chk.bad(f"{path}.needs[{i}]", f"step {need!r} is listed twice")
+            elif need not in steps_raw:
                 chk.bad(
                     f"{path}.needs[{i}]",
                     f"no step named {need!r}"

@@ -281,6 +281,11 @@ BAD: dict[str, tuple[str, int | None, str]] = {
         9,
         "steps.field.outputs[0]: op example.field writes a Zarr store field: list it as field.zarr",
     ),
+    "need-listed-twice": (
+        GOOD.replace("needs: [field]", "needs: [field, field]"),
+        12,
+        "steps.diffuse.needs[1]: step 'field' is listed twice",
+    ),
     "output-listed-twice-in-a-step": (
         GOOD.replace(
             "[history.zarr, smoothed.zarr]", "[history.zarr, smoothed.zarr, history.zarr]"
