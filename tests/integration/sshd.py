@@ -323,3 +323,21 @@ def _kill_tree(pid: int) -> None:
 def _check(result: subprocess.CompletedProcess[str], cmd: tuple[str, ...]) -> None:
     if result.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: {result.stderr.strip()}")
+
+
+@contextlib.contextmanager
+def loopback_rig(root: Path, *names: str) -> Any:
+    """A rig of sshd hosts ``names`` on the loopback address (no network namespaces: for
+    tests of what one host does, not of traffic between hosts); fails without sshd."""
+    import pytest
+
+    missing = sshd_available()
+    if missing:
+        pytest.fail(missing)  # CI installs openssh-server (scripts/setup-env.sh)
+    rig = SshRig(root, use_netns=False)
+    try:
+        for name in names:
+            rig.add_host(name)
+        yield rig
+    finally:
+        rig.close()

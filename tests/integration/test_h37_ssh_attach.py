@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from openclaw_dask.runtime.state import read_state
-from tests.integration.sshd import SshRig, sshd_available
+from tests.integration.sshd import SshRig, loopback_rig
 from tests.integration.test_ssh import EXAMPLE, SMALL, cli
 
 pytestmark = pytest.mark.ssh
@@ -17,15 +17,8 @@ pytestmark = pytest.mark.ssh
 
 @pytest.fixture
 def rig(tmp_path: Path) -> Iterator[SshRig]:
-    missing = sshd_available()
-    if missing:
-        pytest.fail(missing)
-    rig = SshRig(tmp_path / "rig", use_netns=False)  # loopback: the attach is what is tested
-    try:
-        rig.add_host("a")
+    with loopback_rig(tmp_path / "rig", "a") as rig:  # the attach is what is tested
         yield rig
-    finally:
-        rig.close()
 
 
 def test_submit_attaches_to_ssh_cluster_up_with_backend_ssh_spelled_out(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.sshd import SshRig, sshd_available
+from tests.integration.sshd import SshRig, loopback_rig
 from tests.integration.test_ssh import EXAMPLE, SMALL, cli
 
 pytestmark = pytest.mark.ssh
@@ -16,16 +16,8 @@ pytestmark = pytest.mark.ssh
 
 @pytest.fixture
 def rig(tmp_path: Path) -> Iterator[SshRig]:
-    missing = sshd_available()
-    if missing:
-        pytest.fail(missing)
-    rig = SshRig(tmp_path / "rig", use_netns=False)  # loopback: a port taken on the node's host
-    try:
-        rig.add_host("a")
-        rig.add_host("b")
+    with loopback_rig(tmp_path / "rig", "a", "b") as rig:  # a port taken on the node's host
         yield rig
-    finally:
-        rig.close()
 
 
 @pytest.fixture

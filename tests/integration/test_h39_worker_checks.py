@@ -22,6 +22,18 @@ from openclaw_dask.runtime.inspect import refusals
 BASE = ["cluster.dashboard_address=127.0.0.1:0"]
 
 
+def hand_started_worker(address: str, home: Path, *options: str) -> subprocess.Popen[bytes]:
+    """``dask worker ADDRESS`` with our preload, as a user starts one on a node: no
+    ``OPENCLAW_*`` variables, ``home`` as its HOME and folder (no openclaw.config there)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")}
+    env["HOME"] = str(home)  # no ~/.config/openclaw/openclaw.config either
+    command = [str(Path(sys.executable).with_name("dask")), "worker", address, "--nthreads=1"]
+    command += ["--no-dashboard", "--preload", "openclaw_dask.runtime.preload", *options]
+    return subprocess.Popen(
+        command, env=env, cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
 def plain_cluster(workers: int) -> LocalCluster:
     """A cluster started by plain Dask: its workers carry no openclaw config."""
     return LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=":0")
@@ -80,23 +92,7 @@ def test_a_hand_started_worker_of_a_node_without_a_config_is_compared_as_default
     key, both survived: the workers tested carried one differing key of their own)."""
     sets = [*BASE, "parallel.processes=1", "storage.level=9", "distributed.sync_interval=7"]
     with start_cluster(overrides=sets, attach_running=False) as client:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")}
-        env["HOME"] = str(tmp_path)  # no ~/.config/openclaw/openclaw.config either
-        proc = subprocess.Popen(
-            [
-                str(Path(sys.executable).with_name("dask")),
-                "worker",
-                client.scheduler.address,
-                "--nthreads=1",
-                "--no-dashboard",
-                "--preload",
-                "openclaw_dask.runtime.preload",
-            ],
-            env=env,
-            cwd=tmp_path,  # no openclaw.config there
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        proc = hand_started_worker(client.scheduler.address, tmp_path)
         try:
             [(key, reason)] = wait_for_refusal(client).values()
             assert key == "distributed.sync_interval", (key, reason)
@@ -226,23 +222,8 @@ def test_a_hand_started_worker_reads_the_config_its_preload_names(tmp_path: Path
     node_config.write_text("distributed:\n  sync_interval: 5\n")
     sets = [*BASE, "parallel.processes=1"]
     with start_cluster(overrides=sets, attach_running=False) as client:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")}
-        env["HOME"] = str(tmp_path)
-        proc = subprocess.Popen(
-            [
-                str(Path(sys.executable).with_name("dask")),
-                "worker",
-                client.scheduler.address,
-                "--nthreads=1",
-                "--no-dashboard",
-                "--preload",
-                "openclaw_dask.runtime.preload",
-                f"--openclaw-config={node_config}",
-            ],
-            env=env,
-            cwd=tmp_path,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        proc = hand_started_worker(
+            client.scheduler.address, tmp_path, f"--openclaw-config={node_config}"
         )
         try:
             [(key, reason)] = wait_for_refusal(client).values()

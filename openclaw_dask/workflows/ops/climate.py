@@ -46,7 +46,7 @@ from openclaw_dask.workflows.climate import (
 from openclaw_dask.workflows.climate.stepper import band_chunks, band_homes, place_bands
 from openclaw_dask.workflows.context import IterativeOp, StepContext
 from openclaw_dask.workflows.ops.fields import (
-    count,
+    bad_cells,
     coverage_problem,
     land_mask_field,
     read_land_mask,
@@ -436,11 +436,8 @@ def check_initial(path: str) -> None:
         (values <= ABSOLUTE_ZERO, "at or below absolute zero", f"degC above {ABSOLUTE_ZERO:g}"),
     ):
         if bad.any():
-            j, i = np.argwhere(bad)[0]
             raise ValueError(
-                f"{store}: T is {what} in {int(bad.sum())} of {count(values.size, 'cell')} "
-                f"(first: {values[j, i]:g} at lat {lat[j]:g}, lon {lon[i]:g}); "
-                f"expected {expected}"
+                f"{store}: T is {what} {bad_cells(bad, values, lat, lon)}; expected {expected}"
             )
 
 

@@ -16,7 +16,7 @@ import xarray as xr
 from openclaw_dask.config.errors import nearby
 from openclaw_dask.workflows.climate import LatLonGrid, regrid
 
-__all__ = ["count", "coverage_problem", "land_mask_field", "read_land_mask"]
+__all__ = ["bad_cells", "count", "coverage_problem", "land_mask_field", "read_land_mask"]
 
 #: The variable a land-mask store holds (as every climate run's ``forcing.zarr`` does).
 LAND_MASK = "land_mask"
@@ -89,13 +89,21 @@ def land_mask_field(path: str) -> xr.DataArray:
     values = np.asarray(mask.values, dtype=np.float64)
     bad = ~(np.isfinite(values) & (values >= 0.0) & (values <= 1.0))
     if bad.any():
-        j, i = np.argwhere(bad)[0]
         raise ValueError(
-            f"{path}: {LAND_MASK} is outside 0 to 1 or not a number in {int(bad.sum())} of "
-            f"{count(values.size, 'cell')} (first: {values[j, i]:g} at lat {lat[j]:g}, lon "
-            f"{lon[i]:g}); expected 1 for land, 0 for ocean (or a land fraction)"
+            f"{path}: {LAND_MASK} is outside 0 to 1 or not a number "
+            f"{bad_cells(bad, values, lat, lon)}; expected 1 for land, 0 for ocean (or a land "
+            "fraction)"
         )
     return mask
+
+
+def bad_cells(bad: np.ndarray, values: np.ndarray, lat: np.ndarray, lon: np.ndarray) -> str:
+    """``"in 2 of 648 cells (first: nan at lat -55, lon 55)"``: which cells ``bad`` marks."""
+    j, i = np.argwhere(bad)[0]
+    return (
+        f"in {int(bad.sum())} of {count(values.size, 'cell')} (first: {values[j, i]:g} at lat "
+        f"{lat[j]:g}, lon {lon[i]:g})"
+    )
 
 
 def read_land_mask(path: str, grid: LatLonGrid) -> np.ndarray:
