@@ -146,6 +146,30 @@ def running_cluster(
     return state if kind == state.get("backend", "local") else None
 
 
+def cluster_up_beside(config: Config, backend: str | None = None) -> str | None:
+    """A note when a ``cluster up`` cluster runs that ``config`` does not run on because it
+    plans another kind of cluster (see :func:`running_cluster`), else ``None``: a local submit
+    beside an ssh ``cluster up`` had started a cluster of its own without a word."""
+    if config["cluster.scheduler_address"] or backend is not None or mpi_job_scheduler():
+        return None
+    state = read_state_or_warn()
+    if not state or not state.get("address"):
+        return None
+    theirs = state.get("backend", "local")
+    kind = resolve_backend(config.values, detect_hardware())
+    if kind == theirs:
+        return None
+
+    def a(kind: str) -> str:  # said aloud: "an ssh", "an mpi", "a local"
+        return f"{'an' if kind in ('ssh', 'mpi') else 'a'} {kind}"
+
+    return (
+        f"the `cluster up` cluster at {state['address']} is {a(theirs)} cluster and this "
+        f"config plans {a(kind)} one, so a cluster of its own starts beside it ({a(theirs)} "
+        "config runs on it; `openclaw-dask cluster down` stops it)"
+    )
+
+
 def on_running_cluster(config: Config, state: Mapping[str, Any]) -> Config:
     """``config`` attached to the ``cluster up`` cluster of ``state`` (see
     :func:`running_cluster`); the address's source names that cluster."""

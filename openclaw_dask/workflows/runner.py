@@ -47,6 +47,7 @@ from openclaw_dask.runtime.cluster import (
     attach_refusal,
     attached_dashboard,
     cluster_gone,
+    cluster_up_beside,
     dashboard_note,
     on_running_cluster,
     running_cluster,
@@ -1084,6 +1085,9 @@ def run_workflow(
             raise ConfigError([attach_refusal(cfg, theirs["hash"], theirs.get("values"))])
     plan = plan_cluster(cfg, backend=backend)
     plan.unapplied += host_ops_note(workflow, plan)
+    beside = None if running else cluster_up_beside(cfg, backend)
+    if beside:
+        plan.notes.append(beside)
     summary = {
         "workflow": workflow.name,
         "order": list(workflow.order),
@@ -1195,6 +1199,8 @@ def run_workflow(
                 if plan.backend != "attach":  # the attach line below lists its own
                     for note in plan.unapplied:  # set by the user and not done: say so now
                         announce(f"note: {note}")
+                if beside:
+                    announce(f"note: {beside}")
             with ExitStack() as stack:
                 client = stack.enter_context(start_cluster(cfg, backend=backend))
                 stack.enter_context(client.as_current())

@@ -249,6 +249,11 @@ def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Pa
         (tmp_path / "ssh.config").write_text("distributed:\n  nodes:\n    - {host: 127.0.0.1}\n")
         ssh = sh(*args[:2], "--dry-run", "--config", str(tmp_path / "ssh.config"))
         assert ssh.returncode == 0 and "cluster: ssh (" in ssh.stdout, ssh.stdout + ssh.stderr
+        # and says so: a cluster of its own starts beside the running one
+        assert (
+            f"note: the `cluster up` cluster at {state['address']} is a local cluster and this "
+            "config plans an ssh one, so a cluster of its own starts beside it" in ssh.stdout
+        ), ssh.stdout
 
         # the benchmark measures the cluster its config plans, never the running one
         out = tmp_path / "bench.json"
