@@ -30,9 +30,9 @@ def test_the_three_switches_reach_north_s_formula_from_the_recorded_attributes(
     assert rec["status"] == "completed"
     zonal = xr.open_zarr(tmp_path / "zonal_mean.zarr")
     a = zonal.attrs
-    # constant albedo: alpha is the one recorded albedo, nothing varies with latitude
-    assert a["albedo_p2"] == 0.0 and a["albedo_free"] == 0.30
-    alpha = a["albedo_free"]
+    # constant albedo: alpha is recorded under its name, nothing varies with latitude
+    assert a["albedo_p2"] == 0.0 and a["albedo_free"] == a["alpha"] == 0.30
+    alpha = a["alpha"]
     x = np.sin(np.deg2rad(zonal["lat"].values))
     p2 = (3.0 * x**2 - 1.0) / 2.0
     absorbed = a["Q"] * (1.0 - alpha)

@@ -114,6 +114,11 @@ def test_params_attrs_are_json_and_round_trip() -> None:
     assert attrs["A"] == 203.3 and attrs["B"] == 2.09 and attrs["D"] == 0.649
     assert attrs["Q"] == 334.4 and attrs["solar_constant"] == pytest.approx(1337.6)
     assert EBMParams.from_attrs(attrs) == p
+    assert "alpha" not in attrs  # the albedo varies (P2, ice): no one alpha
+    north = EBMParams.north_analytic().resolved(LatLonGrid(4.0))
+    attrs = json.loads(json.dumps(north.to_attrs()))
+    assert attrs["alpha"] == attrs["albedo_free"] == 0.30  # the analytic case's one albedo
+    assert EBMParams.from_attrs(attrs) == north
 
 
 def test_automatic_dt_is_stable_and_divides_the_year() -> None:

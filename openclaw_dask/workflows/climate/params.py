@@ -232,6 +232,9 @@ class EBMParams:
         """Plain JSON-serialisable dict of every parameter (for Zarr attributes, run records)."""
         attrs: dict[str, Any] = dataclasses.asdict(self)
         attrs["solar_constant"] = self.solar_constant
+        if not self.ice_albedo and self.albedo_p2 == 0.0:
+            # one albedo everywhere: the α of North's analytic solution, under that name
+            attrs["alpha"] = self.albedo_free
         return attrs
 
     @classmethod
