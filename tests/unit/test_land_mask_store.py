@@ -61,6 +61,7 @@ def test_another_run_s_forcing_store_is_a_mask_and_fractions_go_to_the_majority(
         ("no-variable", "no land_mask variable; expected a Zarr store with land_mask(lat, lon)"),
         ("time-dim", "land_mask has dimensions ('time', 'lat', 'lon'); expected"),
         ("missing", "no such Zarr store"),
+        ("array", "a Zarr array, not a store; expected a Zarr store with land_mask(lat, lon)"),
     ],
 )
 def test_what_is_not_a_land_mask_is_refused_saying_what_it_holds(
@@ -88,6 +89,8 @@ def test_what_is_not_a_land_mask_is_refused_saying_what_it_holds(
         three = xr.DataArray(values[None], dims=("time", "lat", "lon"))
         three = three.assign_coords(lat=grid.lat, lon=grid.lon)
         xr.Dataset({"land_mask": three}).to_zarr(path, zarr_format=3, consolidated=False)
+    elif change == "array":
+        path = str(Path(one_degree(tmp_path)) / "land_mask")
     else:
         one_degree(tmp_path, name="mask.zarr")
         path = str(tmp_path / "mask.zar")
@@ -97,3 +100,5 @@ def test_what_is_not_a_land_mask_is_refused_saying_what_it_holds(
     assert expected in message, message
     if change == "missing":
         assert "did you mean" in message and "mask.zarr" in message, message
+    if change == "array":
+        assert message.endswith(f"did you mean '{tmp_path / 'm.zarr'}'?"), message

@@ -50,6 +50,7 @@ from openclaw_dask.workflows.ops.fields import (
     coverage_problem,
     land_mask_field,
     read_land_mask,
+    zarr_node,
 )
 from openclaw_dask.workflows.registry import RunFacts, register
 
@@ -325,7 +326,7 @@ def initial_store(path: str) -> Path:
             f"{path}: no such Zarr store or run directory{where}; {expected}"
             + nearby(path, folders=True)
         )
-    if (store / ".zarray").is_file() or _zarr_node(store) == "array":
+    if (store / ".zarray").is_file() or zarr_node(store) == "array":
         # zarr's own "An array already exists in store ... at path ." named no fix
         raise ValueError(
             f"{path}: a Zarr array, not a store; {expected}; did you mean "
@@ -341,17 +342,6 @@ def initial_store(path: str) -> Path:
             )
         raise ValueError(f"{path}: {_not_a_state(store)}")
     return store
-
-
-def _zarr_node(folder: Path) -> str | None:
-    """The ``node_type`` of a zarr v3 ``folder`` (``"group"`` or ``"array"``), or ``None``."""
-    import json
-
-    try:
-        node = json.loads((folder / "zarr.json").read_text()).get("node_type")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return node if isinstance(node, str) else None
 
 
 def _not_a_state(folder: Path) -> str:

@@ -8,6 +8,7 @@ cover the whole sphere, in increasing coordinates, with a finite value in every 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,14 @@ import xarray as xr
 from openclaw_dask.config.errors import nearby
 from openclaw_dask.workflows.climate import LatLonGrid, regrid
 
-__all__ = ["bad_cells", "count", "coverage_problem", "land_mask_field", "read_land_mask"]
+__all__ = [
+    "bad_cells",
+    "count",
+    "coverage_problem",
+    "land_mask_field",
+    "read_land_mask",
+    "zarr_node",
+]
 
 #: The variable a land-mask store holds (as every climate run's ``forcing.zarr`` does).
 LAND_MASK = "land_mask"
@@ -48,6 +56,15 @@ def coverage_problem(store: Path, name: str, lat: np.ndarray, lon: np.ndarray) -
     return None
 
 
+def zarr_node(folder: Path) -> str | None:
+    """The ``node_type`` of a zarr v3 ``folder`` (``"group"`` or ``"array"``), or ``None``."""
+    try:
+        node = json.loads((folder / "zarr.json").read_text()).get("node_type")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return node if isinstance(node, str) else None
+
+
 def land_mask_field(path: str) -> xr.DataArray:
     """The ``land_mask(lat, lon)`` of the Zarr store at ``path``, checked (values read).
 
@@ -71,6 +88,11 @@ def land_mask_field(path: str) -> xr.DataArray:
         (f for f in (store / "forcing.zarr", store.parent / "forcing.zarr") if f.is_dir()), None
     )
     hint = f"; did you mean '{forcing}'?" if forcing and forcing != store else ""
+    if (store / ".zarray").is_file() or zarr_node(store) == "array":
+        # zarr's own "An array already exists in store ... at path ." named no fix
+        raise ValueError(
+            f"{path}: a Zarr array, not a store; {expected}; did you mean '{store.parent}'?"
+        )
     if not (store / "zarr.json").is_file() and not (store / ".zgroup").is_file():
         raise ValueError(f"{path}: not a Zarr store (no zarr.json); {expected}{hint}")
     try:
