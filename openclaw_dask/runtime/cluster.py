@@ -124,6 +124,23 @@ def with_address(config: Config, address: str) -> Config:
     return config.with_values(source="--address", cluster__scheduler_address=address)
 
 
+def _cluster_up(
+    config: Config, hardware: Hardware | None, backend: str | None
+) -> tuple[dict[str, Any], str, str] | None:
+    """The running ``cluster up`` cluster's state, its kind and the kind ``config`` plans, or
+    ``None`` when none runs or ``config`` asks for something else (a
+    ``cluster.scheduler_address``, a forced ``backend``, rank 1 of an mpi launch)."""
+    if config["cluster.scheduler_address"] or backend is not None or mpi_job_scheduler():
+        return None
+    # a damaged state file is warned about: the config runs on a cluster of its own then
+    state = read_state_or_warn()
+    if not state or not state.get("address"):
+        return None
+    # a state file written before the backend was recorded: cluster up was local then
+    theirs = state.get("backend", "local")
+    return state, theirs, resolve_backend(config.values, hardware or detect_hardware())
+
+
 def running_cluster(
     config: Config, hardware: Hardware | None = None, backend: str | None = None
 ) -> dict[str, Any] | None:
@@ -135,30 +152,18 @@ def running_cluster(
     ``cluster up`` cluster. A state file that cannot be used is ignored with a
     :class:`~openclaw_dask.runtime.state.StateFileWarning`.
     """
-    if config["cluster.scheduler_address"] or backend is not None or mpi_job_scheduler():
-        return None
-    # a damaged state file is warned about: the config runs on a cluster of its own then
-    state = read_state_or_warn()
-    if not state or not state.get("address"):
-        return None
-    kind = resolve_backend(config.values, hardware or detect_hardware())
-    # a state file written before the backend was recorded: cluster up was local then
-    return state if kind == state.get("backend", "local") else None
+    found = _cluster_up(config, hardware, backend)
+    return found[0] if found and found[1] == found[2] else None
 
 
 def cluster_up_beside(config: Config, backend: str | None = None) -> str | None:
     """A note when a ``cluster up`` cluster runs that ``config`` does not run on because it
     plans another kind of cluster (see :func:`running_cluster`), else ``None``: a local submit
     beside an ssh ``cluster up`` had started a cluster of its own without a word."""
-    if config["cluster.scheduler_address"] or backend is not None or mpi_job_scheduler():
+    found = _cluster_up(config, None, backend)
+    if not found or found[1] == found[2]:
         return None
-    state = read_state_or_warn()
-    if not state or not state.get("address"):
-        return None
-    theirs = state.get("backend", "local")
-    kind = resolve_backend(config.values, detect_hardware())
-    if kind == theirs:
-        return None
+    state, theirs, kind = found
 
     def a(kind: str) -> str:  # said aloud: "an ssh", "an mpi", "a local"
         return f"{'an' if kind in ('ssh', 'mpi') else 'a'} {kind}"
