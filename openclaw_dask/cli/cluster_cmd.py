@@ -44,6 +44,7 @@ from openclaw_dask.runtime.state import (
     state_dir,
     state_file,
 )
+from openclaw_dask.runtime.terminal import signals_held
 from openclaw_dask.translate import load_and_plan
 
 if TYPE_CHECKING:
@@ -128,16 +129,19 @@ def _up(lock: IO[str] | None, config_path: str | None, overrides: tuple[str, ...
         command += ["--config", config.file]
     for item in overrides:
         command += ["--set", item]
-    with open(log, "w") as sink:
-        proc = subprocess.Popen(
-            command,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            pass_fds=(lock.fileno(),),
-        )
+    proc = None
     try:
+        # a Ctrl-C inside Popen, once the daemon exists and before the call returns it, would
+        # leave the daemon starting its cluster unseen: held, it is raised here once `proc` is
+        with signals_held(), open(log, "w") as sink:
+            proc = subprocess.Popen(
+                command,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                pass_fds=(lock.fileno(),),
+            )
         _wait_up(proc, plan.backend, log, config["cluster.dashboard_address"])
         # what the backend does not apply, as config plan and submit say it: pinning asked of
         # an ssh cluster went unsaid here, and the user took the workers for pinned
@@ -147,7 +151,8 @@ def _up(lock: IO[str] | None, config_path: str | None, overrides: tuple[str, ...
         # the cluster process has a session of its own (it outlives the terminal), so a Ctrl-C
         # reaches only this command: it went on starting, and a cluster the user had stopped
         # came up in the background
-        _stop_starting(proc)
+        if proc is not None:
+            _stop_starting(proc)
         raise
 
 

@@ -42,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    # `cluster up` spawns this process with Ctrl-C and hangups blocked (terminal.signals_held):
+    # a SIGINT sent here (this process's own session has no terminal) stops it as SIGTERM does
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGHUP})
     try:
         if args.lock_fd is not None:
             # workers must not inherit it: one that outlived this process would keep the lock

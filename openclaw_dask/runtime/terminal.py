@@ -189,13 +189,28 @@ def interrupts_held() -> Iterator[None]:
     under the run's "interrupted" line: 2 of 9 SIGTERMs sent 0-1.2 s after the run directory
     was announced. Outside the main thread nothing is changed.
     """
+    if threading.current_thread() is threading.main_thread():
+        # multiprocessing starts its resource tracker with the first worker, and that start
+        # unblocks SIGINT in the thread that asks for it (Dask's IO loop) whatever its mask
+        # was: started here first, the tracker is only checked on later calls
+        resource_tracker.ensure_running()
+    with signals_held():
+        yield
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold Ctrl-C, a hangup and SIGTERM back for the block (in the main thread; elsewhere
+    nothing changes); raise the first when it ends.
+
+    :func:`interrupts_held` without the resource tracker: for a block that starts a process
+    it must not lose, such as ``cluster up``'s daemon. A Ctrl-C that landed inside
+    ``subprocess.Popen``, after the child existed and before the call returned it, left that
+    child running unseen. Processes started in the block inherit the blocked SIGINT and SIGHUP.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    # multiprocessing starts its resource tracker with the first worker, and that start
-    # unblocks SIGINT in the thread that asks for it (Dask's IO loop) whatever its mask was:
-    # started here first, the tracker is only checked on later calls
-    resource_tracker.ensure_running()
     noted: list[int] = []
     handling = signal.signal(signal.SIGTERM, lambda signum, frame: noted.append(signum))
     before = signal.pthread_sigmask(signal.SIG_BLOCK, set(TERMINAL_SIGNALS))

@@ -33,6 +33,17 @@ def sh(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     )
 
 
+def blocks_ctrl_c(pid: int) -> bool:
+    """Whether process ``pid``'s main thread blocks SIGINT.
+
+    `cluster up` spawns its daemon with Ctrl-C held: the daemon must unblock it, or a SIGINT
+    sent to it would wait forever (a local cluster's start happened to unblock it, through
+    multiprocessing's resource tracker; an ssh cluster's did not).
+    """
+    status = Path(f"/proc/{pid}/status").read_text()
+    return bool(int(re.findall(r"^SigBlk:\s*(\w+)$", status, re.M)[0], 16) & 1 << signal.SIGINT - 1)
+
+
 def test_up_status_compact_down() -> None:
     up = sh(
         "cluster",
@@ -61,6 +72,8 @@ def test_up_status_compact_down() -> None:
 
         compact = sh("memory", "compact")
         assert compact.returncode == 0 and compact.stdout.count("mallctl(arena.all.purge)") == 2
+
+        assert not blocks_ctrl_c(state["pid"])
     finally:
         down = sh("cluster", "down")
     assert down.returncode == 0 and "stopped" in down.stdout
@@ -354,6 +367,43 @@ def test_ctrl_c_while_the_cluster_starts_leaves_no_cluster(sig: signal.Signals) 
     assert not daemon.is_running() and read_state() is None
     status = sh("cluster", "status")
     assert status.returncode == 1 and "no cluster is running" in status.stderr
+
+
+#: ``cluster up`` with a Ctrl-C pressed just as the daemon process has been spawned, before
+#: ``subprocess.Popen`` returned it to the command (the daemon's command line is already there:
+#: a test that waits for it and then presses Ctrl-C lands here now and then).
+CTRL_C_AS_THE_DAEMON_SPAWNS = """
+import os, signal, subprocess, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # (a background CI job ignores it)
+spawn = subprocess.Popen
+class Pressed(spawn):
+    def __init__(self, args, *more, **kw):
+        super().__init__(args, *more, **kw)
+        if "openclaw_dask.runtime.daemon" in args:
+            os.kill(os.getpid(), signal.SIGINT)
+subprocess.Popen = Pressed
+sys.argv[0] = "openclaw-dask"
+from openclaw_dask.cli import main
+main()
+"""
+
+
+def test_ctrl_c_as_cluster_up_spawns_its_daemon_leaves_no_cluster() -> None:
+    """The Ctrl-C escaped ``Popen`` before ``cluster up`` held the process it had started: the
+    command said "interrupted" and exited 130, and the daemon went on to start its cluster in
+    the background (seen in a CI run: a daemon left after the test above)."""
+    command = [sys.executable, "-c", CTRL_C_AS_THE_DAEMON_SPAWNS, "cluster", "up"]
+    command += ["--set", "cluster.dashboard_address=null"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        left = _daemons_here()
+        state = read_state()
+    finally:
+        sh("cluster", "down", timeout=90)
+        for proc in _daemons_here():
+            proc.terminate()
+    assert done.returncode == 130 and done.stderr.strip() == "interrupted", done.stderr
+    assert not left and state is None, (left, state)
 
 
 def test_ctrl_c_on_a_cluster_up_stuck_starting_kills_its_daemon_after_the_grace() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from openclaw_dask.runtime.state import read_state
 from tests.integration.sshd import SshRig, loopback_rig
+from tests.integration.test_cluster_cli import blocks_ctrl_c
 from tests.integration.test_ssh import EXAMPLE, SMALL, cli
 
 pytestmark = pytest.mark.ssh
@@ -36,6 +37,7 @@ def test_submit_attaches_to_ssh_cluster_up_with_backend_ssh_spelled_out(
     state = read_state()
     assert state is not None
     try:
+        assert not blocks_ctrl_c(state["pid"])
         run = cli("submit", str(EXAMPLE), "--config", str(config), "--no-report", *SMALL)
         assert run.returncode == 0, run.stderr[-3000:]
         assert f"the running scheduler at {state['address']}" in run.stderr
