@@ -81,7 +81,7 @@ def validate_cmd(paths: tuple[str, ...], overrides: tuple[str, ...]) -> None:
             found = getattr(exc.partial, "file", None) or next(
                 (p.file for p in exc.problems if p.file), None
             )
-            print_problems(exc, title=f"{path or found or 'built-in defaults'}: invalid")
+            print_problems(exc, title=_invalid_title(exc, str(path or found or "")))
             continue
         name = config.file or "built-in defaults"
         layout = plan.layout
@@ -94,6 +94,18 @@ def validate_cmd(paths: tuple[str, ...], overrides: tuple[str, ...]) -> None:
             out.print(f"   note: {note}")
     if failed:
         sys.exit(EXIT_BAD_INPUT)
+
+
+def _invalid_title(exc: ConfigError, file: str) -> str:
+    """``LAYER: invalid``, naming each layer a problem came from as its line does (the file,
+    ``env OPENCLAW_...``, ``--set``), and the config they were laid on when it is not one.
+
+    It said "built-in defaults: invalid" of a bad ``--set`` or environment variable.
+    """
+    base = file or "the built-in defaults"
+    layers = list(dict.fromkeys(p.file or p.origin or base for p in exc.problems))
+    title = f"{', '.join(layers)}: invalid"
+    return title if base in layers else f"{title} (on {base})"
 
 
 @config_group.command("show", cls=SetCommand)

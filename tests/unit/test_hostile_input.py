@@ -315,7 +315,7 @@ def test_no_config_file_found_is_not_called_openclaw_config(
     monkeypatch.setenv("HOME", str(tmp_path))
     result = run("config", "validate", "--set", "distributed.batch_size=0")
     refused(result)
-    assert "built-in defaults: invalid" in result.output
+    assert "--set: invalid (on the built-in defaults)" in result.output
     assert "openclaw.config" not in result.output
 
 
