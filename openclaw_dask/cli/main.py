@@ -1,7 +1,8 @@
 """``openclaw-dask``: the root command and its error handling.
 
-Exit codes: 0 ok, 1 the run failed, 2 bad input (config, workflow, arguments). Bad input never
-shows a traceback; an unexpected error shows one line (and the traceback with
+Exit codes: 0 ok, 1 the run failed, 2 bad input (config, workflow, arguments), 130 interrupted,
+141 the reader of the output went away (``| head -1``: quietly, as ``git log | head -1`` ends).
+Bad input never shows a traceback; an unexpected error shows one line (and the traceback with
 ``OPENCLAW_DEBUG=1``).
 """
 
@@ -20,7 +21,13 @@ from openclaw_dask.cli.bench_cmd import benchmark_cmd, tune_cmd
 from openclaw_dask.cli.certs_cmd import certs_group
 from openclaw_dask.cli.cluster_cmd import cluster_group, memory_group
 from openclaw_dask.cli.config_cmd import config_group
-from openclaw_dask.cli.output import err, no_space, print_problems, show_state_warnings
+from openclaw_dask.cli.output import (
+    err,
+    no_space,
+    print_problems,
+    show_state_warnings,
+    stop_if_reader_gone,
+)
 from openclaw_dask.cli.submit_cmd import submit_cmd
 from openclaw_dask.config.errors import ConfigError
 from openclaw_dask.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED
@@ -29,6 +36,14 @@ from openclaw_dask.runtime.terminal import quiet_after_interrupt
 
 class GuardedGroup(click.Group):
     """A click group that turns our exceptions into messages and exit codes."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        # `openclaw-dask --help | head -1`: click itself would exit 1 on the closed pipe
+        try:
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            stop_if_reader_gone()
+            raise
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -43,6 +58,8 @@ class GuardedGroup(click.Group):
             quiet_after_interrupt()
             sys.exit(EXIT_INTERRUPTED)
         except Exception as exc:
+            if isinstance(exc, BrokenPipeError):  # a command's --help, a plain write: as rich's
+                stop_if_reader_gone()  # (a socket's goes on: an unexpected error)
             if os.environ.get("OPENCLAW_DEBUG"):
                 traceback.print_exc()
             full = no_space(exc)

@@ -6,6 +6,7 @@ import contextlib
 import errno
 import logging
 import os
+import select
 import shutil
 import sys
 import warnings
@@ -17,11 +18,54 @@ from rich.console import Console
 from rich.markup import escape
 
 from openclaw_dask.config.errors import ConfigError
+from openclaw_dask.exitcodes import EXIT_STDOUT_CLOSED
+
+
+def _readerless() -> list[int]:
+    """Which of stdout and stderr are pipes whose reader went away (``| head -1`` has its line).
+
+    A pipe's writing end polls as an error once no process holds its reading end.
+    """
+    poll = select.poll()
+    for fd in (1, 2):
+        poll.register(fd, 0)  # errors are always reported
+    return [fd for fd, events in poll.poll(0) if events & select.POLLERR]
+
+
+def stop_if_reader_gone() -> None:
+    """End the command quietly, exit :data:`EXIT_STDOUT_CLOSED`, if a reader of its output went
+    away; return otherwise (a ``BrokenPipeError`` of a socket is no business of this).
+
+    What ``git log | head -1`` does for its user (killed by SIGPIPE, 141 in the shell): no
+    message, no traceback. Python ignores SIGPIPE (Dask's sockets need the ``EPIPE`` error
+    instead), so the closed pipe is pointed at ``/dev/null``: writes still to come, and the
+    interpreter's last flush, then go nowhere rather than into an "Exception ignored" line.
+    """
+    gone = _readerless()
+    if not gone:
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in gone:
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    # SystemExit: a command's own `except Exception` (a step's failure, say) lets it by
+    raise SystemExit(EXIT_STDOUT_CLOSED)
+
+
+class _Console(Console):
+    """rich's Console, ending as :func:`stop_if_reader_gone` says when its reader went away."""
+
+    def on_broken_pipe(self) -> None:
+        # rich's own exits 1, which here says "the run failed"
+        self.quiet = True  # (what cleanup prints later is dropped)
+        stop_if_reader_gone()
+        super().on_broken_pipe()
+
 
 # In pipes and logs rich would assume 80 columns and fold table rows; give them room instead.
 _WIDTH = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
-out = Console(highlight=False, soft_wrap=True, width=_WIDTH)
-err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH)
+out = _Console(highlight=False, soft_wrap=True, width=_WIDTH)
+err = _Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH)
 
 
 def print_problems(exc: ConfigError, title: str | None = None) -> None:
