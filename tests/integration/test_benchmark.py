@@ -314,7 +314,10 @@ def test_a_worker_that_dies_leaves_the_terminal_to_the_benchmark(
         assert "a worker's own warning, then exit" in proc.stderr
         assert any("Restarting worker" in line for line in dask_log_lines(proc.stderr))
     else:
-        assert proc.stderr.splitlines() == ["suite matmul ..."], proc.stderr
+        # (a note on other processes' load is the benchmark's own: it came when the suite ran
+        # beside other work, and failed this test then)
+        said = [line for line in proc.stderr.splitlines() if not line.startswith("note: other")]
+        assert said == ["suite matmul ..."], proc.stderr
 
 
 def test_a_worker_death_that_fails_the_stencil_suite_runs_it_again(tmp_path: Path) -> None:
