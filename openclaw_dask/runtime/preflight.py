@@ -23,7 +23,9 @@ visit each node of ``distributed.nodes`` with the same asyncssh options the clus
    refuse them after the scheduler started; this names the node before anything starts.
 
 Every failing node becomes one :class:`~openclaw_dask.config.errors.Problem` that starts with
-``node HOST:PORT`` and says what to do; all nodes are checked at once, in parallel.
+``node HOST:PORT`` (``node HOST:PORT (python P)`` where entries give one host several pythons:
+each python is probed and judged on its own) and says what to do; all nodes are checked at
+once, in parallel.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import shlex
 import socket
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import dask
@@ -125,6 +127,11 @@ class NodeTarget:
         uses).
     options
         asyncssh ``connect`` keyword arguments.
+    indices
+        Every entry of ``distributed.nodes`` this login and python stand for.
+    python_in_label
+        Whether another entry reaches the same ``host:port`` with another python (then the
+        label names the python).
     """
 
     index: int
@@ -133,28 +140,39 @@ class NodeTarget:
     user: str
     python: str
     options: dict[str, Any]
+    indices: tuple[int, ...] = ()
+    python_in_label: bool = False
 
     @property
     def label(self) -> str:
-        """``host:port``, how every message names the node."""
-        return f"{self.host}:{self.ssh_port}"
+        """``host:port``, how every message names the node; ``host:port (python P)`` when the
+        host is given more than one python (each is probed, and reported, on its own)."""
+        where = f"{self.host}:{self.ssh_port}"
+        return f"{where} (python {self.python})" if self.python_in_label else where
 
 
 def node_targets(config: Config) -> list[NodeTarget]:
     """The distinct nodes of ``distributed.nodes`` (same login and python: checked once)."""
     out: dict[tuple[Any, ...], NodeTarget] = {}
     for i, node in enumerate(config["distributed.nodes"]):
-        key = (node["host"], node["ssh_port"], node["user"], node["python"])
-        if key not in out:
-            out[key] = NodeTarget(
-                index=i,
-                host=node["host"],
-                ssh_port=node["ssh_port"],
-                user=node["user"] or getpass.getuser(),
-                python=node["python"] or sys.executable,
-                options=connect_options(config, node),
-            )
-    return list(out.values())
+        user, python = node["user"] or getpass.getuser(), node["python"] or sys.executable
+        key = (node["host"], node["ssh_port"], user, python)
+        if key in out:
+            out[key] = replace(out[key], indices=(*out[key].indices, i))
+            continue
+        out[key] = NodeTarget(
+            index=i,
+            host=node["host"],
+            ssh_port=node["ssh_port"],
+            user=user,
+            python=python,
+            options=connect_options(config, node),
+            indices=(i,),
+        )
+    pythons: dict[tuple[str, int], set[str]] = {}
+    for target in out.values():
+        pythons.setdefault((target.host, target.ssh_port), set()).add(target.python)
+    return [replace(t, python_in_label=len(pythons[t.host, t.ssh_port]) > 1) for t in out.values()]
 
 
 def local_facts(config: Config) -> dict[str, Any]:
@@ -354,7 +372,10 @@ def check_nodes(config: Config) -> dict[str, dict[str, Any]]:
     Returns
     -------
     dict
-        ``{"host:port": what the node reported}`` (versions, its own config if any).
+        ``{label: what the node reported}`` (versions, its own config if any): one entry per
+        login and python; the label is ``host:port``, or ``host:port (python P)`` where one
+        ``host:port`` is given several pythons (a node's second environment: each probed and
+        checked on its own, not one's packages for both).
 
     Raises
     ------
@@ -385,16 +406,19 @@ def check_nodes(config: Config) -> dict[str, dict[str, Any]]:
             )
         if facts is not None:
             found[target.label] = facts
-    for i, node in enumerate(config["distributed.nodes"]):
-        facts = found.get(f"{node['host']}:{node['ssh_port']}")
-        why = too_many_threads_there(config, node, facts)
-        if why:
-            where = f"distributed.nodes[{i}]"
-            problems.append(locate(where, config.sources, why, config.line_of))
-        why = too_much_memory_there(config, node, facts)
-        if why:
-            where = f"distributed.nodes[{i}]"
-            problems.append(locate(where, config.sources, why, config.line_of))
+    nodes = config["distributed.nodes"]
+    # each entry with its own python's probe (keyed by host:port, a second python's overwrote
+    # the first's)
+    entries = sorted((i, t) for t in targets for i in t.indices)
+    for i, target in entries:
+        facts = found.get(target.label)
+        for why in (
+            too_many_threads_there(config, nodes[i], facts),
+            too_much_memory_there(config, nodes[i], facts),
+        ):
+            if why:
+                where = f"distributed.nodes[{i}]"
+                problems.append(locate(where, config.sources, why, config.line_of))
     kinds = {label: facts["numerics"] for label, facts in found.items() if "numerics" in facts}
     index = {t.label: t.index for t in targets}
     for label, why in numerics_outliers(kinds).items():
