@@ -43,7 +43,12 @@ from openclaw_dask.workflows import strictjson, zarrio
 from openclaw_dask.workflows.lock import LOCK
 from openclaw_dask.workflows.recovery import WorkersLostError
 from openclaw_dask.workflows.resume import read_run
-from openclaw_dask.workflows.runner import RUN_RECORD, StepFailedError, _new_run_dir
+from openclaw_dask.workflows.runner import (
+    RUN_RECORD,
+    StepFailedError,
+    _new_run_dir,
+    _outermost_missing,
+)
 from openclaw_dask.workflows.spec import Workflow
 
 
@@ -205,16 +210,6 @@ def run_under_mpirun(
             _update_record(directory, lines[0] if lines else shlex.join(args), interrupted=True)
             raise _interrupted(exc, directory, made) from None
     return _outcome(directory, code, lines[0] if lines else shlex.join(args), made)
-
-
-def _outermost_missing(path: Path) -> Path | None:
-    """The outermost of ``path`` and its parents that does not exist yet (``None``: it exists)."""
-    missing = None
-    for folder in (path, *path.parents):
-        if folder.exists():
-            break
-        missing = folder
-    return missing
 
 
 def _interrupted(exc: KeyboardInterrupt, directory: Path, made: Path | None) -> KeyboardInterrupt:

@@ -996,14 +996,29 @@ def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
     return path
 
 
-def _discard(directory: Path, made: bool) -> None:
+def _discard(directory: Path, made: bool, outermost: Path | None = None) -> None:
     """Remove what a first run wrote in ``directory`` before it was refused, and ``directory``
-    itself if the run ``made`` it."""
+    itself if the run ``made`` it, with the folders made for it up to ``outermost`` (a first
+    run's ``runs/<workflow>``, and ``runs``; an empty ``runs/<workflow>/`` had stayed)."""
     for name in (RUN_RECORD, run_dir_lock.LOCK):
         (directory / name).unlink(missing_ok=True)
-    if made:
-        with contextlib.suppress(OSError):  # not empty after all: leave it
-            directory.rmdir()
+    if not made:
+        return
+    with contextlib.suppress(OSError):  # not empty after all (another run's): leave it
+        for folder in (directory, *directory.parents):
+            folder.rmdir()
+            if outermost is None or folder == Path(outermost):
+                break
+
+
+def _outermost_missing(path: str | os.PathLike[str]) -> Path | None:
+    """The outermost of ``path`` and its parents that does not exist yet (``None``: it exists)."""
+    missing = None
+    for folder in (Path(path), *Path(path).parents):
+        if folder.exists():
+            break
+        missing = folder
+    return missing
 
 
 def _claimed(path: Path) -> bool:
@@ -1195,10 +1210,12 @@ def run_workflow(
         return {"status": "dry-run", **summary}
 
     made = False  # whether this run made its directory (a --resume's, a user's empty one: not)
+    outermost = None  # the outermost folder made for it (a first run's runs/<workflow>)
     if resume is not None:
         directory = resume_path
     else:
         made = run_dir is None or not Path(run_dir).exists()
+        outermost = _outermost_missing(Path("runs") / workflow.name if run_dir is None else run_dir)
         directory = _new_run_dir(workflow, run_dir)
     record: dict[str, Any] = {
         "workflow": {
@@ -1296,7 +1313,7 @@ def run_workflow(
                 # a first run that nothing ran of leaves nothing behind: its run.json had made
                 # the directory a run's, and the same --run-dir was then refused as not empty
                 held.close()
-                _discard(directory, made)
+                _discard(directory, made, outermost)
             raise
         except StepFailedError as exc:
             exc.run_dir = directory
