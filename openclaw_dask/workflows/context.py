@@ -196,6 +196,16 @@ class IterativeOp:
         """The state at step 0 (dask-backed)."""
         raise NotImplementedError
 
+    def resumed_state(self, stored: xr.Dataset) -> xr.Dataset:
+        """The state read back from a checkpoint (``stored``, lazily), made ready to advance.
+
+        By default chunked as :meth:`initial_state`'s, which is built for its chunks alone. An
+        op whose initial state reads what may be gone when the run is resumed (another run's
+        state to start from) overrides it, so that only a step started over needs that.
+        """
+        initial = self.initial_state()
+        return stored.chunk(dict(initial.chunksizes)) if initial.chunksizes else stored
+
     def advance(
         self, state: xr.Dataset, step0: int, nsteps: int
     ) -> tuple[xr.Dataset, dict[str, xr.Dataset]]:

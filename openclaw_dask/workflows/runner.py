@@ -29,6 +29,7 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import CancelledError
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,13 @@ from openclaw_dask.workflows.resume import (
     resume_problems,
     software_changes,
 )
-from openclaw_dask.workflows.spec import StepSpec, Workflow, load_workflow, run_problems
+from openclaw_dask.workflows.spec import (
+    StepSpec,
+    Workflow,
+    argument_problem,
+    load_workflow,
+    run_problems,
+)
 
 logger = logging.getLogger("openclaw_dask.workflows")
 
@@ -318,6 +325,66 @@ def skipped_steps(
         ):
             skipped.add(name)
     return skipped
+
+
+def checkpointed(run_dir: Path) -> set[str]:
+    """The steps of the run in ``run_dir`` that have a committed checkpoint (of any arguments)."""
+    return {
+        ckpt.name for ckpt in (run_dir / CHECKPOINTS).glob("*") if read_checkpoint(ckpt) is not None
+    }
+
+
+def continued_steps(
+    workflow: Workflow,
+    config: Config,
+    record: Mapping[str, Any],
+    run_dir: Path,
+    skipped: set[str],
+) -> set[str]:
+    """The steps a resume of the run in ``run_dir`` continues from their checkpoint: not
+    completed, the checkpoint of this step (:func:`same_step`), every step they need
+    ``skipped``. Their values were checked when the run started and are not asked again: a
+    climate run started from another run's state went on from its checkpoint only while that
+    state was there. A checkpoint found damaged when the step starts asks them then
+    (:meth:`Run._check_start_over`)."""
+    steps = record.get("steps", {})
+    continued = set()
+    for name in workflow.order:
+        step, recorded = workflow.steps[name], steps.get(name, {})
+        if name in skipped or recorded.get("status") == "completed":
+            continue
+        saved = read_checkpoint(run_dir / CHECKPOINTS / name)
+        if saved is None or not all(need in skipped for need in step.needs):
+            continue
+        if same_step(step, saved, step_fingerprint(step, record, config), record, config):
+            continued.add(name)
+    return continued
+
+
+def starting_over(
+    problems: Sequence[Problem], record: Mapping[str, Any], run_dir: Path
+) -> list[Problem]:
+    """``problems`` of a resume's workflow, each one of a step that began in an earlier attempt
+    saying that the resume runs it from its start: its values were accepted then, so what is
+    refused now is what that needs (another run's state, deleted since), and continuing the
+    step would not have needed it."""
+    steps = record.get("steps", {})
+    said = []
+    for problem in problems:
+        parts = problem.key.split(".")
+        name = parts[1] if len(parts) > 2 and parts[0] == "steps" and parts[2] == "with" else ""
+        began = steps.get(name)
+        if isinstance(began, Mapping) and began.get("status"):
+            if began.get("status") == "completed":
+                why = "it completed, but runs again"
+            elif (run_dir / CHECKPOINTS / name / "checkpoint.json").exists():
+                why = "its checkpoint is not continued"
+            else:
+                why = "it has no checkpoint to continue from"
+            note = f"; the resume runs step {name!r} from its start ({why}), which needs it"
+            problem = replace(problem, message=problem.message + note)
+        said.append(problem)
+    return said
 
 
 def nothing_left(
@@ -693,15 +760,13 @@ class Run:
         deleted output lost the records before the checkpoint. A damaged one is said, and the
         step runs from step 0 (slower, never wrong).
         """
-        initial = op.initial_state()
         saved = read_checkpoint(ckpt_dir)
         if saved and self._same(step, saved, fingerprint):
             damage = self._damage(saved, op.append_dim)
             state = None
             if damage is None:
                 stored = zarrio.open_output(ckpt_dir / saved["store"])
-                state = stored.chunk(dict(initial.chunksizes)) if initial.chunksizes else stored
-                state = client.persist(state)
+                state = client.persist(op.resumed_state(stored))
                 damage = _unreadable(state, self.check)
             if damage is None:
                 for name, length in saved["extents"].items():
@@ -722,15 +787,31 @@ class Run:
                     )
                 return int(saved["step"]), state
             rec["checkpoint_damaged"] = damage
+            damaged = f"the checkpoint at step {int(saved['step']):,} is damaged ({damage})"
+            # the resume did not check the values of a step it was to continue (another run's
+            # state to start from may be gone): starting over needs them, checked before the
+            # checkpoint and outputs go
+            self._check_start_over(step, f"; {damaged}, so the step starts over, which needs it")
             if self.announce:
-                self.announce(
-                    f"{step.name}: the checkpoint at step {int(saved['step']):,} is damaged "
-                    f"({damage}); running the step from step 0"
-                )
+                self.announce(f"{step.name}: {damaged}; running the step from step 0")
         shutil.rmtree(ckpt_dir, ignore_errors=True)
         for name in step.zarr_outputs:
             shutil.rmtree(self.run_dir / f"{name}.zarr", ignore_errors=True)
-        return 0, client.persist(initial)
+        return 0, client.persist(op.initial_state())
+
+    def _check_start_over(self, step: StepSpec, why: str) -> None:
+        """Ask the op's own value check of ``step``, which a resume did not, as it was to
+        continue the step from its checkpoint (:func:`continued_steps`).
+
+        Raises
+        ------
+        ConfigError
+            What it refuses, at the argument's line, with ``why`` the step needs it.
+        """
+        refused = dict(step.info.check(step.args)) if step.info.check is not None else {}
+        if refused:
+            problems = [argument_problem(self.workflow, step.name, *i) for i in refused.items()]
+            raise ConfigError([replace(p, message=p.message + why) for p in problems])
 
     def _damage(self, saved: dict[str, Any], dim: str | None) -> str | None:
         """What is missing or changed since the checkpoint was committed, or ``None``."""
@@ -1124,13 +1205,18 @@ def run_workflow(
     _, param_overrides = split_overrides(overrides)
     problems: list[Problem] = []
     workflow = cfg = None
-    # the steps a resume skips: their values were checked when the run started (see
-    # load_workflow's `settled`); first those recorded completed, then those sure to be skipped
+    # the steps a resume skips or continues from their checkpoint: their values were checked
+    # when the run started (see load_workflow's `settled`); first those recorded completed or
+    # with a checkpoint, then those sure to be skipped or continued
     settled = completed_steps(previous)
+    if resume is not None:
+        settled |= checkpointed(resume_path)
     try:
         workflow = load_workflow(path, param_overrides, given=overrides, settled=settled)
     except ConfigError as exc:
         problems += exc.problems
+        if resume is not None:  # of a step that began: it starts over (or runs again)
+            problems = starting_over(problems, previous, resume_path)
     try:  # the config is checked even when the workflow is bad: every problem at once
         names = list(workflow.params) if workflow else []
         cfg = _load_config(workflow.config_path if workflow else None, config, overrides, names)
@@ -1140,9 +1226,13 @@ def run_workflow(
         raise ConfigError(problems)
     if resume is not None:
         sure = skipped_steps(workflow, cfg, previous, resume_path)
+        sure |= continued_steps(workflow, cfg, previous, resume_path, sure)
         if sure != settled:  # a completed step that runs again (changed, damaged, or after one
-            settled = sure  # that runs) has its values checked
-            workflow = load_workflow(path, param_overrides, given=overrides, settled=settled)
+            settled = sure  # that runs), or one started over, has its values checked
+            try:
+                workflow = load_workflow(path, param_overrides, given=overrides, settled=settled)
+            except ConfigError as exc:
+                raise ConfigError(starting_over(exc.problems, previous, resume_path)) from None
     problems = run_problems(workflow, cfg, settled)  # the ops' checks that need the config too
     if problems:
         raise ConfigError(problems)

@@ -536,17 +536,20 @@ def run_problems(workflow: Workflow, config: Any, settled: Collection[str] = ())
         spec = workflow.steps[step]
         if spec.info.check_run is None or step in settled:
             continue
-        path = f"steps.{step}.with"
         try:
             refused = dict(spec.info.check_run(spec.args, facts))
         except Exception as exc:  # a user op's checker that breaks must not hide the rest
             refused = {"": f"op {spec.op}'s run check failed: {exc}"}
-        for name, problem in refused.items():
-            key = f"{path}.{name}" if name else path
-            line = _line_of(workflow.lines, key)
-            message = problem + _origin(spec.written.get(name), workflow.param_sources)
-            problems.append(Problem(message, key, workflow.file, line))
+        problems += [argument_problem(workflow, step, n, p) for n, p in refused.items()]
     return problems
+
+
+def argument_problem(workflow: Workflow, step: str, name: str, problem: str) -> Problem:
+    """``problem`` with argument ``name`` of ``step`` (``""``: its ``with:``), at its line,
+    saying the parameter its value came from, as :func:`load_workflow` says its own."""
+    key = f"steps.{step}.with.{name}" if name else f"steps.{step}.with"
+    message = problem + _origin(workflow.steps[step].written.get(name), workflow.param_sources)
+    return Problem(message, key, workflow.file, _line_of(workflow.lines, key))
 
 
 def _line_of(lines: Mapping[str, int], path: str) -> int | None:

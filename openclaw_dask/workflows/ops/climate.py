@@ -472,8 +472,9 @@ class EnergyBalanceModel(IterativeOp):
     optimize_graphs = False  # keeps the bands' home-worker restrictions (see ``advance``)
 
     @staticmethod
-    def check_args(args: Mapping[str, Any]) -> dict[str, str]:
-        """Run lengths, the band count and the initial state, before the run starts."""
+    def check_args(args: Mapping[str, Any], store: bool = True) -> dict[str, str]:
+        """Run lengths, the band count and the initial state, before the run starts (``store``:
+        the initial store too, which :func:`check_initial` reads)."""
         # an argument left out: its default; bands has no upper bound here (the grid's rows,
         # checked when the step starts)
         limits = {"years": (1, MAX_YEARS), "spinup_years": (0, MAX_YEARS), "bands": (0, None)}
@@ -498,7 +499,8 @@ class EnergyBalanceModel(IterativeOp):
             )
         if args.get("initial"):
             try:
-                check_initial(str(args["initial"]))
+                if store:
+                    check_initial(str(args["initial"]))
             except ValueError as exc:
                 problems["initial"] = str(exc)
             if "initial_temperature" not in problems and start != COLD_START:
@@ -535,6 +537,8 @@ class EnergyBalanceModel(IterativeOp):
         source: str = "forcing",
     ) -> None:
         super().__init__(ctx)
+        # the initial store is checked when it is read (initial_state): a resume continued
+        # from a checkpoint needs it no more, and it may be gone
         refused = self.check_args(
             {
                 "years": years,
@@ -542,7 +546,8 @@ class EnergyBalanceModel(IterativeOp):
                 "bands": bands,
                 "initial": initial,
                 "initial_temperature": initial_temperature,
-            }
+            },
+            store=False,
         )
         if refused:  # called from Python, not through a checked workflow
             raise ValueError("; ".join(f"{k}: {v}" for k, v in refused.items()))
@@ -557,8 +562,6 @@ class EnergyBalanceModel(IterativeOp):
         self.years, self.spinup_years = years, spinup_years
         self.initial_temperature = initial_temperature
         self.initial = initial
-        if initial:  # the outputs say where the run started
-            self.attrs["initial_state"] = str(initial_store(initial))
         # bands=0: choose from the grid, batch size and cluster (see the module docstring)
         nlat = self.grid.nlat
         if bands:
@@ -582,6 +585,8 @@ class EnergyBalanceModel(IterativeOp):
 
     def initial_state(self) -> xr.Dataset:
         if self.initial:  # another run's state, on this grid
+            check_initial(self.initial)  # (a workflow checked it; an op made in Python not)
+            self.attrs["initial_state"] = str(initial_store(self.initial))  # where it started
             source = initial_field(self.initial)
             T0 = regrid(source.values, source["lat"].values, source["lon"].values, self.grid)
         else:
@@ -592,6 +597,13 @@ class EnergyBalanceModel(IterativeOp):
             da.zeros(self.grid.shape, chunks=(self.bands, -1)),
             0,
         )
+
+    def resumed_state(self, stored: xr.Dataset) -> xr.Dataset:
+        """The checkpoint's state in this attempt's bands. The initial store is not read (it
+        may be gone since): the state holds where the run started."""
+        if "initial_state" in stored.attrs:
+            self.attrs["initial_state"] = stored.attrs["initial_state"]
+        return stored.chunk({"lat": self.bands, "lon": -1})
 
     def _state(self, T: da.Array, total: da.Array, count: int) -> xr.Dataset:
         return xr.Dataset(
