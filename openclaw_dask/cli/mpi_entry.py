@@ -56,7 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     import dask
     from dask_mpi import initialize
 
-    from openclaw_dask.runtime.mpi_launch import LAUNCHED_KEY, MPI_LAUNCHER_ENV, MPI_SCHEDULER_ENV
+    from openclaw_dask.runtime.mpi_launch import (
+        LAUNCHED_KEY,
+        MPI_LAUNCHER_ENV,
+        MPI_SCHEDULER_ENV,
+        exit_file,
+    )
 
     if not os.environ.get("OPENCLAW_DEBUG"):
         logging.getLogger("distributed").setLevel(logging.WARNING)
@@ -91,11 +96,18 @@ def main(argv: list[str] | None = None) -> int:
     # a batch job's log file: rich then coloured "completed" and "failed:" with escape codes
     # there. Rank 1 cannot tell where its lines end up, so it writes them plain.
     os.environ.setdefault("NO_COLOR", "1")
+    code = 1  # (an exception out of the command: Python's own exit code for it)
     try:
-        return run_client(command)
+        code = run_client(command)
     finally:
         shutdown(address, world)
         world.Barrier()
+    if plan.get(LAUNCHED_KEY):
+        # the launching submit reads the code there and reports the outcome: a non-zero exit
+        # made Open MPI print two banners (10 lines) above it (mpi_launch.run_mpirun)
+        exit_file(args[0]).write_text(str(code))
+        return 0
+    return code
 
 
 def planned_ranks(plan: dict[str, Any]) -> int | None:

@@ -54,6 +54,11 @@ MPI_LAUNCHER_ENV = "_OPENCLAW_MPI_LAUNCHER"
 LAUNCHED_KEY = "_openclaw_launcher"
 
 
+def exit_file(plan_file: str | os.PathLike[str]) -> Path:
+    """Where rank 1 of a launch leaves its exit code, beside the plan (see :func:`run_mpirun`)."""
+    return Path(plan_file).with_suffix(".exit")
+
+
 def mpi_job_scheduler() -> str | None:
     """The dask-mpi scheduler address when this process is rank 1 of our mpi launch."""
     return os.environ.get(MPI_SCHEDULER_ENV) or None
@@ -183,7 +188,8 @@ def run_mpirun(
     Returns
     -------
     int
-        ``mpirun``'s exit code: rank 1's when it failed, 0 when every rank ended well.
+        Rank 1's exit code when every rank ended (0 when the run succeeded), else ``mpirun``'s
+        (a rank that died or was killed).
 
     Raises
     ------
@@ -206,10 +212,18 @@ def run_mpirun(
         # inside the try: a Ctrl-C right after the line above (the ranks' command is long to
         # read) once left mpirun running on its own, its ranks failing on the removed plan
         proc = subprocess.Popen(command, env={**(os.environ if env is None else env), **extra})
-        return proc.wait()
+        code = proc.wait()
     except KeyboardInterrupt:
         stop(proc, plan_file)
         raise
+    # rank 1 of this launch exits 0 and leaves its own code here: a non-zero rank made Open MPI
+    # print two banners (10 lines, "Primary job terminated normally, but 1 process returned a
+    # non-zero exit code") above the outcome this process reports anyway. They still come
+    # when a rank dies or is killed, where they name the rank (mpirun's own code, non-zero).
+    with contextlib.suppress(OSError, ValueError):
+        if code == 0:
+            code = int(exit_file(plan_file).read_text())
+    return code
 
 
 def stop(proc: subprocess.Popen[bytes] | None, plan_file: Path) -> None:

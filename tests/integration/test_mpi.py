@@ -137,6 +137,10 @@ def test_step_failure_under_mpirun_exits_1_with_the_ops_message(tmp_path: Path) 
     )  # fmt: skip
     assert result.returncode == 1, result.stderr
     assert result.stderr.count("the op's own error: kaboom") == 1
+    # Open MPI's two banners on a rank's non-zero exit (10 lines, before our own) are not
+    # shown for an outcome rank 1 reports itself
+    for banner in ("Primary job", "mpirun detected", "-----"):
+        assert banner not in result.stderr, result.stderr
     assert "failed: step 'bad' (op tests.integration.user_ops:explode): ValueError" in (
         result.stderr
     )
