@@ -55,7 +55,7 @@ def benchmark_cmd(
     stress: str | None,
     overrides: tuple[str, ...],
 ) -> None:
-    """Measure the cluster a config plans: every figure a ratio measured side by side."""
+    """Measure the cluster a config plans: each ratio from two timings interleaved in one run."""
     from openclaw_dask.bench import report
     from openclaw_dask.bench.run import (
         BenchmarkInterrupted,
