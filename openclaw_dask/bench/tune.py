@@ -19,6 +19,12 @@
 
 Every trial starts a real cluster from a real config (``Config.with_values``), so a candidate
 that the config rules refuse on this machine is skipped with the rule's message.
+
+The budget is a promise of wall time. The baseline counts against it; a candidate starts only
+when it fits (each is expected to take as long as the longest trial so far, and the final
+comparison as long as two) and the final comparison only when it fits what is left; once the
+budget is spent a trial's timed runs stop (the baseline keeps one at least). What runs past
+the budget is then at most one timed run of the workload and a cluster's shutdown.
 """
 
 from __future__ import annotations
@@ -77,6 +83,9 @@ MIN_GAIN = 1.02
 FINAL_SHARE = 0.3
 #: why a candidate was not measured when the sweep's share of the budget ran out
 BUDGET_SPENT = "budget spent"
+#: the shortest ``tune --budget``: the command's start, the baseline (a cluster's start, a
+#: warm-up, 3 timed runs: 4-10 s for the stencil on the 2-core VM, busy or not) and the reports
+MIN_BUDGET_S = 20.0
 
 
 @dataclass
@@ -149,6 +158,8 @@ class Tuner:
         self.base, self.work, self.hw, self.log, self.repeats = base, work, hw, log, repeats
         self.deadline = time.monotonic() + budget
         self.sweep_deadline = time.monotonic() + budget * (1 - FINAL_SHARE)
+        #: why the final comparison was not made (the budget left would not hold it)
+        self.final_skipped: str | None = None
         self.trials: list[Trial] = []
         self.skips: list[str] = []
         #: identity of each measured cluster -> its trial (no layout is measured twice)
@@ -167,6 +178,17 @@ class Tuner:
         if config["cluster.dashboard_address"] is not None:
             config = config.with_values(cluster__dashboard_address="127.0.0.1:0")
         return config
+
+    def trial_estimate(self) -> float:
+        """Seconds a trial is expected to take: the longest measured so far (a candidate's
+        cluster starts, warms up and runs as the baseline's did)."""
+        return max((t.wall_s for t in self.trials if t.samples and not t.skipped), default=0.0)
+
+    def fits(self) -> bool:
+        """Whether one more trial ends within the sweep's share of the budget, leaving the
+        final comparison (two clusters at once: about two trials) its time."""
+        now, trial = time.monotonic(), self.trial_estimate()
+        return now + trial <= min(self.sweep_deadline, self.deadline - 2 * trial)
 
     def identity(self, config: Config) -> str:
         """What makes two candidates the same run: the planned layout, the tuned keys, and
@@ -192,7 +214,8 @@ class Tuner:
         trial = Trial(stage, dict(changes))
         self.trials.append(trial)
         started = time.monotonic()
-        if started > self.sweep_deadline:
+        # a trial started just before the sweep's deadline ran a whole trial past it
+        if not strict and not self.fits():
             trial.skipped = BUDGET_SPENT
             return trial
         failed: list[str] = []  # workers whose death failed a first try (then run again)
@@ -242,8 +265,10 @@ class Tuner:
         run = self.work.prepare(client, config)
         run()  # warm-up
         before = client.run(_ctx_switches)
-        samples = []
+        samples: list[float] = []
         for _ in range(self.repeats):
+            if samples and time.monotonic() > self.deadline:  # the budget is spent: stop
+                break
             t0 = time.perf_counter()
             amount = run()
             samples.append(amount / (time.perf_counter() - t0))
@@ -252,7 +277,7 @@ class Tuner:
         # a worker restarted meanwhile (killed, out of memory) counts from zero, under another
         # address or (a pinned port) the same: only the workers that ran every timed run count
         ran = set(before) & set(after) - set(lost)
-        per_run = {w: (after[w] - before[w]) // self.repeats for w in ran}
+        per_run = {w: (after[w] - before[w]) // len(samples) for w in ran}
         return samples, per_run, lost
 
     def rate_text(self, rate: float) -> str:
@@ -366,15 +391,18 @@ class Tuner:
                 sample(name)  # warm-up
             hit = {name for name in clients if workers_lost(clients[name], started[name])}
             measured = 0
+            pair_s = 0.0  # how long the last pair took: the next one is not begun past the budget
             # at most `pairs` pairs dropped: a config whose workers keep dying must end
             while len(rates["tuned"]) < pairs and measured < 2 * pairs:
-                if len(rates["tuned"]) >= MIN_PAIRS and time.monotonic() > self.deadline:
+                if len(rates["tuned"]) >= MIN_PAIRS and time.monotonic() + pair_s > self.deadline:
                     break
+                began = time.monotonic()
                 measured += 1
                 window = {name: watch_workers(client) for name, client in clients.items()}
                 for name in sorted(hit):
                     settle(name)
                 here = {name: sample(name) for name in clients}
+                pair_s = time.monotonic() - began
                 died = {
                     name: workers_lost(client, window[name]) for name, client in clients.items()
                 }
@@ -405,6 +433,7 @@ def tune(
     workload_name: str = "climate",
     budget: float = 600.0,
     log: Callable[[str], None] = print,
+    reserve: float = 0.0,
 ) -> dict[str, Any]:
     """Tune ``config`` for a workload within ``budget`` seconds.
 
@@ -421,6 +450,9 @@ def tune(
         Seconds (``tune --budget 5m`` is 300).
     log
         Called with each line of progress.
+    reserve
+        Seconds of ``budget`` that are not this call's: spent before it or kept for after it
+        (the command line's start and its reports). The report's ``budget_s`` is ``budget``.
 
     Returns
     -------
@@ -447,7 +479,7 @@ def tune(
     work = workload(workload_name)
     hw = detect_hardware()
     started = time.monotonic()
-    tuner = Tuner(config, work, budget, hw, log)
+    tuner = Tuner(config, work, budget - reserve, hw, log)
     tuner.watched = watch_start(config, hw)  # what the rest of the machine takes meanwhile
     try:
         best, comparison, recommended = _stages(tuner, config, work, hw)
@@ -498,7 +530,18 @@ def _stages(
     candidate = best if best.changes else (tuner.best(challengers) if challengers else None)
     comparison = None
     recommended: dict[str, Any] = {}
-    if candidate is not None:
+    # two clusters, each started and warmed as in its trial, and MIN_PAIRS pairs: within the
+    # budget, or not at all (it had run its pairs past the budget)
+    needed = baseline.wall_s + (candidate.wall_s if candidate else 0.0)
+    left = tuner.deadline - time.monotonic()
+    if candidate is not None and needed > left:
+        tuner.final_skipped = (
+            f"final comparison: not made, the budget had {max(left, 0):.0f} s left and the "
+            f"pairs take about {needed:.0f} s; nothing is recommended without it"
+        )
+        tuner.skips.append(tuner.final_skipped)
+        tuner.log(tuner.final_skipped)
+    elif candidate is not None:
         comparison = tuner.compare(candidate, pairs=5)
         comparison["candidate"] = candidate.changes
         if best.changes and candidate_won(comparison):
@@ -534,7 +577,16 @@ def _report(
         "reasons": {k: v for k, v in tuner.reasons.items() if k in recommended},
         "interrupted": False,
         "background": watch_end(tuner.watched),
+        "final_skipped": tuner.final_skipped,
     }
+
+
+def not_compared(report: dict[str, Any]) -> str:
+    """Why a report has no final comparison (not interrupted): no candidate measured, or the
+    budget ran out before the comparison of those measured."""
+    if report.get("final_skipped"):  # (absent from reports written before it was recorded)
+        return "the budget ran out before the final comparison"
+    return "no candidate was measured within the budget"
 
 
 def unmeasured(trials: Sequence[Trial]) -> dict[str, Any] | None:
@@ -605,6 +657,8 @@ def tuned_config_text(config: Config, report: dict[str, Any]) -> str:
         )
     elif comp:
         lines.append("# measured: no candidate beat the baseline; this is the baseline unchanged")
+    elif report.get("final_skipped"):
+        lines.append(f"# measured: {not_compared(report)}; this is the baseline unchanged")
     else:
         lines.append("# measured: no candidate within the budget; this is the baseline unchanged")
     # which cluster, which workers, and whether the decision counted the pair: a death hides

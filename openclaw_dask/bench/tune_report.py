@@ -7,7 +7,7 @@ from typing import Any
 
 from openclaw_dask.bench.machine import values_set
 from openclaw_dask.bench.report import write_json
-from openclaw_dask.bench.tune import report_notes
+from openclaw_dask.bench.tune import not_compared, report_notes
 from openclaw_dask.bench.tune_pairs import death_notes, too_few_pairs
 from openclaw_dask.bench.workloads import describe_rate
 
@@ -90,6 +90,8 @@ def markdown(report: dict[str, Any]) -> str:
             lines += ["", *(f"- {n[0].upper()}{n[1:]}." for n in notes)]
     elif report.get("interrupted"):
         lines.append("Not measured: tune was interrupted first.")
+    elif report.get("final_skipped"):
+        lines.append(f"Not measured: {not_compared(report)}.")
     else:
         lines.append("No candidate could be measured within the budget.")
     lines += ["", "## Recommendation", ""]
@@ -103,7 +105,7 @@ def markdown(report: dict[str, Any]) -> str:
     elif comp:
         lines.append("Keep the baseline: no change measured faster in the final pairs.")
     else:
-        lines.append("Keep the baseline: no candidate was measured within the budget.")
+        lines.append(f"Keep the baseline: {not_compared(report)}.")
     for note in report_notes(report):
         lines += ["", f"{note[0].upper()}{note[1:]}."]
     return "\n".join(lines) + "\n"

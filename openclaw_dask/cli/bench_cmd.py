@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -197,14 +198,31 @@ def tune_cmd(
     out_path: str,
     overrides: tuple[str, ...],
 ) -> None:
-    """Measure candidate configs for a workload and write the fastest as a commented config."""
-    from openclaw_dask.bench.tune import TuneInterrupted, report_notes, tune, tuned_config_text
+    """Measure candidate configs for a workload and write the fastest as a commented config.
+
+    The whole command keeps within ``--budget``: its start and its reports count too.
+    """
+    from openclaw_dask.bench.tune import (
+        MIN_BUDGET_S,
+        TuneInterrupted,
+        not_compared,
+        report_notes,
+        tune,
+        tuned_config_text,
+    )
     from openclaw_dask.bench.tune_pairs import too_few_pairs
     from openclaw_dask.bench.tune_report import report_paths, write_all
     from openclaw_dask.bench.workloads import workload as check_workload
     from openclaw_dask.config import load_config
 
     seconds = args.duration(budget, "--budget")
+    if seconds < MIN_BUDGET_S:  # the baseline alone would overrun it: said before it starts
+        message = (
+            f"{budget} is too short for a tune: the baseline alone (a cluster's start, a "
+            f"warm-up, 3 timed runs) and the reports take ~{MIN_BUDGET_S:.0f} s on a 2-core "
+            f"machine; give {MIN_BUDGET_S:.0f}s or more"
+        )
+        raise ConfigError([Problem(message, origin="--budget")])
     target = args.output_path(out_path, "--out")
     assert target is not None  # out_path has a default
     _not_an_input(target, {"--workload": workload, "--config": config_path})
@@ -222,6 +240,9 @@ def tune_cmd(
                 workload_name=workload,
                 budget=seconds,
                 log=lambda line: err.print(line, markup=False),
+                # the seconds since the command started (Python, imports, the config) and
+                # those its reports will take
+                reserve=_since_start() + REPORTS_S,
             )
     except TuneInterrupted as exc:
         # what was measured stays: in files of its own, beside any earlier tuned config
@@ -245,12 +266,24 @@ def tune_cmd(
     elif report["comparison"]:
         out.print("[yellow]no change[/]: nothing measured faster than the baseline")
     else:
-        out.print("[yellow]no change[/]: no candidate was measured within the budget")
+        out.print(f"[yellow]no change[/]: {not_compared(report)}")
     for note in report_notes(report):
         out.print(f"[yellow]note[/]: {escape(note)}")
     out.print(f"config: {target}", markup=False)
     for kind, path in paths.items():
         out.print(f"report ({kind}): {path}", markup=False)
+
+
+#: seconds kept for what tune writes once it has measured: the config (loaded to check it),
+#: the report's Markdown, JSON and PNG (matplotlib's import: ~1 s on the 2-core VM), the exit
+REPORTS_S = 3.0
+
+
+def _since_start() -> float:
+    """Seconds since this process started (the interpreter's start and imports count)."""
+    import psutil
+
+    return max(0.0, time.time() - psutil.Process().create_time())
 
 
 def _not_an_input(target: Path, inputs: dict[str, str | None]) -> None:
