@@ -188,7 +188,12 @@ def _show(result: dict[str, Any], json_path: Path | None, plot_path: Path | None
     show_default=True,
     help="climate, stencil, matmul, or the path of a workflow YAML.",
 )
-@click.option("--budget", default="10m", show_default=True, help="Time to spend, e.g. 5m.")
+@click.option(
+    "--budget",
+    default="10m",
+    show_default=True,
+    help="Wall time of the whole command, e.g. 5m (20s at least).",
+)
 @click.option("--out", "out_path", default="tuned.config", show_default=True, help="Tuned config.")
 @SET_OPTION
 def tune_cmd(
@@ -200,7 +205,7 @@ def tune_cmd(
 ) -> None:
     """Measure candidate configs for a workload and write the fastest as a commented config.
 
-    The whole command keeps within ``--budget``: its start and its reports count too.
+    The whole command keeps within --budget: its start and its reports count too.
     """
     from openclaw_dask.bench.tune import (
         MIN_BUDGET_S,
