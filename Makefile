@@ -8,7 +8,7 @@ demo: env
 	.venv/bin/openclaw-dask submit workflows/climate.yaml
 
 # distributed-ucxx pins dask to its own release: the ucx tests get their own environment
-# (.venv-ucx, ~750 MB); the demo does not need it.
+# (.venv-ucx, ~950 MB); the demo does not need it.
 test-env: env
 	scripts/setup-ucx-env.sh
 

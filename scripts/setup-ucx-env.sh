@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv-ucx: openclaw-dask (editable, this working tree) with distributed-ucxx, for the
-# `ucx` transport and its tests. Idempotent; about a minute and ~750 MB the first time.
+# `ucx` transport and its tests. Idempotent; 1-2 minutes and ~950 MB the first time.
 #
 # Why a second environment: distributed-ucxx-cu12 (via rapids-dask-dependency) pins dask and
 # distributed to one release, usually older than the newest one .venv has. pip resolves the pin
