@@ -1084,3 +1084,37 @@ def test_a_cold_start_s_temperature_beside_an_initial_state_is_refused(tmp_path:
     )
     started = load_workflow(CLIMATE, {"initial": str(state.parent)})
     assert started.steps["simulate"].args["initial_temperature"] == 10.0
+
+
+def test_the_sun_s_parameters_are_checked_where_they_are_written(tmp_path: Path) -> None:
+    """``climate.forcing``'s ``solar_constant`` and ``obliquity``: a tilt beside the annual-mean
+    sun, which has none, is refused rather than dropped; a workflow that writes them itself
+    (skipping climate.yaml's ranges) has them checked by the op."""
+    with pytest.raises(ConfigError) as info:
+        load_workflow(CLIMATE, {"obliquity": "30", "seasonal_cycle": "false"})
+    [problem] = [str(p) for p in info.value.problems]
+    assert problem.startswith(
+        f"{CLIMATE}:{climate_line('obliquity')}: steps.forcing.with.obliquity: 30° sets the "
+        "seasons' sun, and seasonal_cycle is false"
+    ), problem
+    assert problem.endswith("(from params.obliquity, set by --set)")
+    # today's tilt with the seasons off is the default: nothing to refuse
+    assert load_workflow(CLIMATE, {"seasonal_cycle": "false"}).steps["forcing"].args
+    for key, value, said in (
+        ("solar_constant", "-5.0", "-5.0 is not a solar constant: a number of W m-2 above 0"),
+        ("solar_constant", "0", "0 is not a solar constant: a number of W m-2 above 0"),
+        ("obliquity", "95", "95 is not an obliquity: a number of degrees from 0 to 90"),
+        ("obliquity", ".nan", "nan is not an obliquity: a number of degrees from 0 to 90"),
+        ("obliquity", "true", "expected float, got True"),
+    ):
+        text = CLIMATE.read_text().replace(
+            f'      {key}: "${{params.{key}}}"', f"      {key}: {value}"
+        )
+        with pytest.raises(ConfigError) as info:
+            load_workflow(write(tmp_path, text))
+        [problem] = [str(p) for p in info.value.problems]
+        assert problem.endswith(f"steps.forcing.with.{key}: {said}"), problem
+    sunny = load_workflow(CLIMATE, {"solar_constant": "1250", "obliquity": "0"})
+    assert sunny.steps["forcing"].args | {"solar_constant": 1250.0, "obliquity": 0.0} == (
+        sunny.steps["forcing"].args
+    )

@@ -155,7 +155,11 @@ def _check_forcing(args: Mapping[str, Any]) -> dict[str, str]:
     and its forcing fields fit this machine's memory (a workflow that writes ``resolution:``
     itself skips ``climate.yaml``'s ``min``: 0.001° failed in the forcing step, after the
     cluster started, "Unable to allocate 60.3 GiB"); a land mask of the user's must be one
-    (:func:`~.fields.land_mask_field`), and of a run with land."""
+    (:func:`~.fields.land_mask_field`), and of a run with land. A sun that shines
+    (``solar_constant > 0``), a tilt of 0-90°, and only with the seasons it sets."""
+    sun = _check_sun(args)
+    if sun:
+        return sun
     if args.get("land_mask"):
         if not args.get("land", True):
             return {"land_mask": "a land mask for a run without land (land: false); leave one out"}
@@ -182,6 +186,29 @@ def _check_forcing(args: Mapping[str, Any]) -> dict[str, str]:
     return {}
 
 
+#: ``S0`` of North, Cahalan & Coakley (1981)'s calibration, ``4 Q`` (W m⁻²).
+DEFAULT_SOLAR_CONSTANT = 4.0 * EBMParams.Q
+
+
+def _check_sun(args: Mapping[str, Any]) -> dict[str, str]:
+    """``solar_constant`` and ``obliquity`` (a workflow of the user's skips climate.yaml's
+    ranges; a tilt beside the annual-mean sun would be dropped without a word)."""
+    # (both are floats here: the workflow checks arguments against the op's annotations first)
+    s0 = args.get("solar_constant", DEFAULT_SOLAR_CONSTANT)
+    if not 0 < s0 < math.inf:
+        return {"solar_constant": f"{s0!r} is not a solar constant: a number of W m-2 above 0"}
+    tilt = args.get("obliquity", EBMParams.obliquity)
+    if not 0 <= tilt <= 90:
+        return {"obliquity": f"{tilt!r} is not an obliquity: a number of degrees from 0 to 90"}
+    if tilt != EBMParams.obliquity and not args.get("seasonal_cycle", True):
+        return {
+            "obliquity": f"{tilt:g}° sets the seasons' sun, and seasonal_cycle is false (the "
+            f"annual-mean sun is North's 1 + s2 P2, of today's {EBMParams.obliquity:g}°); "
+            "turn the seasons on or leave the obliquity at its default"
+        }
+    return {}
+
+
 @register("climate.forcing", outputs=("forcing",), check=_check_forcing)
 def forcing(
     ctx: StepContext,
@@ -191,16 +218,24 @@ def forcing(
     seasonal_cycle: bool = True,
     ice_albedo: bool = True,
     land_mask: str = "",
+    solar_constant: float = DEFAULT_SOLAR_CONSTANT,
+    obliquity: float = EBMParams.obliquity,
 ) -> dict[str, xr.Dataset]:
     """Grid, land mask, heat capacity and annual-mean insolation; the parameters as attrs.
 
     ``land_mask``: a Zarr store with ``land_mask(lat, lon)`` (1 land, 0 ocean, over the whole
     sphere; another run's ``forcing.zarr`` is one), regridded; ``""``: the idealised
-    continents.
+    continents. ``solar_constant``: ``S0`` in W m⁻² (``Q = S0/4``; Budyko and Sellers'
+    experiment: the ice edge moves equatorward as it falls, to a snowball). ``obliquity``:
+    the axial tilt in degrees, the seasons' strength (0: none).
     """
     grid = LatLonGrid(resolution)
     params = EBMParams.from_switches(
-        seasonal_cycle=seasonal_cycle, ice_albedo=ice_albedo, land=land
+        seasonal_cycle=seasonal_cycle,
+        ice_albedo=ice_albedo,
+        land=land,
+        Q=solar_constant / 4.0,
+        obliquity=obliquity,
     )
     if not land:
         mask = np.zeros(grid.shape, dtype=bool)
