@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import xarray as xr
 
@@ -160,6 +160,10 @@ class IterativeOp:
     append_dim: str = "time"
     #: Arguments whose value names a step the op reads (checked against ``needs:``).
     step_args: tuple[str, ...] = ()
+    #: The ``with:`` arguments that start the op where a completed run of its workflow ended
+    #: (``"{run}"``: that run's directory), e.g. ``{"initial": "{run}", "spinup_years": 0}``.
+    #: A resume refused for a changed parameter then says the new run that goes on from there.
+    start_from_run: ClassVar[Mapping[str, Any]] = {}
     #: Whether Dask may optimise (cull, fuse) the graphs of :meth:`advance`. Its low-level
     #: fusion turns a graph into a plain dict and drops the layers' annotations, so an op that
     #: places its tasks with worker restrictions sets this to False.

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,7 @@ from openclaw_dask.config.loader import is_set_source
 from openclaw_dask.config.render import yaml_value
 from openclaw_dask.config.yamlsource import read_yaml
 from openclaw_dask.translate.plan import flatten
-from openclaw_dask.workflows.spec import Workflow
+from openclaw_dask.workflows.spec import REF_RE, Workflow
 
 RUN_RECORD = "run.json"
 
@@ -171,7 +173,13 @@ def carried_inputs(
 
 
 def resume_problems(
-    record: Mapping[str, Any], workflow: Workflow, cfg: Config, given_params: Mapping[str, str]
+    record: Mapping[str, Any],
+    workflow: Workflow,
+    cfg: Config,
+    given_params: Mapping[str, str],
+    *,
+    run_dir: str | Path | None = None,
+    path: str | os.PathLike[str] | None = None,
 ) -> list[Problem]:
     """Why these parameters and config cannot continue the recorded run (empty: they can).
 
@@ -183,20 +191,30 @@ def resume_problems(
         What the resumed run would use (after :func:`carried_inputs`).
     given_params
         The ``--set params.x=...`` given now, by name.
+    run_dir, path
+        The run directory and workflow file, as given: the last refused parameter then says
+        the commands that start a new run with the values given (:func:`new_runs`).
     """
     problems = []
     values = record.get("workflow", {}).get("params", {})
-    for param in given_params:
-        if param in values and not _same(values[param], workflow.values.get(param)):
-            problems.append(
-                Problem(
-                    f"the run being resumed used {yaml_value(values[param])}; --resume continues "
-                    "it with the same values: drop this --set, or start a new run for another "
-                    "value",
-                    f"params.{param}",
-                    origin="--set",
-                )
+    changed = [
+        param
+        for param in given_params
+        if param in values and not _same(values[param], workflow.values.get(param))
+    ]
+    for param in changed:
+        hint = ""
+        if param == changed[-1] and run_dir is not None and path is not None:
+            hint = new_runs(record, workflow, cfg, changed, run_dir, path)
+        problems.append(
+            Problem(
+                f"the run being resumed used {yaml_value(values[param])}; --resume continues "
+                f"it with the same values: drop this --set, or start a new run for another "
+                f"value{hint}",
+                f"params.{param}",
+                origin="--set",
             )
+        )
     before = flatten(record.get("config", {}).get("values", {}))
     for key, value in cfg.result_fingerprint()[1].items():
         if key in before and not _same(before[key], value):
@@ -210,6 +228,75 @@ def resume_problems(
                 )
             )
     return problems
+
+
+def new_runs(
+    record: Mapping[str, Any],
+    workflow: Workflow,
+    cfg: Config,
+    changed: Sequence[str],
+    run_dir: str | Path,
+    path: str | os.PathLike[str],
+) -> str:
+    """``: `openclaw-dask submit ...```, the command that starts a new run as the recorded one
+    was started (its ``--set`` parameters, its config file and result-relevant ``--set`` keys)
+    with the ``changed`` parameters' values given now; and, where a step's op can start from
+    another run (:attr:`~openclaw_dask.workflows.context.IterativeOp.start_from_run`, climate's
+    ``params.initial``), the one that starts where this run ended.
+
+    A resume that changes a parameter is refused (the same run keeps its values), and "start
+    a new run" had left the user to find how: which of the run's values to give again, and
+    that a climate run can go on from another's end state.
+    """
+    recorded = record.get("workflow", {})
+    sources = recorded.get("param_sources", {})
+    params = {
+        name: value
+        for name, value in recorded.get("params", {}).items()
+        if is_set_source(sources.get(name)) and name not in changed
+    }
+    params.update({name: workflow.values[name] for name in changed})
+    options = []
+    if cfg.file and (not workflow.config_path or Path(cfg.file) != Path(workflow.config_path)):
+        options += ["--config", str(cfg.file)]
+    keys = [k for k in cfg.result_fingerprint()[1] if is_set_source(cfg.sources.get(k))]
+
+    def command(values: Mapping[str, Any]) -> str:
+        items = [f"params.{name}={yaml_value(value)}" for name, value in values.items()]
+        items += [f"{key}={yaml_value(cfg[key])}" for key in keys]
+        sets = ["--set", *items] if items else []
+        return shlex.join(["openclaw-dask", "submit", str(path), *options, *sets])
+
+    said = f": `{command(params)}`"
+    start = _start_from_run(workflow, run_dir)
+    if start and not set(start) & set(changed):
+        # the parameters it sets go last, where a reader looks for them
+        going_on = {k: v for k, v in params.items() if k not in start} | start
+        ended = "where this run ended"
+        if record.get("status") != "completed":
+            finish = shlex.join(["openclaw-dask", "submit", "--resume", str(run_dir)])
+            ended = f"where this run ends, once finished (`{finish}`)"
+        said += f"; or one that starts {ended}: `{command(going_on)}`"
+    return said
+
+
+def _start_from_run(workflow: Workflow, run_dir: str | Path) -> dict[str, Any]:
+    """The parameters that start ``workflow`` from the end of the run in ``run_dir``, from the
+    first step whose op says how (``start_from_run``) with each of those arguments given by a
+    parameter (``${params.NAME}``); empty when there is none."""
+    for name in workflow.order:
+        step = workflow.steps[name]
+        wanted = getattr(step.info.target, "start_from_run", None) or {}
+        params = {}
+        for arg, value in wanted.items():
+            ref = REF_RE.fullmatch(str(step.written.get(arg, "")).strip())
+            if ref is None:
+                break
+            params[ref.group(1)] = str(run_dir) if value == "{run}" else value
+        else:
+            if params:
+                return params
+    return {}
 
 
 def software_changes(record: Mapping[str, Any], now: Mapping[str, str]) -> list[str]:

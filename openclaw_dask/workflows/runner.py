@@ -1225,6 +1225,11 @@ def run_workflow(
     if problems or workflow is None or cfg is None:
         raise ConfigError(problems)
     if resume is not None:
+        # first: a changed value is the resume's mistake, whatever a step it changes now needs
+        changed = split_overrides(given)[1]
+        problems = resume_problems(previous, workflow, cfg, changed, run_dir=resume_path, path=path)
+        if problems:
+            raise ConfigError(problems)
         sure = skipped_steps(workflow, cfg, previous, resume_path)
         sure |= continued_steps(workflow, cfg, previous, resume_path, sure)
         if sure != settled:  # a completed step that runs again (changed, damaged, or after one
@@ -1236,10 +1241,6 @@ def run_workflow(
     problems = run_problems(workflow, cfg, settled)  # the ops' checks that need the config too
     if problems:
         raise ConfigError(problems)
-    if resume is not None:
-        problems = resume_problems(previous, workflow, cfg, split_overrides(given)[1])
-        if problems:
-            raise ConfigError(problems)
     if address:
         cfg = with_address(cfg, address)
     running = running_cluster(cfg, backend=backend)

@@ -62,3 +62,10 @@ def test_a_with_line_at_the_op_s_default_runs_no_step_again(tmp_path: Path) -> N
     wf.write_text(written.replace("diffusivity: 1.0e4", "diffusivity: 2.0e4"))
     plan = submit(str(wf), "--resume", str(run_dir), "--dry-run")
     assert "resume: diffuse: run again: its op, arguments or inputs changed" in plan.stdout
+
+    # another parameter value: refused, with the command that starts a new run with it
+    other = submit(str(wf), "--resume", str(run_dir), "--set", "params.steps=200")
+    assert other.returncode == 2, other.stderr
+    new_run = f"`openclaw-dask submit {wf} --set params.size=128 params.chunk=64 params.steps=200`"
+    assert f"start a new run for another value: {new_run}\n" in other.stderr, other.stderr
+    assert "Traceback" not in other.stderr

@@ -57,6 +57,15 @@ def test_a_run_whose_initial_state_was_deleted_continues_from_its_checkpoint(
     proc.wait(timeout=30)
     killed_at = json.loads((run_dir / ".checkpoints/simulate/checkpoint.json").read_text())["step"]
 
+    # a resume given another value: one line, saying how to start a new run from this one
+    longer = submit("--resume", str(run_dir), "--set", "params.years=3")
+    assert longer.returncode == 2, longer.stderr
+    assert f"once finished (`openclaw-dask submit --resume {run_dir}`): `openclaw-dask " in (
+        longer.stderr
+    ), longer.stderr
+    ends = f"params.years=3 params.initial={run_dir} params.spinup_years=0 distributed.sync"
+    assert ends in longer.stderr and len(longer.stderr.splitlines()) == 2, longer.stderr
+
     without = shutil.copytree(run_dir, tmp_path / "without", symlinks=True)
     shutil.rmtree(without / ".checkpoints")
     damaged = shutil.copytree(run_dir, tmp_path / "damaged", symlinks=True)
@@ -84,3 +93,10 @@ def test_a_run_whose_initial_state_was_deleted_continues_from_its_checkpoint(
         assert said in line and why in line, again.stderr
         assert "Traceback" not in again.stderr
         assert sorted(p for p in copy.rglob("*") if p.name != "run.json") == files
+
+    # the finished run, given more years: refused, saying the run that goes on from its end
+    longer = submit("--resume", str(run_dir), "--set", "params.years=3")
+    assert longer.returncode == 2, longer.stderr
+    assert f"; or one that starts where this run ended: `openclaw-dask submit {CLIMATE}" in (
+        longer.stderr
+    ), longer.stderr

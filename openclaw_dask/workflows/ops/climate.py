@@ -24,7 +24,7 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import dask
 import dask.array as da
@@ -503,6 +503,8 @@ class EnergyBalanceModel(IterativeOp):
 
     outputs = ("monthly", "final")
     step_args = ("source",)
+    #: a run's final.zarr is in equilibrium: no spin-up again
+    start_from_run: ClassVar[Mapping[str, Any]] = {"initial": "{run}", "spinup_years": 0}
     append_dim = "time"
     optimize_graphs = False  # keeps the bands' home-worker restrictions (see ``advance``)
 
