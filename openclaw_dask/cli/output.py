@@ -10,7 +10,7 @@ import select
 import shutil
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +48,34 @@ def stop_if_reader_gone() -> None:
     for fd in gone:
         os.dup2(devnull, fd)
     os.close(devnull)
-    # SystemExit: a command's own `except Exception` (a step's failure, say) lets it by
+    # SystemExit: a command's own `except Exception` lets it by (a run's step takes it for a
+    # failure of its own: a run announces through run_announcer instead)
     raise SystemExit(EXIT_STDOUT_CLOSED)
+
+
+class ReaderGone(KeyboardInterrupt):
+    """The reader of a run's output went away mid-run (``submit ... 2>&1 | head -1``).
+
+    A :class:`KeyboardInterrupt` so that the run stops as a Ctrl-C stops it (its cluster
+    closed, run.json saying ``interrupted``, ``--resume`` continuing it); the command then
+    exits :data:`EXIT_STDOUT_CLOSED`. :func:`stop_if_reader_gone`'s ``SystemExit`` had failed
+    the step under way ("SystemExit: 141", exit 1), or between steps left run.json "running".
+    """
+
+
+def run_announcer(console: Console) -> Callable[[str], None]:
+    """What a run announces its lines with: on ``console``, raising :class:`ReaderGone` once
+    that console's reader went away."""
+
+    def announce(line: str) -> None:
+        try:
+            console.print(line, markup=False)
+        except SystemExit as exc:
+            if exc.code != EXIT_STDOUT_CLOSED:
+                raise
+            raise ReaderGone("the reader of the output went away") from None
+
+    return announce
 
 
 class _Console(Console):

@@ -14,9 +14,17 @@ from rich.markup import escape
 
 from openclaw_dask.cli.args import BackendChoice
 from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
-from openclaw_dask.cli.output import clipped, dask_logs_quieted, err, no_space, out
+from openclaw_dask.cli.output import (
+    ReaderGone,
+    clipped,
+    dask_logs_quieted,
+    err,
+    no_space,
+    out,
+    run_announcer,
+)
 from openclaw_dask.config.render import yaml_value
-from openclaw_dask.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED
+from openclaw_dask.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_STDOUT_CLOSED
 
 
 @click.command("submit", cls=SetCommand)
@@ -84,7 +92,7 @@ def submit_cmd(
                 resume=resume,
                 dry_run=dry_run,
                 progress=sys.stderr.isatty(),
-                announce=lambda line: err.print(line, markup=False),
+                announce=run_announcer(err),  # the reader gone: stops the run
                 report=False if no_report else None,  # None: a resume does as its run did
             )
     except StepFailedError as exc:
@@ -141,6 +149,9 @@ def submit_cmd(
     except MpiRunError as exc:  # the job ended before any step ran: no step to name
         err.print(f"[red]failed:[/] {escape(str(exc))}", markup=True)
         sys.exit(EXIT_FAILED)
+    except ReaderGone:  # run.json says interrupted; nobody is left to read a line about it
+        quiet_after_interrupt()
+        sys.exit(EXIT_STDOUT_CLOSED)
     except KeyboardInterrupt as exc:
         # rank 1 of an mpi launch is stopped by mpirun also when another rank died: the
         # launching submit says which it was
