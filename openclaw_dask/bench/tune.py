@@ -24,7 +24,9 @@ The budget is a promise of wall time. The baseline counts against it; a candidat
 when it fits (each is expected to take as long as the longest trial so far, and the final
 comparison as long as two) and the final comparison only when it fits what is left; once the
 budget is spent a trial's timed runs stop (the baseline keeps one at least). What runs past
-the budget is then at most one timed run of the workload and a cluster's shutdown.
+the budget is then at most one timed run of the workload and a cluster's shutdown, unless the
+baseline alone takes longer than the budget (a cluster slow to start): it always runs whole,
+and the report's budget note says how long it took.
 """
 
 from __future__ import annotations
@@ -608,13 +610,23 @@ def unmeasured(trials: Sequence[Trial]) -> dict[str, Any] | None:
 
 
 def budget_note(report: dict[str, Any]) -> str | None:
-    """One line on candidates the budget left unmeasured (``None`` when there were none)."""
+    """One line on candidates the budget left unmeasured (``None`` when there were none), and
+    on a baseline that alone took longer than the budget (it always runs whole: a cluster
+    that starts slowly, 25 s a worker, made ``--budget 20s`` take 34 s, and nothing said so)."""
     left = report.get("unmeasured")
     if not left:
         return None
+    budget = report["budget_s"]
+    baseline = report["trials"][0]["wall_s"] if report.get("trials") else 0.0
+    past = (
+        f", the baseline alone took {baseline:.0f} s (its cluster's start, a warm-up, a timed "
+        "run: it always runs)"
+        if baseline > budget
+        else ""
+    )
     return (
         f"{left['count']} of {left['candidates']} candidates not measured: the budget "
-        f"({report['budget_s']:.0f} s) ran out; --budget {left['suggested_budget_s'] // 60}m "
+        f"({budget:.0f} s) ran out{past}; --budget {left['suggested_budget_s'] // 60}m "
         "or more measures them all here"
     )
 
