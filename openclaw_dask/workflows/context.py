@@ -15,11 +15,14 @@ time; after each call it persists the state, appends the records the op emitted 
 outputs and writes a checkpoint, so the task graph never grows with the length of the run and
 ``--resume`` restarts from the last checkpoint. :meth:`IterativeOp.finish` gives the final
 outputs.
+
+What an op returns is checked as the runner writes it (:func:`_datasets`): each output a
+dataset, named as the workflow lists it, and the error says what came back instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -30,6 +33,7 @@ from openclaw_dask.config import Config
 
 if TYPE_CHECKING:
     from openclaw_dask.workflows.registry import RunFacts
+    from openclaw_dask.workflows.spec import StepSpec
 
 
 @dataclass
@@ -230,3 +234,54 @@ class IterativeOp:
     def finish(self, state: xr.Dataset) -> dict[str, xr.Dataset]:
         """Outputs written once the last step is done (default: none)."""
         return {}
+
+
+# -- what an op returns: checked as the runner writes it ---------------------------------
+def _return_hint(expected: Sequence[str]) -> str:
+    """``: return {'field': ds}`` for a single expected output, else nothing."""
+    return f": return {{{expected[0]!r}: ds}}" if len(expected) == 1 else ""
+
+
+def _datasets(value: Any, what: str, step: StepSpec) -> dict[str, xr.Dataset]:
+    """``value`` (an iterative op's records or final outputs) as ``{output: Dataset}``.
+
+    Raises
+    ------
+    TypeError
+        Saying what ``what`` returned instead: not a dict (a Dataset is a Mapping of its
+        variables, and was written as outputs named after them), a name that is not one of the
+        step's Zarr outputs (it was written into the run directory all the same), or a value
+        that is not a Dataset.
+    """
+    outputs = sorted(step.zarr_outputs)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or isinstance(value, xr.Dataset):
+        raise TypeError(
+            f"{what} returned {_type_name(value)}; expected a dict of output name -> "
+            f"xarray.Dataset (may be empty){_return_hint(outputs)}"
+        )
+    unknown = sorted(set(value) - set(outputs))
+    if unknown:
+        raise TypeError(f"{what} returned {unknown}, not outputs of the step {outputs}")
+    for name, ds in value.items():
+        _check_dataset(what, name, ds)
+    return dict(value)
+
+
+def _check_dataset(what: str, name: str, ds: Any) -> None:
+    """Raise TypeError unless ``what``'s value ``ds`` for output ``name`` is a Dataset."""
+    if not isinstance(ds, xr.Dataset):
+        array = type(ds) is xr.DataArray
+        hint = " (DataArray.to_dataset(name=...) makes one)" if array else ""
+        raise TypeError(
+            f"{what} returned {_type_name(ds)} for output {name!r}; expected an "
+            f"xarray.Dataset{hint}"
+        )
+
+
+def _type_name(value: Any) -> str:
+    """``xarray.DataArray``, ``numpy.ndarray``, ``list``: a returned value's type, as said."""
+    kind = type(value)
+    package = kind.__module__.partition(".")[0]
+    return kind.__qualname__ if package == "builtins" else f"{package}.{kind.__name__}"

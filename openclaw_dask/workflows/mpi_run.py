@@ -42,13 +42,9 @@ from openclaw_dask.translate import ClusterPlan
 from openclaw_dask.workflows import strictjson, zarrio
 from openclaw_dask.workflows.lock import LOCK
 from openclaw_dask.workflows.recovery import WorkersLostError
-from openclaw_dask.workflows.resume import read_run
-from openclaw_dask.workflows.runner import (
-    RUN_RECORD,
-    StepFailedError,
-    _new_run_dir,
-    _outermost_missing,
-)
+from openclaw_dask.workflows.resume import RUN_RECORD, read_run
+from openclaw_dask.workflows.run import StepFailedError
+from openclaw_dask.workflows.rundir import _new_run_dir, _outermost_missing
 from openclaw_dask.workflows.spec import Workflow
 
 

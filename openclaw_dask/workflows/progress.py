@@ -3,11 +3,13 @@
 The runner submits a step's whole graph at once; this module asks the scheduler, a few times a
 second, how many of the graph's tasks are still waiting or running, and moves a rich progress
 bar. (Dask's own ``progress`` prints plain text or notebook widgets; we want one rich bar per
-step in the terminal, and nothing at all when output is not a terminal.)
+step in the terminal, and nothing at all when output is not a terminal.) Without a terminal,
+an iterative step says its progress in a line a minute instead (:class:`ProgressNews`).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -93,3 +95,47 @@ def wait_checked(futures: Sequence[Any], check: Callable[[], None] | None = None
             pass
         if check is not None:
             check()
+
+
+class ProgressNews:
+    """A line about an iterative step's progress at most every :attr:`every` seconds.
+
+    Without a terminal (a batch job's log, ``nohup``) there is no progress bar, and a run at
+    0.25° that takes days said nothing until it ended; these lines give the step, the rate and
+    the time left, measured over this attempt.
+    """
+
+    #: seconds between two lines
+    every = 60.0
+
+    def __init__(self, name: str, start: int, total: int) -> None:
+        self.name, self.start, self.total = name, start, total
+        self.t0 = self.last = time.monotonic()
+
+    def line(self, done: int) -> str | None:
+        """The line for ``done`` steps, or None when the last one is recent."""
+        now = time.monotonic()
+        if now - self.last < self.every or done <= self.start:
+            return None
+        self.last = now
+        per_second = (done - self.start) / max(now - self.t0, 1e-9)
+        left = (self.total - done) / per_second
+        return (
+            f"{self.name}: step {done:,} of {self.total:,} ({100 * done / self.total:.1f} %), "
+            f"{per_second * 60:,.0f} steps/min, about {_duration(left)} left"
+        )
+
+
+def _duration(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3.5 h``, ``2.1 days``, ``3.4 years``, ``1,200 years``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    days = seconds / 86400
+    if days < 2 * 365.25:
+        return f"{days:.1f} days"
+    years = days / 365.25  # a run far too long for this cluster: "524794290037100.2 days" said
+    return f"{years:.1f} years" if years < 100 else f"{years:,.0f} years"

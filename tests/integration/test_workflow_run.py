@@ -29,10 +29,10 @@ from openclaw_dask.config import load_config
 from openclaw_dask.runtime import oom
 from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.lock import LOCK
+from openclaw_dask.workflows.progress import _duration
 from openclaw_dask.workflows.runner import (
     ProgressNews,
     StepFailedError,
-    _duration,
     run_workflow,
     step_fingerprint,
 )

@@ -18,7 +18,17 @@ import xarray as xr
 
 from openclaw_dask.config import Config, ConfigError, load_config
 from openclaw_dask.translate import plan_cluster
-from openclaw_dask.workflows import lock, mpi_run, resume, runner, strictjson, zarrio
+from openclaw_dask.workflows import (
+    context,
+    lock,
+    mpi_run,
+    progress,
+    resume,
+    rundir,
+    runner,
+    strictjson,
+    zarrio,
+)
 from openclaw_dask.workflows.context import StepContext
 from openclaw_dask.workflows.reductions import sum_rows_first
 from openclaw_dask.workflows.spec import Workflow, load_workflow
@@ -165,7 +175,7 @@ def test_a_new_run_is_refused_a_directory_another_run_holds_by_its_holder(tmp_pa
     held = lock.hold(run_dir)
     try:
         with pytest.raises(ConfigError, match="another openclaw-dask run is using"):
-            runner._new_run_dir(workflow, run_dir)
+            rundir._new_run_dir(workflow, run_dir)
     finally:
         held.close()
 
@@ -174,9 +184,9 @@ def test_an_empty_run_dir_is_taken_and_a_blank_one_refused(tmp_path: Path) -> No
     """(mutants: an existing empty --run-dir refused as not empty; "  " taken as a folder)"""
     workflow = _two_steps(tmp_path)
     (tmp_path / "empty").mkdir()
-    assert runner._new_run_dir(workflow, tmp_path / "empty") == tmp_path / "empty"
+    assert rundir._new_run_dir(workflow, tmp_path / "empty") == tmp_path / "empty"
     with pytest.raises(ConfigError, match="expected a folder, got an empty path"):
-        runner._new_run_dir(workflow, "  ")
+        rundir._new_run_dir(workflow, "  ")
 
 
 def test_runs_under_a_file_are_one_refusal_not_a_hang(
@@ -189,7 +199,7 @@ def test_runs_under_a_file_are_one_refusal_not_a_hang(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs").write_text("not a folder")
     with pytest.raises(ConfigError, match="cannot write a run directory here"):
-        runner._new_run_dir(workflow, None)
+        rundir._new_run_dir(workflow, None)
 
 
 def test_a_refused_first_run_leaves_the_user_s_folder_and_no_lock(tmp_path: Path) -> None:
@@ -199,9 +209,9 @@ def test_a_refused_first_run_leaves_the_user_s_folder_and_no_lock(tmp_path: Path
     folder.mkdir()
     (folder / runner.RUN_RECORD).write_text("{}")
     lock.hold(folder).close()
-    runner._discard(folder, made=False)
+    rundir._discard(folder, made=False)
     assert folder.is_dir() and not any(folder.iterdir())
-    runner._discard(folder, made=True)
+    rundir._discard(folder, made=True)
     assert not folder.exists()
 
 
@@ -505,7 +515,7 @@ def test_progress_news_says_nothing_before_the_first_step_of_this_attempt() -> N
 
 def test_an_hour_is_said_in_minutes_up_to_ninety_of_them() -> None:
     """(mutant: hours from 60 minutes on)"""
-    assert [runner._duration(s) for s in (89, 90, 4000, 5399, 5400)] == [
+    assert [progress._duration(s) for s in (89, 90, 4000, 5399, 5400)] == [
         "89 s",
         "2 min",
         "67 min",
@@ -516,9 +526,9 @@ def test_an_hour_is_said_in_minutes_up_to_ninety_of_them() -> None:
 
 def test_a_returned_value_s_type_is_named_with_its_package() -> None:
     """(mutant: numpy.ndarray said as ndarray, a name without the package to look it up in)"""
-    assert runner._type_name(np.zeros(1)) == "numpy.ndarray"
-    assert runner._type_name(xr.DataArray([1])) == "xarray.DataArray"
-    assert runner._type_name([]) == "list"
+    assert context._type_name(np.zeros(1)) == "numpy.ndarray"
+    assert context._type_name(xr.DataArray([1])) == "xarray.DataArray"
+    assert context._type_name([]) == "list"
 
 
 def test_strict_json_writes_other_objects_as_text() -> None:
@@ -533,16 +543,16 @@ def test_an_iterative_op_s_records_are_a_dict_of_the_step_s_outputs(tmp_path: Pa
     given for a step with two)."""
     step = _two_steps(tmp_path).steps["double"]
     ds = xr.Dataset({"t": ("time", np.zeros(2))})
-    assert runner._datasets(None, "X.finish", step) == {}
-    assert runner._datasets({"doubled": ds}, "X.finish", step) == {"doubled": ds}
+    assert context._datasets(None, "X.finish", step) == {}
+    assert context._datasets({"doubled": ds}, "X.finish", step) == {"doubled": ds}
     with pytest.raises(TypeError, match=r"X.advance's records returned \['other'\], not outputs"):
-        runner._datasets({"other": ds}, "X.advance's records", step)
+        context._datasets({"other": ds}, "X.advance's records", step)
     with pytest.raises(TypeError, match=r"returned xarray.Dataset; expected a dict .*'doubled'"):
-        runner._datasets(ds, "X.finish", step)
+        context._datasets(ds, "X.finish", step)
     with pytest.raises(TypeError, match=r"for output 'doubled'; expected an xarray.Dataset \("):
-        runner._datasets({"doubled": ds["t"]}, "X.finish", step)
-    assert runner._return_hint(["a"]) == ": return {'a': ds}"
-    assert runner._return_hint(["a", "b"]) == ""
+        context._datasets({"doubled": ds["t"]}, "X.finish", step)
+    assert context._return_hint(["a"]) == ": return {'a': ds}"
+    assert context._return_hint(["a", "b"]) == ""
 
 
 def test_a_loaded_config_reaches_rank_1_whole_with_only_the_reserved_variables(
@@ -607,9 +617,9 @@ def test_a_run_dir_is_made_empty_and_a_file_there_is_refused_untouched(tmp_path:
     """(mutants: the write test's probe left in the new directory, which a refused first run
     then could not remove; a file given as --run-dir read as a folder, an OSError traceback)"""
     workflow = _two_steps(tmp_path)
-    made = runner._new_run_dir(workflow, tmp_path / "a" / "new")
+    made = rundir._new_run_dir(workflow, tmp_path / "a" / "new")
     assert made.is_dir() and not any(made.iterdir())
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(ConfigError, match="is a file, not a folder"):
-        runner._new_run_dir(workflow, tmp_path / "notes.txt")
+        rundir._new_run_dir(workflow, tmp_path / "notes.txt")
     assert (tmp_path / "notes.txt").read_text() == "mine"

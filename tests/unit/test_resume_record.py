@@ -74,7 +74,7 @@ def test_runs_started_in_the_same_second_get_a_directory_each(
 ) -> None:
     """Default run directories are named by the second and claimed by making them (atomic:
     two processes cannot both make one; their race itself is not staged here)."""
-    from openclaw_dask.workflows.runner import _claimed, _new_run_dir
+    from openclaw_dask.workflows.rundir import _claimed, _new_run_dir
     from openclaw_dask.workflows.spec import load_workflow
 
     workflow = load_workflow(Path(__file__).parents[2] / "workflows" / "example.yaml")

@@ -1,0 +1,327 @@
+"""An iterative step's run: its windows, checkpoints, resume point and recovery after lost
+workers.
+
+:class:`IterativeSteps` is the part of :class:`~openclaw_dask.workflows.run.Run` that runs an
+:class:`~openclaw_dask.workflows.context.IterativeOp`: at most ``distributed.sync_interval``
+steps a window, each window's writes running while the next window computes, a checkpoint
+committed after every window (with the files it stands on, so that a resume can tell it is
+whole), and after a lost worker the step continues from the last checkpoint
+(:mod:`~openclaw_dask.workflows.recovery`).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import dask
+from distributed import KilledWorker, futures_of
+
+from openclaw_dask.config import Config, ConfigError
+from openclaw_dask.runtime.cluster import cluster_gone
+from openclaw_dask.workflows import zarrio
+from openclaw_dask.workflows.context import IterativeOp, StepContext, _datasets
+from openclaw_dask.workflows.fingerprint import code_changed
+from openclaw_dask.workflows.progress import ProgressNews, compute_with_progress, wait_checked
+from openclaw_dask.workflows.recovery import (
+    MAX_RECOVERIES,
+    WorkersLostError,
+    prepare_to_continue,
+    worker_addresses,
+)
+from openclaw_dask.workflows.resume_steps import CHECKPOINTS, read_checkpoint
+from openclaw_dask.workflows.spec import StepSpec, Workflow, argument_problem
+
+
+class IterativeSteps:
+    """The iterative steps of a :class:`~openclaw_dask.workflows.run.Run`, which it inherits.
+
+    These use the run's directory, config, workflow and news (below), its record
+    (``save``), its cluster watch (``check``) and its test of a checkpoint
+    (``_same``: :func:`~openclaw_dask.workflows.fingerprint.same_step`).
+    """
+
+    workflow: Workflow
+    config: Config
+    run_dir: Path
+    show_progress: bool
+    announce: Callable[[str], None] | None
+    check: Callable[[], None] | None
+    save: Callable[[], None]
+    _same: Callable[[StepSpec, Mapping[str, Any], str], bool]
+
+    def run_iterative_step(
+        self,
+        step: StepSpec,
+        ctx: StepContext,
+        progress: Any,
+        bar: Any,
+        rec: dict[str, Any],
+        fingerprint: str,
+    ) -> None:
+        """Run the windows of an iterative step; after a lost worker, continue from the last
+        checkpoint (at most ``MAX_RECOVERIES`` times: :mod:`~openclaw_dask.workflows.recovery`)."""
+        client = ctx.client
+        ckpt_dir = self.run_dir / CHECKPOINTS / step.name
+        recoveries: list[dict[str, Any]] = []
+        while True:
+            before = worker_addresses(client)
+            try:
+                self._iterate(step, ctx, progress, bar, rec, fingerprint)
+                return
+            except Exception as exc:
+                if isinstance(exc, ConfigError) or cluster_gone(client):
+                    raise
+                lost = sorted(before - worker_addresses(client))
+                if not lost:
+                    raise
+                saved = read_checkpoint(ckpt_dir)
+                at = int(saved["step"]) if saved and self._same(step, saved, fingerprint) else 0
+                if len(recoveries) >= MAX_RECOVERIES:
+                    raise WorkersLostError(
+                        f"workers were lost {len(recoveries) + 1} times during the step (the "
+                        f"last: {', '.join(lost)}): killed, out of memory (memory.spill) or "
+                        f"their host gone"
+                    ) from exc
+                recoveries.append(
+                    {
+                        "lost": lost,
+                        "from_step": at,
+                        "time": time.time(),
+                        "error": f"{type(exc).__name__}: {exc}".splitlines()[0],
+                    }
+                )
+                rec["recoveries"] = recoveries
+                self.save()
+                if self.announce:
+                    self.announce(
+                        f"{step.name}: lost worker {', '.join(lost)}; continuing from step "
+                        f"{at:,}, the last checkpoint (recovery {len(recoveries)} of "
+                        f"{MAX_RECOVERIES})"
+                    )
+                # the traceback's frames hold the lost window's futures: release them
+                traceback.clear_frames(exc.__traceback__)
+            prepare_to_continue(client, len(before))
+
+    def _iterate(
+        self,
+        step: StepSpec,
+        ctx: StepContext,
+        progress: Any,
+        bar: Any,
+        rec: dict[str, Any],
+        fingerprint: str,
+    ) -> None:
+        """The windows from the last checkpoint (or step 0) to the end."""
+        op: IterativeOp = step.info.target(ctx, **step.args)
+        client = ctx.client
+        total = int(op.total_steps)
+        interval = int(self.config["distributed.sync_interval"])
+        ckpt_dir = self.run_dir / CHECKPOINTS / step.name
+        start, state = self._resume_point(step, op, ckpt_dir, fingerprint, rec, client)
+        code = step.info.code  # in each checkpoint: a resume says when it changed since
+        rec.update(total_steps=total, sync_interval=interval)
+        progress.update(bar, total=total, completed=start)
+        pending: tuple[list[Any], dict[str, Any]] | None = None
+        s = start
+        news = ProgressNews(step.name, start, total) if not self.show_progress else None
+        while s < total:
+            n = min(interval, total - s)
+            advanced = op.advance(state, s, n)
+            if not (isinstance(advanced, tuple) and len(advanced) == 2):
+                raise TypeError(
+                    f"{type(op).__name__}.advance returned {type(advanced).__name__}; "
+                    "expected (state, {output: records}), the records may be {}"
+                )
+            new_state, records = advanced
+            records = _datasets(records, f"{type(op).__name__}.advance's records", step)
+            for name, ds in records.items():
+                # without it, one window's records made an output with no time at all, and
+                # only a second window's append said so (in xarray's words)
+                if op.append_dim not in ds.dims:
+                    raise TypeError(
+                        f"{type(op).__name__}.advance's records for {name!r} have no dimension "
+                        f"{op.append_dim!r} (its append_dim, along which they are appended); "
+                        f"they have {tuple(ds.dims) or 'none'}"
+                    )
+            # submit the window and go on: its writes run while the next window computes
+            # on the run's client; the optimisation runs on the scheduler, so it is this flag
+            # (not a dask.config.set around the call) that decides whether it happens
+            new_state, records = dask.persist(new_state, records, optimize_graph=op.optimize_graphs)
+            if pending:
+                self._commit(ckpt_dir, op, step, rec, *pending)
+                progress.update(bar, completed=pending[1]["step"])
+                line = news.line(pending[1]["step"]) if news else None
+                if line and self.announce:
+                    self.announce(line)
+            store = f"state-{s + n}.zarr"
+            writes = [
+                zarrio.write(
+                    ds, self.run_dir / f"{name}.zarr", self.config, append_dim=op.append_dim
+                )
+                for name, ds in records.items()
+            ]
+            if s + n < total:  # the last window's state goes straight into the outputs
+                writes.append(zarrio.write(new_state, ckpt_dir / store, self.config))
+            else:
+                store = None
+            pending = (
+                client.compute(writes),
+                {"step": s + n, "store": store, "fingerprint": fingerprint, "code": code},
+            )
+            state, s = new_state, s + n
+        if pending:
+            self._commit(ckpt_dir, op, step, rec, *pending)
+            progress.update(bar, completed=pending[1]["step"])
+        final = _datasets(op.finish(state), f"{type(op).__name__}.finish", step)
+        if final:
+            writes = [
+                zarrio.write(ds, self.run_dir / f"{name}.zarr", self.config)
+                for name, ds in final.items()
+            ]
+            compute_with_progress(client, writes, check=self.check)
+        # an output neither emitted nor finished failed later as "FileNotFoundError: file://"
+        missing = [n for n in step.zarr_outputs if not (self.run_dir / f"{n}.zarr").exists()]
+        if missing:
+            raise TypeError(
+                f"{type(op).__name__} wrote nothing to {', '.join(missing)}: neither "
+                "advance's records nor finish returned it"
+            )
+        shutil.rmtree(ckpt_dir, ignore_errors=True)
+
+    def _resume_point(
+        self,
+        step: StepSpec,
+        op: IterativeOp,
+        ckpt_dir: Path,
+        fingerprint: str,
+        rec: dict[str, Any],
+        client: Any,
+    ) -> tuple[int, Any]:
+        """The step to start from and its state, persisted: the checkpoint's, or step 0's.
+
+        A checkpoint is used only when its state store and the outputs it counted are as they
+        were committed and the state reads back: zarr reads a missing chunk as its fill value,
+        so a deleted chunk resumed into NaN fields that the run recorded as its result, and a
+        deleted output lost the records before the checkpoint. A damaged one is said, and the
+        step runs from step 0 (slower, never wrong).
+        """
+        saved = read_checkpoint(ckpt_dir)
+        if saved and self._same(step, saved, fingerprint):
+            damage = self._damage(saved, op.append_dim)
+            state = None
+            if damage is None:
+                stored = zarrio.open_output(ckpt_dir / saved["store"])
+                state = client.persist(op.resumed_state(stored))
+                damage = _unreadable(state, self.check)
+            if damage is None:
+                for name, length in saved["extents"].items():
+                    zarrio.truncate(self.run_dir / f"{name}.zarr", op.append_dim, length)
+                rec["resumed_from_step"] = int(saved["step"])
+                if self.announce:
+                    # continued all the same: the fix of a crash late in a long step; a
+                    # change of its numbers would need the step run again from step 0
+                    edited = (
+                        f" (its op's code changed since; delete {ckpt_dir} to run the step "
+                        "from step 0)"
+                        if code_changed(step, saved)
+                        else ""
+                    )
+                    self.announce(
+                        f"{step.name}: continuing from its checkpoint at step "
+                        f"{int(saved['step']):,}{edited}"
+                    )
+                return int(saved["step"]), state
+            rec["checkpoint_damaged"] = damage
+            damaged = f"the checkpoint at step {int(saved['step']):,} is damaged ({damage})"
+            # the resume did not check the values of a step it was to continue (another run's
+            # state to start from may be gone): starting over needs them, checked before the
+            # checkpoint and outputs go
+            self._check_start_over(step, f"; {damaged}, so the step starts over, which needs it")
+            if self.announce:
+                self.announce(f"{step.name}: {damaged}; running the step from step 0")
+        shutil.rmtree(ckpt_dir, ignore_errors=True)
+        for name in step.zarr_outputs:
+            shutil.rmtree(self.run_dir / f"{name}.zarr", ignore_errors=True)
+        return 0, client.persist(op.initial_state())
+
+    def _check_start_over(self, step: StepSpec, why: str) -> None:
+        """Ask the op's own value check of ``step``, which a resume did not, as it was to
+        continue the step from its checkpoint (:func:`continued_steps`).
+
+        Raises
+        ------
+        ConfigError
+            What it refuses, at the argument's line, with ``why`` the step needs it.
+        """
+        refused = dict(step.info.check(step.args)) if step.info.check is not None else {}
+        if refused:
+            problems = [argument_problem(self.workflow, step.name, *i) for i in refused.items()]
+            raise ConfigError([replace(p, message=p.message + why) for p in problems])
+
+    def _damage(self, saved: dict[str, Any], dim: str | None) -> str | None:
+        """What is missing or changed since the checkpoint was committed, or ``None``."""
+        # the state store is never written again; an output's chunk may be (appends)
+        damage = zarrio.manifest_damage(
+            self.run_dir, saved.get("files") or {}, lambda rel: rel.startswith(f"{CHECKPOINTS}/")
+        )
+        if damage is not None:
+            return damage
+        for name, length in saved["extents"].items():
+            have = zarrio.extent(self.run_dir / f"{name}.zarr", dim) if dim else length
+            if have < length:
+                return f"{name}.zarr holds {have} of the {length} records it had"
+        return None
+
+    def _commit(
+        self,
+        ckpt_dir: Path,
+        op: IterativeOp,
+        step: StepSpec,
+        rec: dict[str, Any],
+        futures: list[Any],
+        info: dict[str, Any],
+    ) -> None:
+        """Wait for a window's writes, then commit its checkpoint (and the record)."""
+        wait_checked(futures, self.check)
+        for future in futures:
+            future.result()  # raise a failed write here
+        info["extents"] = {
+            name: zarrio.extent(self.run_dir / f"{name}.zarr", op.append_dim)
+            for name in step.zarr_outputs
+        }
+        if info["store"] is not None:  # None: the last window, finished right after
+            # every file the checkpoint stands on, so a resume can tell it is whole
+            stores = [ckpt_dir / info["store"]]
+            stores += [self.run_dir / f"{name}.zarr" for name in step.zarr_outputs]
+            info["files"] = zarrio.manifest(self.run_dir, stores)
+            self._write_checkpoint(ckpt_dir, info)
+        rec["checkpoint_step"] = info["step"]
+        self.save()
+
+    @staticmethod
+    def _write_checkpoint(ckpt_dir: Path, info: dict[str, Any]) -> None:
+        """Commit a checkpoint: its state store is complete; then drop older ones."""
+        zarrio.atomic_write_text(ckpt_dir / "checkpoint.json", json.dumps(info))
+        for old in ckpt_dir.glob("state-*.zarr"):
+            if old.name != info["store"]:
+                shutil.rmtree(old, ignore_errors=True)
+
+
+def _unreadable(state: Any, check: Any) -> str | None:
+    """Why a persisted checkpoint state could not be read back, or ``None`` when it was."""
+    futures = futures_of(state)
+    wait_checked(futures, check)
+    for future in futures:
+        if future.status == "error":
+            exc = future.exception()
+            if isinstance(exc, KilledWorker):  # the cluster's trouble, not the checkpoint's
+                raise exc
+            return f"its state cannot be read: {type(exc).__name__}: {exc}"
+    return None

@@ -1,0 +1,111 @@
+"""A run's directory: made (and claimed) for a first run, cleaned up after one refused before
+any step ran, and where each attempt writes its performance report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+from pathlib import Path
+
+from openclaw_dask.config import ConfigError
+from openclaw_dask.config.errors import Problem
+from openclaw_dask.workflows import lock as run_dir_lock
+from openclaw_dask.workflows.resume import RUN_RECORD
+from openclaw_dask.workflows.spec import Workflow
+
+PERFORMANCE_REPORT = "performance-report.html"
+
+
+def report_path(directory: Path, attempt: int) -> Path:
+    """Where an attempt of the run in ``directory`` writes its performance report.
+
+    ``performance-report.html``, unless an earlier attempt wrote that: then
+    ``performance-report-<attempt>.html`` beside it (a resume had written over the report of
+    the attempt that did most of the work with one of the steps it had left).
+    """
+    plain = (directory / PERFORMANCE_REPORT).resolve()
+    if attempt <= 1 or not plain.exists():
+        return plain
+    return plain.with_name(f"{plain.stem}-{attempt}{plain.suffix}")
+
+
+def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
+    if isinstance(run_dir, str) and not run_dir.strip():  # Path("") is the current folder
+        raise ConfigError([Problem("expected a folder, got an empty path", origin="--run-dir")])
+    if run_dir is not None:
+        path = Path(run_dir)
+        if path.exists() and not path.is_dir():
+            raise ConfigError([Problem("is a file, not a folder", "", str(path))])
+        using = run_dir_lock.holder(path) if path.is_dir() else None
+        if using is not None:  # a run started there a moment ago: not one to resume
+            raise run_dir_lock.in_use(path, using)
+        if path.exists() and any(path.iterdir()):
+            raise ConfigError(
+                [
+                    Problem(
+                        "run directory exists and is not empty; pass --resume to continue that "
+                        "run, or choose another --run-dir (nothing there is overwritten)",
+                        "",
+                        str(path),
+                    )
+                ]
+            )
+    else:
+        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        base = Path("runs") / workflow.name
+        path = base / stamp
+        n = 1
+        # claimed by making it: two runs started in the same second had both chosen the
+        # first free name, and the second was refused as a run directory in use
+        while not _claimed(path):
+            n += 1
+            path = base / f"{stamp}-{n}"
+    probe = path / ".openclaw-write-test"
+    try:  # write something, as root may not write everywhere os.access says it can
+        path.mkdir(parents=True, exist_ok=True)
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ConfigError(
+            [Problem(f"cannot write a run directory here: {reason}", "", str(path))]
+        ) from None
+    return path
+
+
+def _discard(directory: Path, made: bool, outermost: Path | None = None) -> None:
+    """Remove what a first run wrote in ``directory`` before it was refused, and ``directory``
+    itself if the run ``made`` it, with the folders made for it up to ``outermost`` (a first
+    run's ``runs/<workflow>``, and ``runs``; an empty ``runs/<workflow>/`` had stayed)."""
+    for name in (RUN_RECORD, run_dir_lock.LOCK):
+        (directory / name).unlink(missing_ok=True)
+    if not made:
+        return
+    with contextlib.suppress(OSError):  # not empty after all (another run's): leave it
+        for folder in (directory, *directory.parents):
+            folder.rmdir()
+            if outermost is None or folder == Path(outermost):
+                break
+
+
+def _outermost_missing(path: str | os.PathLike[str]) -> Path | None:
+    """The outermost of ``path`` and its parents that does not exist yet (``None``: it exists)."""
+    missing = None
+    for folder in (Path(path), *Path(path).parents):
+        if folder.exists():
+            break
+        missing = folder
+    return missing
+
+
+def _claimed(path: Path) -> bool:
+    """Make ``path`` unless it exists (an error to make it is said by the write test after)."""
+    try:
+        path.mkdir(parents=True)
+    except FileExistsError:
+        return False
+    except OSError:
+        pass
+    return True
