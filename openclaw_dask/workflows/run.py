@@ -193,6 +193,7 @@ class Run(IterativeSteps):
                     same = self._same(step, rec, fingerprint)
                     why = rerun_reason(step, rec, same, self.run_dir)
                     self.announce(f"step {name!r} completed earlier, but {why}: running it again")
+                before = dict(rec)
                 rec.clear()
                 rec.update(
                     op=step.op, status="running", fingerprint=fingerprint, started=time.time()
@@ -212,7 +213,18 @@ class Run(IterativeSteps):
                     self._finish_step(step, rec)
                     if ctx.metrics:
                         rec["metrics"] = ctx.metrics
-                except (KeyboardInterrupt, ConfigError):
+                except KeyboardInterrupt:
+                    raise
+                except ConfigError as exc:
+                    # refused (a resume's step that must start over and needs what is gone):
+                    # not left "running" beside the run's "rejected". An unfinished earlier
+                    # attempt's record stays (its checkpoint is still there to continue from);
+                    # a completed one's outputs may be half replaced, so that one is not kept
+                    if before and before.get("status") != "completed":
+                        rec.clear()
+                        rec.update(before)
+                    else:
+                        rec.update(status="rejected", error=f"{type(exc).__name__}: {exc}")
                     raise
                 except (Exception, SystemExit) as exc:
                     # (an op that calls sys.exit fails its step: the run ended in silence,

@@ -76,7 +76,8 @@ def test_a_run_whose_initial_state_was_deleted_continues_from_its_checkpoint(
     resumed = submit("--resume", str(run_dir), *QUIET, "--no-report")
     assert resumed.returncode == 0, resumed.stderr
     rec = record_of(run_dir)
-    assert rec["status"] == "completed" and rec["steps"]["simulate"]["resumed_from_step"] == seen
+    assert rec["status"] == "completed"
+    assert rec["steps"]["simulate"]["resumed_from_step"] == killed_at
     for output in ("monthly.zarr", "final.zarr"):  # where it started, as the first attempt said
         assert xr.open_zarr(run_dir / output).attrs["initial_state"] == str(start), output
 
@@ -87,12 +88,16 @@ def test_a_run_whose_initial_state_was_deleted_continues_from_its_checkpoint(
         (damaged, f"the checkpoint at step {killed_at:,} is damaged ("),
     ):
         files = sorted(p for p in copy.rglob("*") if p.name != "run.json")
+        step_before = record_of(copy)["steps"]["simulate"]
         again = submit("--resume", str(copy), *QUIET, "--no-report")
         assert again.returncode == 2, again.stderr
         [line] = [line for line in again.stderr.splitlines() if line.startswith("error:")]
         assert said in line and why in line, again.stderr
         assert "Traceback" not in again.stderr
         assert sorted(p for p in copy.rglob("*") if p.name != "run.json") == files
+        # the refused step's record is as it was (its checkpoint step, its attempt): it had
+        # been cleared for the new attempt and left "running" beside the run's "rejected"
+        assert record_of(copy)["steps"]["simulate"] == step_before, copy
 
     # the finished run, given more years: refused, saying the run that goes on from its end
     longer = submit("--resume", str(run_dir), "--set", "params.years=3")
