@@ -129,9 +129,9 @@ class NodeTarget:
         asyncssh ``connect`` keyword arguments.
     indices
         Every entry of ``distributed.nodes`` this login and python stand for.
-    python_in_label
-        Whether another entry reaches the same ``host:port`` with another python (then the
-        label names the python).
+    python_in_label, user_in_label
+        Whether another entry reaches the same ``host:port`` with another python, or as
+        another user (then the label names it: each is probed, and reported, on its own).
     """
 
     index: int
@@ -142,12 +142,14 @@ class NodeTarget:
     options: dict[str, Any]
     indices: tuple[int, ...] = ()
     python_in_label: bool = False
+    user_in_label: bool = False
 
     @property
     def label(self) -> str:
-        """``host:port``, how every message names the node; ``host:port (python P)`` when the
-        host is given more than one python (each is probed, and reported, on its own)."""
-        where = f"{self.host}:{self.ssh_port}"
+        """``host:port``, how every message names the node; ``user@host:port`` when the host
+        is reached as more than one user, ``... (python P)`` with more than one python."""
+        where = f"{self.user}@" if self.user_in_label else ""
+        where += f"{self.host}:{self.ssh_port}"
         return f"{where} (python {self.python})" if self.python_in_label else where
 
 
@@ -170,9 +172,18 @@ def node_targets(config: Config) -> list[NodeTarget]:
             indices=(i,),
         )
     pythons: dict[tuple[str, int], set[str]] = {}
+    users: dict[tuple[str, int], set[str]] = {}
     for target in out.values():
         pythons.setdefault((target.host, target.ssh_port), set()).add(target.python)
-    return [replace(t, python_in_label=len(pythons[t.host, t.ssh_port]) > 1) for t in out.values()]
+        users.setdefault((target.host, target.ssh_port), set()).add(target.user)
+    return [
+        replace(
+            t,
+            python_in_label=len(pythons[t.host, t.ssh_port]) > 1,
+            user_in_label=len(users[t.host, t.ssh_port]) > 1,
+        )
+        for t in out.values()
+    ]
 
 
 def local_facts(config: Config) -> dict[str, Any]:
@@ -373,7 +384,8 @@ def check_nodes(config: Config) -> dict[str, dict[str, Any]]:
     -------
     dict
         ``{label: what the node reported}`` (versions, its own config if any): one entry per
-        login and python; the label is ``host:port``, or ``host:port (python P)`` where one
+        login and python; the label is ``host:port``, ``user@host:port`` where one host is
+        reached as several users, or ``host:port (python P)`` where one
         ``host:port`` is given several pythons (a node's second environment: each probed and
         checked on its own, not one's packages for both).
 

@@ -261,3 +261,15 @@ def test_nodes_are_checked_from_inside_a_running_event_loop_too() -> None:
 
     said = asyncio.run(in_a_loop())
     assert said.startswith("node 127.0.0.1:1: not reachable: Connection refused"), said
+
+
+def test_two_logins_of_one_host_are_labelled_apart() -> None:
+    """Each (login, python) is probed on its own and its result kept under its label: two
+    users of one ``host:port`` shared the label ``host:port``, so one login's probe stood for
+    both (helper-45's review; the python was told apart in 92897c3, the user was not)."""
+    nodes = (
+        "distributed.nodes=[{host: 10.0.0.1, user: alice},"
+        " {host: 10.0.0.1, user: bob}, {host: 10.0.0.2}]"
+    )
+    labels = [t.label for t in node_targets(config(nodes))]
+    assert labels == ["alice@10.0.0.1:22", "bob@10.0.0.1:22", "10.0.0.2:22"]
