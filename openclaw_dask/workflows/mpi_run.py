@@ -13,7 +13,6 @@ the same outcome a local run has: the record, :class:`StepFailedError`, :class:`
 from __future__ import annotations
 
 import builtins
-import contextlib
 import json
 import os
 import shlex
@@ -40,11 +39,10 @@ from openclaw_dask.runtime.oom import WorkersOutOfMemoryError
 from openclaw_dask.runtime.terminal import interrupts
 from openclaw_dask.translate import ClusterPlan
 from openclaw_dask.workflows import strictjson, zarrio
-from openclaw_dask.workflows.lock import LOCK
 from openclaw_dask.workflows.recovery import WorkersLostError
 from openclaw_dask.workflows.resume import RUN_RECORD, read_run
 from openclaw_dask.workflows.run import StepFailedError
-from openclaw_dask.workflows.rundir import _new_run_dir, _outermost_missing
+from openclaw_dask.workflows.rundir import _discard, _new_run_dir, _outermost_missing
 from openclaw_dask.workflows.spec import Workflow
 
 
@@ -220,12 +218,7 @@ def _interrupted(exc: KeyboardInterrupt, directory: Path, made: Path | None) -> 
     if (directory / RUN_RECORD).exists():
         exc.run_dir = directory  # type: ignore[attr-defined]  # submit's resume hint
     elif made is not None:
-        (directory / LOCK).unlink(missing_ok=True)
-        with contextlib.suppress(OSError):  # not empty after all: left as it is
-            for folder in (directory, *directory.parents):
-                folder.rmdir()
-                if folder == made:
-                    break
+        _discard(directory, made=True, outermost=made)  # (only rank 1's lock is in it)
     return exc
 
 
