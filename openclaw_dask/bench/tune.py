@@ -74,7 +74,7 @@ from openclaw_dask.bench.workloads import Workload, describe_rate, workload
 from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware
 from openclaw_dask.config.arguments import check_instance
 from openclaw_dask.config.render import yaml_value
-from openclaw_dask.config.schema import KEYS, SECTIONS
+from openclaw_dask.config.schema import KEYS, KEYS_BY_PATH, SECTIONS
 from openclaw_dask.runtime import start_cluster
 from openclaw_dask.translate import plan_cluster
 from openclaw_dask.workflows.recovery import prepare_to_continue
@@ -680,6 +680,12 @@ def tuned_config_text(config: Config, report: dict[str, Any]) -> str:
     keep = [k for k in KEYS if config.sources.get(k.path, "default") != "default"]
     wanted = {k.path for k in keep} | set(changes)
     for section in SECTIONS:
+        if section in KEYS_BY_PATH:  # `dask:`, one key: the raw mapping the baseline ran with
+            if section in wanted:  # (it was dropped: the tuned config lost the user's dask:)
+                lines.append(
+                    f"{section}: {yaml_value(KEYS_BY_PATH[section].type.render(tuned[section]))}"
+                )
+            continue
         keys = [k for k in KEYS if k.path.startswith(section + ".") and k.path in wanted]
         if not keys:
             continue

@@ -29,6 +29,7 @@ from tests.integration.dies_once import (
     dask_log_lines,
 )
 from tests.integration.sshd import free_port
+from tests.integration.starts_slowly import STARTS_SLOWLY_SETS
 from tests.integration.test_h42_tune_budget import MARGIN_S
 from tests.integration.test_workflow_run import EXE, ctrl_c_after, foreground
 from tests.unit.test_cli import run_cli
@@ -114,7 +115,9 @@ def test_a_budget_spent_on_the_baseline_says_what_was_not_measured(tmp_path: Pat
     # which must not read as "nothing measured faster"
     out = tmp_path / "tuned.config"
     args = ("tune", "--workload", "stencil", "--budget", BASELINE_ONLY, "--out", str(out))
-    proc = run_cli(*args, env=isolated_env(tmp_path), cwd=tmp_path, timeout=600)
+    # every trial's cluster starts 5 s late: a quick baseline (3.5 s, once in CI) had left a
+    # candidate room enough
+    proc = run_cli(*args, *STARTS_SLOWLY_SETS, env=isolated_env(tmp_path), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     report = json.loads((tmp_path / "tuned.report.json").read_text())
     baseline, *others = report["trials"]
@@ -139,7 +142,8 @@ def test_a_budget_spent_on_the_baseline_says_what_was_not_measured(tmp_path: Pat
     assert "nothing measured faster" not in proc.stdout
     text = out.read_text()
     assert "# measured: no candidate within the budget" in text and f"# {note}" in text
-    assert load_config(out).config_hash() == load_config(None, use_search_path=False).config_hash()
+    given = load_config(None, [STARTS_SLOWLY_SETS[1]], use_search_path=False)
+    assert load_config(out).config_hash() == given.config_hash()
     md = (tmp_path / "tuned.report.md").read_text()
     assert "no candidate was measured within the budget" in md and note[1:] in md
 
