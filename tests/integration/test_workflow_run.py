@@ -25,7 +25,7 @@ import psutil
 import pytest
 import xarray as xr
 
-from openclaw_dask.config import load_config
+from openclaw_dask.config import ConfigError, load_config
 from openclaw_dask.runtime import oom
 from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.lock import LOCK
@@ -1075,3 +1075,19 @@ def test_durations_read_as_people_say_them() -> None:
         "3.4 years",
         "1,200 years",
     ]
+
+
+def test_a_step_refused_while_it_runs_is_recorded_rejected_not_running(tmp_path: Path) -> None:
+    """A ConfigError raised inside a step of a first run (an op refusing its input): the step
+    had stayed "running" beside the run's "rejected"; it is "rejected", with the message."""
+    wf = tmp_path / "refuses.yaml"
+    wf.write_text(FAILING_WORKFLOW.replace("user_ops:explode", "user_ops:refuses"))
+    wf.write_text(wf.read_text().replace("    with: {message: kaboom}\n", ""))
+    run_dir = tmp_path / "run"
+    with pytest.raises(ConfigError, match="the field is not what this op takes"):
+        run_workflow(wf, overrides=[QUIET[1]], run_dir=run_dir)
+    rec = record_of(run_dir)
+    assert rec["status"] == "rejected"
+    assert rec["steps"]["field"]["status"] == "completed"
+    bad = rec["steps"]["bad"]
+    assert bad["status"] == "rejected" and "the field is not what this op takes" in bad["error"]

@@ -32,6 +32,14 @@ def explode(ctx: StepContext, *, message: str = "boom") -> dict[str, xr.Dataset]
     raise ValueError(f"the op's own error: {message}")
 
 
+def refuses(ctx: StepContext) -> dict[str, xr.Dataset]:
+    """A user op that refuses its input as bad input (a ConfigError), once it runs."""
+    from openclaw_dask.config import ConfigError
+    from openclaw_dask.config.errors import Problem
+
+    raise ConfigError([Problem("the field is not what this op takes", "steps.bad")])
+
+
 def explode_at_length(ctx: StepContext, *, length: int = 20_000) -> dict[str, xr.Dataset]:
     """A user op whose message is ``length`` characters long, with rich markup at both ends."""
     raise ValueError("[bold]the head[/] " + "x" * length + " the end [/]")
