@@ -46,6 +46,13 @@ def make_hardware(
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-xdist's workers run with ``COLUMNS=80`` in their environment, which the CLI's
+    subprocesses inherit: their tables, piped to the tests, were cut to 80 columns
+    ("10.231…") where a run without workers gives them 200."""
+    os.environ.pop("COLUMNS", None)
+
+
 @pytest.fixture
 def hw() -> Callable[..., Hardware]:
     """Factory of machine descriptions (see :func:`make_hardware`)."""
