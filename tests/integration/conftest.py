@@ -24,26 +24,6 @@ def _isolate(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
     monkeypatch.chdir(folder)
 
 
-#: Tests kept on one pytest-xdist worker (``--dist loadgroup``), by what they share. Each worker
-#: builds its own module and session fixtures: the quick benchmark (40 s) and the uninterrupted
-#: climate run (20 s) ran once a worker. The SSH rigs of two workers could pick the same bridge
-#: subnet at once (and the loopback rig's hosts are fixed addresses), so every ``ssh`` test
-#: shares a worker too.
-SHARED_FIXTURES = {"quick_report": "quick-benchmark", "uninterrupted_banded_run": "sshd"}
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test that shares a fixture or the SSH rigs with its ``xdist_group``."""
-    for item in items:
-        if item.get_closest_marker("ssh"):
-            item.add_marker(pytest.mark.xdist_group("sshd"))
-            continue
-        names = getattr(item, "fixturenames", ())
-        group = next((SHARED_FIXTURES[n] for n in names if n in SHARED_FIXTURES), None)
-        if group:
-            item.add_marker(pytest.mark.xdist_group(group))
-
-
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     """No developer config, a private state dir, and no worker processes left behind."""

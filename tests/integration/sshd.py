@@ -15,11 +15,13 @@ their sessions left running), the namespaces, the bridge.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,15 +149,20 @@ class SshRig:
     # ---- network --------------------------------------------------------------------------
 
     def _make_bridge(self) -> None:
-        used = _run("ip", "-4", "-o", "addr").stdout
-        self.subnet = next(n for n in range(1, 255) if f"10.231.{n}." not in used)
-        self.bridge = f"ocbr{os.getpid()}"[:15]
-        for cmd in (
-            ("ip", "link", "add", self.bridge, "type", "bridge"),
-            ("ip", "addr", "add", f"10.231.{self.subnet}.1/24", "dev", self.bridge),
-            ("ip", "link", "set", self.bridge, "up"),
-        ):
-            _check(_run(*cmd), cmd)
+        # the subnet is free once no interface has it: two rigs started at once (the suite's
+        # two pytest-xdist workers) both found 10.231.1 free; the lock makes the look and the
+        # taking one step
+        with open(Path(tempfile.gettempdir()) / "openclaw-sshrig.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            used = _run("ip", "-4", "-o", "addr").stdout
+            self.subnet = next(n for n in range(1, 255) if f"10.231.{n}." not in used)
+            self.bridge = f"ocbr{os.getpid()}"[:15]
+            for cmd in (
+                ("ip", "link", "add", self.bridge, "type", "bridge"),
+                ("ip", "addr", "add", f"10.231.{self.subnet}.1/24", "dev", self.bridge),
+                ("ip", "link", "set", self.bridge, "up"),
+            ):
+                _check(_run(*cmd), cmd)
 
     def _make_namespace(self, index: int) -> tuple[str, str, str]:
         """A namespace with a veth into the bridge; returns (namespace, address, veth)."""
