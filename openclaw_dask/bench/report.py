@@ -21,19 +21,25 @@ def _fmt(value: float, unit: str) -> str:
 
 
 def table(report: dict[str, Any]) -> Table:
-    """One row per throughput figure and per ratio, with goals where the issue sets one.
+    """One row per throughput figure and per ratio, with goals where the issue sets one, under a
+    row that names each suite.
 
     The spread of a throughput figure is half its repeats' range over their median; that of a
-    ratio, the range of its value in each round alone.
+    ratio, the range of its value in each round alone. A figure's name, value and spread are
+    never cut (on an 80-column terminal a suite column beside them cut the first and the last:
+    "fraction_of_copy_ba…", "0.860-…"); a goal wraps at its spaces instead.
     """
     t = Table(title=f"openclaw-dask benchmark (config {report['config_hash']})")
-    for col in ("suite", "figure", "value", "spread", "goal"):
-        t.add_column(col)
+    t.add_column("figure", no_wrap=True)
+    t.add_column("value", no_wrap=True)
+    t.add_column("spread", no_wrap=True)
+    t.add_column("goal")
     for name, suite in report["suites"].items():
+        t.add_row(f"[bold]{name}[/] suite")
         timings = suite["timings"]
         for fig, tp in suite["throughput"].items():
             timing = timings.get(fig, {})
-            t.add_row(name, fig, _fmt(tp["value"], tp["unit"]), _spread(timing), "")
+            t.add_row(fig, _fmt(tp["value"], tp["unit"]), _spread(timing), "")
         for fig, value in suite["ratios"].items():
             goal = suite["goals"].get(fig)
             mark = ""
@@ -45,7 +51,8 @@ def table(report: dict[str, Any]) -> Table:
             rounds = [x for x in suite.get("ratio_rounds", {}).get(fig, []) if x is not None]
             # the range of the rounds alone, when there are several
             span = f"{min(rounds):.3f}-{max(rounds):.3f}" if len(rounds) > 1 else ""
-            t.add_row(name, f"[bold]{fig}[/]", shown, span, mark)
+            t.add_row(f"[bold]{fig}[/]", shown, span, mark)
+        t.rows[-1].end_section = True
     return t
 
 

@@ -28,6 +28,7 @@ from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
 from openclaw_dask.cli.output import err, out
 from openclaw_dask.config import ConfigError
 from openclaw_dask.config.errors import Problem
+from openclaw_dask.config.hardware import format_cpu_list
 from openclaw_dask.config.validate import ADDRESS_TRANSPORTS, locate, transport
 from openclaw_dask.exitcodes import EXIT_FAILED
 from openclaw_dask.runtime.processes import kill_tree, wait_gone
@@ -373,6 +374,42 @@ def _kill_daemon(proc: psutil.Process, waited: float, closing: bool) -> str:
     )
 
 
+#: The longest worker address kept on one line in `cluster status` (an IPv4 one is at most
+#: 27 characters): a longer one (a host's full name) folds, or the columns beside it lose all.
+ADDRESS_ON_ONE_LINE = 32
+
+
+def workers_table(address: str, facts: dict[str, dict[str, Any]]) -> Table:
+    """One row per worker: its address, threads, pinned cores, allocator and memory limit.
+
+    A config hash that every worker shares goes in the title, a resources column shows only
+    when a worker has one, and cores are a cpulist (``0-7``): on an 80-column terminal eight
+    columns cut every worker's address and hash ("tcp://…", "dc0eb…"). Nothing is cut now: a
+    hash and an address up to :data:`ADDRESS_ON_ONE_LINE` never break, the rest folds.
+    """
+    hashes = {f["config_hash"] for f in facts.values()}
+    shared = hashes.pop() if len(hashes) == 1 else None
+    resources = any(f["resources"] for f in facts.values())
+    table = Table(title=f"cluster at {address}" + (f", config {shared}" if shared else ""))
+    short = max(map(len, facts), default=0) <= ADDRESS_ON_ONE_LINE
+    table.add_column("worker", no_wrap=short, overflow="fold")
+    for column in ("threads", "cores", "allocator", "memory limit"):
+        table.add_column(column, overflow="fold")
+    if resources:
+        table.add_column("resources", overflow="fold")
+    if not shared:
+        table.add_column("config hash", no_wrap=True)
+    for worker, f in sorted(facts.items()):
+        limit = format_bytes(f["memory_limit"]) if f["memory_limit"] else "none"
+        row = [worker, str(f["nthreads"]), format_cpu_list(f["affinity"]), f["allocator"], limit]
+        if resources:
+            row.append(",".join(f"{k}={v:g}" for k, v in f["resources"].items()) or "-")
+        if not shared:
+            row.append(f["config_hash"] or "-")
+        table.add_row(*row)
+    return table
+
+
 @cluster_group.command("status")
 @ADDRESS_OPTION
 @CLIENT_CONFIG_OPTION
@@ -387,33 +424,7 @@ def status_cmd(address: str | None, config_path: str | None) -> None:
         # Dask formats a link even for a scheduler that serves no dashboard: `cluster up`
         # recorded whether its own does; another scheduler (--address) is asked
         link = attached_dashboard(client) if dashboard else None
-    table = Table(title=f"cluster at {address}")
-    for column in (
-        "worker",
-        "host",
-        "threads",
-        "cores",
-        "allocator",
-        "memory limit",
-        "resources",
-        "config hash",
-    ):
-        table.add_column(column)
-    for worker, f in sorted(facts.items()):
-        cores = ",".join(map(str, f["affinity"]))
-        limit = format_bytes(f["memory_limit"]) if f["memory_limit"] else "none"
-        resources = ",".join(f"{k}={v:g}" for k, v in f["resources"].items()) or "-"
-        table.add_row(
-            worker,
-            f["host"],
-            str(f["nthreads"]),
-            cores,
-            f["allocator"],
-            limit,
-            resources,
-            f["config_hash"] or "-",
-        )
-    out.print(table)
+    out.print(workers_table(address, facts))
     for worker, reason in refused.items():
         err.print(f"refused {worker}: {reason}", markup=False)
     if link:

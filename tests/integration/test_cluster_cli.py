@@ -67,7 +67,7 @@ def test_up_status_compact_down() -> None:
         assert status.returncode == 0, status.stderr
         rows = [r for r in status.stdout.splitlines() if r.startswith("│ tcp://127.0.0.1")]
         assert len(rows) == 2 and all("jemalloc" in r for r in rows)
-        cores = sorted(r.split("│")[4].strip() for r in rows)
+        cores = sorted(r.split("│")[3].strip() for r in rows)
         assert cores == ["0", "1"]
 
         compact = sh("memory", "compact")

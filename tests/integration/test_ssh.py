@@ -22,6 +22,7 @@ import numpy as np
 import psutil
 import pytest
 from distributed import Client
+from distributed.comm import get_address_host
 
 from openclaw_dask.config import load_config
 from openclaw_dask.config.tls import create_certificates
@@ -132,12 +133,14 @@ def test_cluster_up_status_down_on_ssh(rig: SshRig, tmp_path: Path) -> None:
     try:
         status = cli("cluster", "status")
         assert status.returncode == 0, status.stderr
-        rows = {r[1]: r for r in table_rows(status.stdout)}  # host -> row
+        # host -> row; columns: worker, threads, cores, allocator, memory limit, resources
+        # (the config hash they share is in the title)
+        rows = {get_address_host(r[0]): r for r in table_rows(status.stdout)}
         assert set(rows) == {a.host, b.host}
-        # columns: worker, host, threads, cores, allocator, memory limit, resources, hash
-        assert rows[a.host][2] == "1" and rows[a.host][6] == "-"
-        assert rows[b.host][2] == "2" and rows[b.host][6] == "GPU=1"
-        assert rows[a.host][5] == "1.00 GiB"
+        assert rows[a.host][1] == "1" and rows[a.host][5] == "-"
+        assert rows[b.host][1] == "2" and rows[b.host][5] == "GPU=1"
+        assert rows[a.host][4] == "1.00 GiB"
+        assert ", config " in status.stdout.splitlines()[0]
         # the plan's dask config (here QUIET_MONITORS) reaches the scheduler and remote workers
         with Client(state["address"], timeout="10s", set_as_default=False) as client:
             for key, value in QUIET_MONITORS.items():

@@ -69,10 +69,35 @@ def test_a_figure_of_one_run_shows_no_spread() -> None:
     }
     console = Console(width=200, record=True)
     console.print(table({"config_hash": "0" * 16, "suites": {"matmul": suite}}))
-    lines = [line for line in console.export_text().splitlines() if "│ matmul" in line]
-    rows = {line.split("│")[2].strip(): line for line in lines}
+    lines = [line for line in console.export_text().splitlines() if "│" in line]
+    rows = {line.split("│")[1].strip(): line for line in lines}
+    assert "matmul suite" in rows
     assert "1 run" in rows["once"] and "±0%" not in rows["once"]
     assert "±20%" in rows["thrice"]
+
+
+def test_an_80_column_terminal_cuts_no_figure_name_value_or_spread() -> None:
+    """Beside a suite column, 80 columns cut the longest figure names and the rounds' range
+    ("fraction_of_copy_ba…", "0.860-…"): the names a user looks up in the JSON."""
+    name = "independent_copies_vs_reference_1core"  # the longest the stencil suite has
+    once = {"median_s": 0.5, "min_s": 0.5, "max_s": 0.5, "spread": 0.0, "samples_s": [0.5]}
+    suite = {
+        "timings": {"reference_on_every_thread": once},
+        "throughput": {"reference_on_every_thread": {"value": 917.3e6, "unit": "cell-updates/s"}},
+        "ratios": {name: 1.847, "parallel_efficiency": 0.89},
+        "ratio_rounds": {"parallel_efficiency": [0.86, 0.927]},
+        "goals": {"parallel_efficiency": {"target": 0.9, "kind": "at_least", "met": False}},
+        "notes": [],
+    }
+    console = Console(width=80, record=True)
+    console.print(table({"config_hash": "0" * 16, "suites": {"stencil": suite}}))
+    text = console.export_text()
+    assert "…" not in text and max(map(len, text.splitlines())) <= 80, text
+    rows = {line.split("│")[1].strip(): line for line in text.splitlines() if "│" in line}
+    assert "1.847" in rows[name], text
+    assert "917.3 Mcell/s" in rows["reference_on_every_thread"], text
+    assert "0.860-0.927" in rows["parallel_efficiency"], text
+    assert ">= 0.9" in rows["parallel_efficiency"] and "missed" in text, text
 
 
 def test_values_from_the_config_file_are_not_said_twice(tmp_path: Path) -> None:
