@@ -39,7 +39,8 @@ def test_monthly_means_group_the_steps_of_each_month(steps_per_year: int) -> Non
 
 
 def _model(tmp_path: Path) -> tuple[EnergyBalanceModel, np.ndarray]:
-    """``climate.ebm`` for one recorded year at 10° (365 steps, months of 30 and 31 steps),
+    """``climate.ebm`` for one recorded year at 10° (366 steps, the automatic step's cap of a
+    day; months of 30 and 31 steps),
     run without a cluster, and its forcing's heat capacity."""
     config = load_config(None, use_search_path=False)
     made = forcing(StepContext("forcing", config, None, tmp_path, {}), resolution=10.0)
@@ -66,7 +67,7 @@ def _monthly(model: EnergyBalanceModel, window: int) -> np.ndarray:
 
 def test_monthly_means_are_the_months_steps_however_the_windows_cut_them(tmp_path: Path) -> None:
     model, capacity = _model(tmp_path)
-    assert model.spy == 365 and model.total_steps == 365
+    assert model.spy == 366 and model.total_steps == 366
     whole = _monthly(model, model.total_steps)
     assert whole.shape == (12, *model.grid.shape)
     # windows of 100 steps end inside months 3, 6 and 9: the month's sum carries over

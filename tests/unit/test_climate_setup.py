@@ -23,6 +23,7 @@ from openclaw_dask.workflows.climate import (
     solar_declination,
 )
 from openclaw_dask.workflows.climate.insolation import legendre_p2
+from openclaw_dask.workflows.climate.params import MAX_AUTO_DT
 
 
 # -- grid -------------------------------------------------------------------------------------
@@ -130,6 +131,22 @@ def test_automatic_dt_is_stable_and_divides_the_year() -> None:
     # the limit is the meridional one, ≈ C_min / (B + 4D/Δφ²)
     approx = p.heat_capacity_land / (p.B + 4 * p.D / g.dlat**2)
     assert limit == pytest.approx(approx, rel=1e-3)
+
+
+def test_the_automatic_dt_is_a_day_at_most() -> None:
+    """Stability alone allowed one step a year with ``D = 0`` (``params.diffusivity``) and 15
+    at 10° without land: months with no step of their own, seasons of one step. A day caps it;
+    the defaults' steps, shorter already, keep their bits."""
+    for params, grid in (
+        (EBMParams(D=0.0, land=False), LatLonGrid(2.0)),
+        (EBMParams(D=0.0), LatLonGrid(2.0)),  # 9 steps a year before
+        (EBMParams(land=False), LatLonGrid(10.0)),
+    ):
+        p = params.resolved(grid)
+        assert p.dt is not None and p.dt <= MAX_AUTO_DT == 86400.0
+        assert p.steps_per_year == pytest.approx(366, abs=1e-6)
+    assert EBMParams().resolved(LatLonGrid(2.0)).dt == 365.25 * 86400 / 8932
+    assert EBMParams(land=False).resolved(LatLonGrid(2.0)).dt == 365.25 * 86400 / 367
 
 
 def test_explicit_dt_above_the_limit_is_refused() -> None:

@@ -43,6 +43,11 @@ YEAR_SECONDS = 365.25 * SECONDS_PER_DAY
 RHO_CP_SEAWATER = 1025.0 * 3985.0
 RHO_CP_WATER = 1000.0 * 4186.0
 
+#: The longest automatic time step (s): the sun is a daily mean, and a month's mean needs
+#: steps of its own. Stability alone allowed 15 steps a year at 10° without land, and one a
+#: year with ``D = 0``; the defaults' steps are shorter (2°: 3533 s, 85988 s without land).
+MAX_AUTO_DT = SECONDS_PER_DAY
+
 #: The albedo everywhere when ``ice_albedo`` is off (:meth:`EBMParams.from_switches`).
 CONSTANT_ALBEDO = 0.30
 
@@ -192,8 +197,9 @@ class EBMParams:
     def resolved(self, grid: LatLonGrid, c_min: float | None = None) -> EBMParams:
         """Return a copy with ``dt`` set (if it was ``None``) and checked for stability.
 
-        The automatic step is ``dt_safety · max_stable_dt`` shortened so that a year holds a
-        whole number of steps (the seasonal forcing then repeats exactly every year).
+        The automatic step is ``dt_safety · max_stable_dt``, a day at most
+        (:data:`MAX_AUTO_DT`), shortened so that a year holds a whole number of steps (the
+        seasonal forcing then repeats exactly every year).
 
         Parameters
         ----------
@@ -210,7 +216,8 @@ class EBMParams:
         c_min = self.min_heat_capacity if c_min is None else float(c_min)
         limit = max_stable_dt(self, grid, c_min)
         if self.dt is None:
-            n = math.ceil(self.year_length / (self.dt_safety * limit))
+            step = min(self.dt_safety * limit, MAX_AUTO_DT)
+            n = math.ceil(self.year_length / step)
             return dataclasses.replace(self, dt=self.year_length / n)
         if self.dt > limit:
             raise ValueError(
