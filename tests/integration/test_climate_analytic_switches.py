@@ -44,3 +44,23 @@ def test_the_three_switches_reach_north_s_formula_from_the_recorded_attributes(
     # the same numbers give the library's closed form
     library = north_analytic_solution(EBMParams.from_attrs(a), x)
     assert np.allclose(library, north, rtol=0, atol=1e-12)
+
+
+def test_other_a_b_and_d_are_north_s_formula_of_theirs(tmp_path: Path) -> None:
+    """``olr_intercept``, ``olr_slope`` and ``diffusivity`` reach the physics, not only the
+    attributes: the equilibrium is North's closed form in the A, B and D the run recorded."""
+    sets = ["params.olr_intercept=210", "params.olr_slope=1.8", "params.diffusivity=0.3"]
+    climate = ROOT / "workflows/climate.yaml"
+    rec = run_workflow(climate, overrides=[*SWITCHES_OFF, *sets], run_dir=tmp_path)
+    assert rec["status"] == "completed"
+    zonal = xr.open_zarr(tmp_path / "zonal_mean.zarr")
+    a = zonal.attrs
+    assert (a["A"], a["B"], a["D"]) == (210.0, 1.8, 0.3)
+    x = np.sin(np.deg2rad(zonal["lat"].values))
+    ours = north_analytic_solution(EBMParams.from_attrs(a), x)
+    last_year = zonal["T"].isel(year=-1).values
+    # B = 1.8 relaxes in 3.6 years: the 21 years leave ~0.01 K of the cold start
+    assert np.abs(last_year - ours).max() < 0.05
+    # (the defaults' formula misses by up to 13 K: a smaller B + 6D, a deeper P2 profile)
+    defaults = north_analytic_solution(EBMParams.north_analytic(), x)
+    assert np.abs(last_year - defaults).max() > 5.0

@@ -1118,3 +1118,38 @@ def test_the_sun_s_parameters_are_checked_where_they_are_written(tmp_path: Path)
     assert sunny.steps["forcing"].args | {"solar_constant": 1250.0, "obliquity": 0.0} == (
         sunny.steps["forcing"].args
     )
+
+
+def test_a_b_and_d_are_checked_where_they_are_written(tmp_path: Path) -> None:
+    """``climate.forcing``'s ``olr_intercept``, ``olr_slope`` and ``diffusivity`` (A, B, D):
+    ``B <= 0`` has no equilibrium and ``D < 0`` no solution, refused at the argument's line
+    (in a workflow that writes them) or the parameter's (``--set``)."""
+    no_b = (
+        "is not a B of A + B T: a number of W m-2 K-1 above 0 (at 0 or below, a warmer planet "
+        "emits no more and the run has no equilibrium)"
+    )
+    for key, value, said in (
+        ("olr_slope", "0", f"0 {no_b}"),
+        ("olr_slope", "-1.5", f"-1.5 {no_b}"),
+        ("diffusivity", "-0.1", "-0.1 is not a diffusivity: a number of W m-2 K-1, 0 or above"),
+        ("olr_intercept", ".inf", "inf is not an A of A + B T: a number of W m-2"),
+    ):
+        text = CLIMATE.read_text().replace(
+            f'      {key}: "${{params.{key}}}"', f"      {key}: {value}"
+        )
+        with pytest.raises(ConfigError) as info:
+            load_workflow(write(tmp_path, text))
+        [problem] = [str(p) for p in info.value.problems]
+        assert problem.endswith(f"steps.forcing.with.{key}: {said}"), problem
+    with pytest.raises(ConfigError) as info:
+        load_workflow(CLIMATE, {"olr_slope": "0"})
+    [problem] = [str(p) for p in info.value.problems]
+    assert problem == (
+        f"{CLIMATE}:{climate_line('olr_slope')}: steps.forcing.with.olr_slope: 0.0 {no_b} "
+        "(from params.olr_slope, set by --set)"
+    )
+    with pytest.raises(ConfigError, match="diffusivity"):
+        load_workflow(CLIMATE, {"diffusivity": "-1"})
+    chosen = load_workflow(CLIMATE, {"olr_slope": "1.8", "diffusivity": "0"})
+    assert chosen.steps["forcing"].args["olr_slope"] == 1.8
+    assert chosen.steps["forcing"].args["diffusivity"] == 0.0

@@ -157,7 +157,7 @@ def _check_forcing(args: Mapping[str, Any]) -> dict[str, str]:
     cluster started, "Unable to allocate 60.3 GiB"); a land mask of the user's must be one
     (:func:`~.fields.land_mask_field`), and of a run with land. A sun that shines
     (``solar_constant > 0``), a tilt of 0-90°, and only with the seasons it sets."""
-    sun = _check_sun(args)
+    sun = _check_sun(args) or _check_energy(args)
     if sun:
         return sun
     if args.get("land_mask"):
@@ -209,6 +209,25 @@ def _check_sun(args: Mapping[str, Any]) -> dict[str, str]:
     return {}
 
 
+def _check_energy(args: Mapping[str, Any]) -> dict[str, str]:
+    """``olr_intercept``, ``olr_slope`` and ``diffusivity``: ``A`` any number, ``B > 0`` (with
+    ``B ≤ 0`` warming emits no more: no equilibrium, a runaway), ``D ≥ 0`` (a negative
+    diffusion sharpens every contrast without bound)."""
+    a = args.get("olr_intercept", EBMParams.A)
+    if not math.isfinite(a):
+        return {"olr_intercept": f"{a!r} is not an A of A + B T: a number of W m-2"}
+    b = args.get("olr_slope", EBMParams.B)
+    if not 0 < b < math.inf:
+        return {
+            "olr_slope": f"{b!r} is not a B of A + B T: a number of W m-2 K-1 above 0 (at 0 "
+            "or below, a warmer planet emits no more and the run has no equilibrium)"
+        }
+    d = args.get("diffusivity", EBMParams.D)
+    if not 0 <= d < math.inf:
+        return {"diffusivity": f"{d!r} is not a diffusivity: a number of W m-2 K-1, 0 or above"}
+    return {}
+
+
 @register("climate.forcing", outputs=("forcing",), check=_check_forcing)
 def forcing(
     ctx: StepContext,
@@ -220,6 +239,9 @@ def forcing(
     land_mask: str = "",
     solar_constant: float = DEFAULT_SOLAR_CONSTANT,
     obliquity: float = EBMParams.obliquity,
+    olr_intercept: float = EBMParams.A,
+    olr_slope: float = EBMParams.B,
+    diffusivity: float = EBMParams.D,
 ) -> dict[str, xr.Dataset]:
     """Grid, land mask, heat capacity and annual-mean insolation; the parameters as attrs.
 
@@ -227,7 +249,10 @@ def forcing(
     sphere; another run's ``forcing.zarr`` is one), regridded; ``""``: the idealised
     continents. ``solar_constant``: ``S0`` in W m⁻² (``Q = S0/4``; Budyko and Sellers'
     experiment: the ice edge moves equatorward as it falls, to a snowball). ``obliquity``:
-    the axial tilt in degrees, the seasons' strength (0: none).
+    the axial tilt in degrees, the seasons' strength (0: none). ``olr_intercept``,
+    ``olr_slope``: ``A`` and ``B`` of the outgoing long-wave radiation ``A + B T`` (``1/B`` is
+    the equilibrium warming per W m⁻² of forcing); ``diffusivity``: ``D``, the meridional heat
+    transport (the stable time step shrinks as ``1/D``).
     """
     grid = LatLonGrid(resolution)
     params = EBMParams.from_switches(
@@ -236,6 +261,9 @@ def forcing(
         land=land,
         Q=solar_constant / 4.0,
         obliquity=obliquity,
+        A=olr_intercept,
+        B=olr_slope,
+        D=diffusivity,
     )
     if not land:
         mask = np.zeros(grid.shape, dtype=bool)
