@@ -1086,6 +1086,16 @@ def test_a_cold_start_s_temperature_beside_an_initial_state_is_refused(tmp_path:
     assert started.steps["simulate"].args["initial_temperature"] == 10.0
 
 
+def _written_forcing_problem(tmp_path: Path, key: str, value: str) -> str:
+    """The one problem of climate.yaml with ``value`` written in ``forcing``'s ``with:`` line
+    for ``key`` instead of its parameter: what a workflow of the user's that writes it gets."""
+    text = CLIMATE.read_text().replace(f'      {key}: "${{params.{key}}}"', f"      {key}: {value}")
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, text))
+    [problem] = [str(p) for p in info.value.problems]
+    return problem
+
+
 def test_the_sun_s_parameters_are_checked_where_they_are_written(tmp_path: Path) -> None:
     """``climate.forcing``'s ``solar_constant`` and ``obliquity``: a tilt beside the annual-mean
     sun, which has none, is refused rather than dropped; a workflow that writes them itself
@@ -1107,12 +1117,7 @@ def test_the_sun_s_parameters_are_checked_where_they_are_written(tmp_path: Path)
         ("obliquity", ".nan", "nan is not an obliquity: a number of degrees from 0 to 90"),
         ("obliquity", "true", "expected float, got True"),
     ):
-        text = CLIMATE.read_text().replace(
-            f'      {key}: "${{params.{key}}}"', f"      {key}: {value}"
-        )
-        with pytest.raises(ConfigError) as info:
-            load_workflow(write(tmp_path, text))
-        [problem] = [str(p) for p in info.value.problems]
+        problem = _written_forcing_problem(tmp_path, key, value)
         assert problem.endswith(f"steps.forcing.with.{key}: {said}"), problem
     sunny = load_workflow(CLIMATE, {"solar_constant": "1250", "obliquity": "0"})
     assert sunny.steps["forcing"].args | {"solar_constant": 1250.0, "obliquity": 0.0} == (
@@ -1134,12 +1139,7 @@ def test_a_b_and_d_are_checked_where_they_are_written(tmp_path: Path) -> None:
         ("diffusivity", "-0.1", "-0.1 is not a diffusivity: a number of W m-2 K-1, 0 or above"),
         ("olr_intercept", ".inf", "inf is not an A of A + B T: a number of W m-2"),
     ):
-        text = CLIMATE.read_text().replace(
-            f'      {key}: "${{params.{key}}}"', f"      {key}: {value}"
-        )
-        with pytest.raises(ConfigError) as info:
-            load_workflow(write(tmp_path, text))
-        [problem] = [str(p) for p in info.value.problems]
+        problem = _written_forcing_problem(tmp_path, key, value)
         assert problem.endswith(f"steps.forcing.with.{key}: {said}"), problem
     with pytest.raises(ConfigError) as info:
         load_workflow(CLIMATE, {"olr_slope": "0"})
