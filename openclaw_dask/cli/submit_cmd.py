@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 import sys
 import time
@@ -230,7 +231,7 @@ def step_lines(run: str, steps: Mapping[str, Mapping[str, Any]]) -> list[str]:
         ``plot:`` for each plot a step names in its ``plots`` metric (the climate op's),
         ``folder:`` for each other folder output with files, and ``STEP.KEY: value`` for each
         number (6 significant digits: ``.2f`` showed a residual of 8e-3 as 0.01, and 1e-5 as
-        0.00) or undefined (``none``) metric.
+        0.00) or undefined (``none``: ``None``, NaN or infinite, as ``run.json``'s null) metric.
     """
     lines = []
     for name, step in steps.items():
@@ -245,7 +246,11 @@ def step_lines(run: str, steps: Mapping[str, Mapping[str, Any]]) -> list[str]:
         for folder, count in folders.items():
             lines.append(f"folder:   {run}/{folder}/ ({count} file{'s' * (count != 1)})")
         for key, value in metrics.items():
-            if isinstance(value, float):
+            if isinstance(value, float) and not math.isfinite(value):
+                # run.json has null: the climate op's ice edge of a pole without a cap said
+                # "nan", which only the dataset's attributes explained
+                lines.append(f"{name}.{key}: none")
+            elif isinstance(value, float):
                 lines.append(f"{name}.{key}: {value:.6g}")
             elif isinstance(value, int) and not isinstance(value, bool):  # was left out
                 lines.append(f"{name}.{key}: {value}")

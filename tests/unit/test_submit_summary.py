@@ -16,7 +16,13 @@ def test_a_user_op_s_folder_and_its_small_and_whole_metrics_are_said() -> None:
         "field": {"files": {"field.zarr/zarr.json": 10, "field.zarr/T/c/0/0": 99}},
         "stats": {
             "files": {"plots/heat.png": 3, "plots/series.png": 4, "summary.zarr/zarr.json": 9},
-            "metrics": {"final_mean": 0.008038338, "records": 300, "ok": True, "gone": None},
+            "metrics": {
+                "final_mean": 0.008038338,
+                "records": 300,
+                "ok": True,
+                "gone": None,
+                "edge": float("nan"),  # run.json's null, as None's: "nan" before
+            },
         },
     }
     assert step_lines("runs/r", steps) == [
@@ -24,6 +30,7 @@ def test_a_user_op_s_folder_and_its_small_and_whole_metrics_are_said() -> None:
         "stats.final_mean: 0.00803834",
         "stats.records: 300",
         "stats.gone: none",
+        "stats.edge: none",
     ]
 
 
