@@ -212,15 +212,24 @@ def signals_held() -> Iterator[None]:
         yield
         return
     noted: list[int] = []
-    handling = signal.signal(signal.SIGTERM, lambda signum, frame: noted.append(signum))
+    # Blocking reaches this thread only: a Ctrl-C sent to the process went to another thread
+    # that does not block it (one started earlier), and Python raised it here all the same,
+    # inside Popen (a daemon left starting in 1 of ~20 tries on a loaded machine). Each held
+    # signal is noted by a handler of ours too; one ignored before (nohup, a background job)
+    # stays ignored.
+    handlers = {}
+    for sig in (signal.SIGTERM, *TERMINAL_SIGNALS):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            handlers[sig] = signal.signal(sig, lambda signum, frame: noted.append(signum))
     before = signal.pthread_sigmask(signal.SIG_BLOCK, set(TERMINAL_SIGNALS))
     try:
         yield
     finally:
-        _restore(signal.SIGTERM, handling)
+        for sig, handling in handlers.items():
+            _restore(sig, handling)
         signal.pthread_sigmask(signal.SIG_SETMASK, before)  # a held Ctrl-C is raised here
         if noted:
-            signal.raise_signal(signal.SIGTERM)
+            signal.raise_signal(noted[0])
 
 
 def quiet_after_interrupt() -> None:

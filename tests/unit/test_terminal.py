@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -234,6 +235,33 @@ def test_a_ctrl_c_while_workers_start_is_held_for_them_and_raised_after() -> Non
         seen.append(True)
     assert seen == [True, True]
     assert not _sigint_blocked()
+
+
+@pytest.mark.usefixtures("python_sigint")
+def test_a_ctrl_c_that_another_thread_receives_is_held_too() -> None:
+    """Blocking holds a signal back in this thread only: the kernel gives a Ctrl-C sent to the
+    process to a thread started before the block, and Python raised it here all the same, in
+    the middle of the block (a `cluster up` daemon left starting under load)."""
+    started, done = threading.Event(), threading.Event()
+
+    def waiting() -> None:  # started before the block: SIGINT is not blocked in it
+        started.set()
+        done.wait(10)
+
+    thread = threading.Thread(target=waiting)
+    thread.start()
+    started.wait(10)
+    seen: list[bool] = []
+    try:
+        with pytest.raises(KeyboardInterrupt), terminal.signals_held():
+            os.kill(os.getpid(), signal.SIGINT)  # blocked here: the other thread takes it
+            time.sleep(0.05)  # raised here before
+            seen.append(True)
+    finally:
+        done.set()
+        thread.join()
+    assert seen == [True]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 @pytest.mark.usefixtures("python_sigint")
