@@ -396,10 +396,7 @@ def test_ctrl_c_as_cluster_up_spawns_its_daemon_leaves_no_cluster() -> None:
     command += ["--set", "cluster.dashboard_address=null"]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-        # a child the stopped daemon had just forked shows its command line until it execs or
-        # exits (seen under load, orphaned to init, gone within 2 s); a daemon left starting
-        # is still there 5 s later, with its cluster up
-        _, left = psutil.wait_procs(_daemons_here(), timeout=5)
+        left = _daemons_here()
         state = read_state()
     finally:
         sh("cluster", "down", timeout=90)
@@ -426,16 +423,14 @@ def test_ctrl_c_on_a_cluster_up_stuck_starting_kills_its_daemon_after_the_grace(
 
 
 def _daemons_here() -> list[psutil.Process]:
-    """The cluster daemons of this test's state directory (any parent), zombies left out (a
-    dead one waits there for its parent, or init, to reap it)."""
+    """The cluster daemons of this test's state directory (any parent)."""
     from openclaw_dask.runtime.state import runs_daemon
 
     found = []
     for proc in psutil.process_iter():
         try:
             here = proc.environ().get("OPENCLAW_STATE_DIR") == os.environ["OPENCLAW_STATE_DIR"]
-            alive = proc.status() != psutil.STATUS_ZOMBIE
-            if here and alive and runs_daemon(proc.cmdline()):
+            if here and runs_daemon(proc.cmdline()):
                 found.append(proc)
         except psutil.Error:  # gone, or not ours to read
             continue
