@@ -214,9 +214,9 @@ def signals_held() -> Iterator[None]:
     noted: list[int] = []
     # Blocking reaches this thread only: a Ctrl-C sent to the process went to another thread
     # that does not block it (one started earlier), and Python raised it here all the same,
-    # inside Popen (a daemon left starting in 1 of ~20 tries on a loaded machine). Each held
-    # signal is noted by a handler of ours too; one ignored before (nohup, a background job)
-    # stays ignored.
+    # inside Popen (`cluster up` left its daemon starting in ~1 of 8 tries beside two busy
+    # loops). Each held signal is noted by a handler of ours too; one ignored before (nohup,
+    # a background job) stays ignored.
     handlers = {}
     for sig in (signal.SIGTERM, *TERMINAL_SIGNALS):
         if signal.getsignal(sig) is not signal.SIG_IGN:

@@ -157,9 +157,9 @@ def _check_forcing(args: Mapping[str, Any]) -> dict[str, str]:
     cluster started, "Unable to allocate 60.3 GiB"); a land mask of the user's must be one
     (:func:`~.fields.land_mask_field`), and of a run with land. A sun that shines
     (``solar_constant > 0``), a tilt of 0-90°, and only with the seasons it sets."""
-    sun = _check_sun(args) or _check_energy(args)
-    if sun:
-        return sun
+    problem = _check_sun(args) or _check_energy(args)
+    if problem:
+        return problem
     if args.get("land_mask"):
         if not args.get("land", True):
             return {"land_mask": "a land mask for a run without land (land: false); leave one out"}
