@@ -83,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"{'error' if refused else 'note'}: mpi_entry: {said}\n")
         if refused:
             return EXIT_BAD_INPUT
+    if world.Get_rank() >= FIRST_WORKER_RANK:  # even an orderly close can lose a heartbeat
+        from openclaw_dask.runtime.terminal import quiet_closing_heartbeat
+
+        quiet_closing_heartbeat()
     if not initialize(**kwargs):  # scheduler or worker rank: its event loop has ended
         if world.Get_rank() >= FIRST_WORKER_RANK:
             world.send(None, dest=CLIENT_RANK, tag=WORKER_CLOSED)

@@ -11,6 +11,11 @@ with other settings.
 With ``--openclaw-adopt-unconfigured`` (what the SSH backend passes) a node that has no config
 of its own (no file found, no ``OPENCLAW_*`` variable) has nothing to disagree with: its workers
 adopt the client's config instead of being compared as built-in defaults.
+
+It also keeps a closing worker's lost heartbeat out of its log
+(:func:`~openclaw_dask.runtime.terminal.quiet_closing_heartbeat`): an SSH cluster forwards
+a remote worker's log to the client's terminal, where Dask's race in ``Worker.close`` showed a
+traceback at a clean end.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import click
 
 from openclaw_dask.config import Config, load_config
 from openclaw_dask.runtime.plugins import OWN_FINGERPRINT
+from openclaw_dask.runtime.terminal import quiet_closing_heartbeat
 
 
 def has_own_config(config: Config) -> bool:
@@ -36,7 +42,8 @@ def has_own_config(config: Config) -> bool:
     help="A node without a config of its own adopts the client's.",
 )
 def dask_setup(worker: Any, openclaw_config: str | None, openclaw_adopt_unconfigured: bool) -> None:
-    """Attach this node's config fingerprint to the worker."""
+    """Attach this node's config fingerprint to the worker; quiet its closing heartbeat."""
+    quiet_closing_heartbeat()
     config = load_config(openclaw_config)
     if openclaw_adopt_unconfigured and not has_own_config(config):
         return

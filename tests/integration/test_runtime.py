@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -311,6 +312,16 @@ def test_matching_hand_started_worker_is_accepted() -> None:
             assert refused_workers(client) == {}
             hashes = {f["config_hash"] for f in inspect_workers(client).values()}
             assert len(hashes) == 1
+
+            def closing_heartbeat_quieted() -> bool:  # (nested: sent by value, not by name)
+                from openclaw_dask.runtime import terminal
+
+                filters = logging.getLogger("distributed.worker").filters
+                return terminal._not_a_closing_workers_heartbeat in filters
+
+            # the preload every SSH worker runs also drops a closing worker's lost heartbeat
+            quiet = client.run(closing_heartbeat_quieted)
+            assert sorted(quiet.values()) == [False, True]  # the cluster's own worker: no preload
         finally:
             proc.terminate()
             proc.wait(timeout=30)
