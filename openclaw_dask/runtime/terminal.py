@@ -110,8 +110,9 @@ def _not_a_closing_workers_heartbeat(record: logging.LogRecord) -> bool:
 def quiet_closing_heartbeat() -> None:
     """Drop the lost-heartbeat log of a worker of this process that is closing (idempotent).
 
-    For the worker ranks of an ``mpirun``, whose scheduler is a rank of its own: unlike a local
-    worker (:func:`dask_setup`), a heartbeat lost while the worker runs is kept there.
+    For workers whose scheduler is a process of their own, an ``mpirun``'s worker ranks and
+    SSH workers (the node preload): unlike a local worker (:func:`dask_setup`), a heartbeat
+    lost while the worker runs is kept there.
     """
     _add_filter("distributed.worker", _not_a_closing_workers_heartbeat)
 
