@@ -72,11 +72,16 @@ def test_a_heartbeat_that_a_closing_worker_cuts_is_dropped_and_a_running_ones_ke
                 return answer(*args, **kwargs)
 
             scheduler.handlers["heartbeat_worker"] = slow
+            # a worker closed before, still held (the stress run's xdist worker held some
+            # from earlier tests): it must not make the running worker's lost heartbeat go
+            async with Worker(scheduler.address, nthreads=1) as earlier:
+                pass
             async with Worker(scheduler.address, nthreads=1) as worker:
                 beat = asyncio.create_task(worker.heartbeat())
                 await asyncio.sleep(0.05)
                 running = terminal._not_a_closing_workers_heartbeat(lost_heartbeat)
             await beat
+            assert earlier.status.name == "closed"
             return running
 
     lost_heartbeat = record("distributed.worker", f"{terminal.LOST_HEARTBEAT}.")
