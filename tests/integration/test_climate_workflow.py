@@ -25,6 +25,7 @@ from openclaw_dask.workflows.context import StepContext
 from openclaw_dask.workflows.ops.climate import EnergyBalanceModel, forcing
 from openclaw_dask.workflows.runner import run_workflow
 from tests.conftest import ROOT
+from tests.integration.procs import command_line
 from tests.integration.test_workflow_run import start_in_own_group, wait_for_checkpoint
 from tests.unit.test_workflow_spec import climate_line
 
@@ -267,7 +268,7 @@ def test_a_worker_lost_mid_run_costs_one_window_and_changes_no_bit(
         workers = [
             p
             for p in psutil.Process(proc.pid).children(recursive=True)
-            if "spawn_main" in " ".join(p.cmdline())
+            if "spawn_main" in command_line(p)
         ]
         assert seen >= 300 and len(workers) == 2, (seen, workers, proc.poll())
         workers[-1].send_signal(signal.SIGKILL)  # its nanny starts a new one

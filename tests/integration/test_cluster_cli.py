@@ -21,6 +21,7 @@ from openclaw_dask.runtime.state import clear_state, read_state, state_file, wri
 from tests.conftest import ROOT
 from tests.integration.hangs_closing import HANGS_CLOSING_SETS
 from tests.integration.hangs_starting import HANGS_STARTING_SETS
+from tests.integration.procs import command_line
 from tests.integration.test_workflow_run import foreground
 from tests.unit.test_state import fake_daemon
 
@@ -347,7 +348,7 @@ def starting_daemon(proc: subprocess.Popen[str]) -> psutil.Process:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         for child in psutil.Process(proc.pid).children():
-            if "openclaw_dask.runtime.daemon" in child.cmdline():
+            if "openclaw_dask.runtime.daemon" in command_line(child):
                 return child
         time.sleep(0.05)
     raise AssertionError(f"no cluster daemon started: {proc.communicate()}")

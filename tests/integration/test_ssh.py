@@ -33,6 +33,7 @@ from openclaw_dask.runtime.processes import wait_gone
 from openclaw_dask.runtime.state import read_state
 from openclaw_dask.translate.plan import QUIET_MONITORS
 from tests.conftest import ROOT
+from tests.integration.procs import command_line
 from tests.integration.sshd import (
     SshHost,
     SshRig,
@@ -184,13 +185,13 @@ def test_a_killed_client_leaves_nothing_running_on_the_nodes(rig: SshRig, tmp_pa
         assert proc.stdout.readline().strip() == "2", proc.wait()
         remote = rig.session_processes()
         # the scheduler's and both nannies' dask_spec, and each nanny's worker
-        specs = [p for p in remote if "distributed.cli.dask_spec" in " ".join(p.cmdline())]
-        assert len(specs) == 3, [p.cmdline() for p in remote]
+        specs = [p for p in remote if "distributed.cli.dask_spec" in command_line(p)]
+        assert len(specs) == 3, [command_line(p) for p in remote]
     finally:
         proc.kill()
         proc.wait()
     left = wait_gone(remote, timeout=GRACE + 20)
-    names = [" ".join(p.cmdline())[:120] for p in left]
+    names = [command_line(p)[:120] for p in left]
     for p in left:  # orphans outlive the rig's sshd: stop them here, even when failing
         with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
@@ -395,9 +396,7 @@ def test_a_worker_lost_on_a_node_mid_run_costs_one_window_and_changes_no_bit(
             if "distributed.cli.dask_spec" in " ".join(p.info["cmdline"] or [])
             and name in " ".join(p.info["cmdline"] or [])
         ]
-        workers = [
-            c for n in nannies for c in n.children() if "spawn_main" in " ".join(c.cmdline())
-        ]
+        workers = [c for n in nannies for c in n.children() if "spawn_main" in command_line(c)]
         assert seen >= 300 and len(workers) == 1, (seen, nannies, workers, proc.poll())
         workers[0].send_signal(signal.SIGKILL)
         _, stderr = proc.communicate(timeout=240)
