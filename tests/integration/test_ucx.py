@@ -50,7 +50,7 @@ if __name__ == "__main__":
 
 def ucx_env_bin(name: str) -> Path:
     path = UCX_ENV / name
-    assert path.exists(), f"{path} missing: run scripts/setup-ucx-env.sh (setup-env.sh does)"
+    assert path.exists(), f"{path} missing: run scripts/setup-ucx-env.sh (make test does)"
     return path
 
 
