@@ -170,7 +170,12 @@ def _store8(buf, i, a0, a1, a2, a3, a4, a5, a6, a7):
     buf[7, i] = a7
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+# Inlined into advance_rows (numba's IR inlining). As a function of its own, its code ran
+# from wherever the loader put it: a copy inside advance_rows's cached object, or its own
+# library in a process that had compiled it first. The cached case ran the step ~7 % slower
+# (1.90-1.92 against 1.78-1.79 ns per cell-update at 0.0625° on the Zen 2 VM, 2026-12-05),
+# same bits. Inlined: 1.77-1.80 either way (docs/design-notes.md, session 37).
+@numba.njit(inline="always", boundscheck=False, error_model="numpy")
 def _filter_block(T, j0, stop, buf, v0, rho, inv_rho, wrap, nterms, rho_nterms):
     """The two filters for rows ``j0 .. min(j0 + 8, stop) - 1`` of ``T`` (a short block
     repeats its last row).
