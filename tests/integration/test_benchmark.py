@@ -263,6 +263,9 @@ def test_throughputs_are_the_work_over_the_median_time(quick_report: dict[str, A
     assert state == pytest.approx(updates / median(st, f"dask_K{k}") * STATE_BYTES_PER_UPDATE)
     bandwidth = st["throughput"]["copy_bandwidth"]["value"]
     assert st["ratios"]["fraction_of_copy_bandwidth"] == pytest.approx(state / bandwidth)
+    # the probe reads once a round, beside the runs: --quick's one round is the headline's
+    assert st["ratio_rounds"]["fraction_of_copy_bandwidth"] == [pytest.approx(state / bandwidth)]
+    assert "copy_probe" not in st["timings"]  # its call's time is not a figure
     o = s["overhead"]
     tasks = o["params"]["tasks"]
     per_task = median(o, f"{tasks}_tasks") / tasks * 1e3

@@ -33,7 +33,8 @@ They are the suite's ``profile`` in the JSON and one note in the report.
 
 Bytes moved per cell-update are counted as the state's read and write (16 bytes in float64),
 the least any explicit step must move; they are compared with a copy-bandwidth probe run in
-this process on as many threads as the cluster has.
+this process on as many threads as the cluster has, in every round beside the timed runs
+(:class:`~openclaw_dask.bench.probes.CopyProbe`), so each round's ratio sees one machine.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ import numpy as np
 from distributed import Client, get_task_stream, wait
 from threadpoolctl import threadpool_limits
 
-from openclaw_dask.bench.probes import copy_bandwidth
+from openclaw_dask.bench.probes import CopyProbe
 from openclaw_dask.bench.suite import BenchContext, SuiteResult, run_and_forget
 from openclaw_dask.bench.timing import interleaved, ratio, round_ratios
 from openclaw_dask.workflows.climate import EBMParams, LatLonGrid, advance, heat_capacity
@@ -148,7 +149,11 @@ def run(ctx: BenchContext) -> SuiteResult:
     if workflow_bands < threads:
         placed = placed_state(client, start, capacity, workflow_bands)
         fns[fewer] = dask_run(steps_per_task(workflow_k, workflow_bands), placed)
-    t = interleaved(fns, repeats=ctx.repeats(3))
+    # the copy probe in every round, beside the runs its ratio compares it with
+    with CopyProbe(threads, tries=3 if ctx.quick else 5) as probe:
+        t = interleaved(fns | {"copy_probe": probe}, repeats=ctx.repeats(3))
+    del t["copy_probe"]  # its own figure is its fastest copy of each round, not the call's time
+    bandwidths = probe.readings[-ctx.repeats(3) :]  # the counted rounds (the first warmed up)
     with get_task_stream(client) as stream:
         began = time.time()
         dask_run(configured)()
@@ -158,7 +163,7 @@ def run(ctx: BenchContext) -> SuiteResult:
     best = f"dask_K{configured}"
     speedup = ratio(t[best], t["reference_1core"])
     speedups = round_ratios(t[best], t["reference_1core"])
-    bandwidth = copy_bandwidth(threads, repeats=3 if ctx.quick else 5)
+    bandwidth = statistics.median(bandwidths)
     state_rate = t[best].rate(updates) * STATE_BYTES_PER_UPDATE
     independent = t["reference_on_every_thread"].rate(updates * len(slots))
     result = SuiteResult(
@@ -202,8 +207,8 @@ def run(ctx: BenchContext) -> SuiteResult:
                 r / len(slots) for r in round_ratios(t[best], t["reference_on_every_thread"])
             ),
             "fraction_of_copy_bandwidth": tuple(
-                updates / seconds * STATE_BYTES_PER_UPDATE / bandwidth
-                for seconds in t[best].samples
+                updates / seconds * STATE_BYTES_PER_UPDATE / reading
+                for seconds, reading in zip(t[best].samples, bandwidths, strict=True)
             ),
         },
     )
