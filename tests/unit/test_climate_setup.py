@@ -18,6 +18,7 @@ from openclaw_dask.workflows.climate import (
     heat_capacity,
     idealized_land_mask,
     insolation_factor,
+    insolation_steps,
     max_stable_dt,
     regrid,
     solar_declination,
@@ -212,6 +213,30 @@ def test_insolation_global_mean_is_one_and_annual_mean_is_north_p2() -> None:
 
 
 # -- bands of climate.ebm ---------------------------------------------------------------------
+def test_the_compiled_insolation_of_many_steps_is_each_steps_own_however_they_are_batched() -> None:
+    grid = LatLonGrid(2.0)
+    params = EBMParams().resolved(grid, heat_capacity(EBMParams(), grid).min())
+    steps = range(100, 400)
+    table = insolation_steps(params, grid.sin_lat, grid.cos_lat, 100, len(steps))
+    assert table.shape == (len(steps), grid.nlat)
+    # the array namespace's value of each step: the same operations (libm's acos and sin
+    # for numpy's; equal here, within a few units in the last place on any host)
+    each = np.stack([insolation_factor(params, grid.sin_lat, grid.cos_lat, n) for n in steps])
+    np.testing.assert_array_max_ulp(table, each, maxulp=4)
+    # a step's row does not depend on the batch it was asked for in: bit for bit
+    split = [
+        insolation_steps(params, grid.sin_lat, grid.cos_lat, a, b - a)
+        for a, b in ((100, 101), (101, 164), (164, 400))
+    ]
+    assert np.array_equal(np.concatenate(split), table)
+    # with the seasons off, North's annual mean at every step
+    flat = EBMParams(seasonal_cycle=False).resolved(grid, heat_capacity(EBMParams(), grid).min())
+    mean = insolation_steps(flat, grid.sin_lat, grid.cos_lat, 7, 3)
+    assert np.array_equal(
+        mean, np.stack([insolation_factor(flat, grid.sin_lat, grid.cos_lat, 0)] * 3)
+    )
+
+
 def test_bands_are_one_per_thread_while_each_is_four_halos_tall_and_busy() -> None:
     from openclaw_dask.workflows.ops.climate import band_count, steps_per_task
 

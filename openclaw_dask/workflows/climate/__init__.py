@@ -31,6 +31,7 @@ from openclaw_dask.workflows.climate.grid import LatLonGrid, idealized_land_mask
 from openclaw_dask.workflows.climate.insolation import (
     daily_insolation_factor,
     insolation_factor,
+    insolation_steps,
     solar_declination,
 )
 from openclaw_dask.workflows.climate.namespace import get_namespace
@@ -71,6 +72,7 @@ __all__ = [
     "ice_edge_latitude",
     "idealized_land_mask",
     "insolation_factor",
+    "insolation_steps",
     "max_stable_dt",
     "monthly_means",
     "north_analytic_solution",

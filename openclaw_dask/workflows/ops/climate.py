@@ -40,7 +40,7 @@ from openclaw_dask.workflows.climate import (
     heat_capacity,
     ice_edge_latitude,
     idealized_land_mask,
-    insolation_factor,
+    insolation_steps,
     regrid,
 )
 from openclaw_dask.workflows.climate.stepper import band_chunks, band_homes, place_bands
@@ -279,8 +279,9 @@ def forcing(
     # step by step: a list of every step's column held spy x nlat floats (3.3 GB at 0.25°,
     # 26 GB at 0.125°); the running sum adds in the same order, so the bits are np.mean's
     s = np.zeros(grid.nlat)
-    for k in range(spy):
-        s += insolation_factor(params, grid.sin_lat, grid.cos_lat, k)
+    for k0 in range(0, spy, 1024):
+        for row in insolation_steps(params, grid.sin_lat, grid.cos_lat, k0, min(1024, spy - k0)):
+            s += row
     s /= spy
     rows = band_chunks(grid.nlat, choose_bands(grid, ctx))
     attrs = {**params.to_attrs(), "resolution": resolution, "steps_per_year": spy}
