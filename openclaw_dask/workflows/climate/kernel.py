@@ -22,9 +22,27 @@ one ulp of the filtered values. The recursions are exact to round-off at every `
 condition number grows like ``√r``, ~10⁻¹³ relative at the poles of a 0.125° grid.
 
 A filter is a chain of dependent multiply-adds, which one row alone would run at the
-latency of the FPU (~1.3 ns per element). The passes therefore advance eight rows at once
-(written out, so the eight chains stay in registers): ~0.2 ns per element and pass (both
-passes ~0.4 ns of a ~0.9 ns step at 0.0625°, measured by leaving them out, 2026-12-02).
+latency of the FPU (~1.3 ns per element). The passes therefore advance eight rows at once.
+
+Eight rows as two vectors
+-------------------------
+Written as eight scalar chains, numba's code stored eight scalars per column and pass, and a
+Zen 2 core stores one a cycle: the filters were ~40 % of a step (1.91 against 1.12 ns per
+cell-update without them, 0.0625°, 2026-12-05). :func:`east_pass` and :func:`west_pass` run
+the eight chains as two ``<4 x double>`` vectors instead: the east pass loads four columns of
+each row, transposes 4 × 4 blocks in registers and stores each column's eight values together
+into a column-major buffer (m × 8); the west pass reads that buffer a column at a time and
+transposes back, so each row of its output takes four columns per store. numba has no vector
+types, so the two are :func:`numba.extending.intrinsic` code, LLVM IR built with llvmlite,
+inlined into :func:`advance_rows` and compiled and cached with it. They live in this file
+because numba's cache keys on the calling function's file alone (numba#1833): a pass kept in
+another module could change and leave a stale compiled step in ``__pycache__``. LLVM lowers
+``<4 x double>`` on any target (SSE pairs where there is no AVX). Each lane takes the scalar
+chain's operations in its order on its operands (``fadd``/``fmul`` without fast-math flags:
+nothing contracted or reassociated) and the transposes only move values, so the bits are the
+scalar loops' (``tests/unit/test_climate_kernel_passes.py`` keeps those loops and compares).
+Sixteen rows (four vectors) measured no faster.
+
 The filters' round-off scales with the row's energy ``C T`` rather than with the increment, as
 the FFT's did, and its sum along a row is not zero (the 2° budget test saw ~4 × 10⁻¹² of the
 radiative input unbalanced per step), so each row's zonal increment has the mean of its own
@@ -73,8 +91,19 @@ import math
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
-__all__ = ["ZONAL_CUTOFF", "advance_rows", "capacity_classes", "filter_coefficients"]
+__all__ = [
+    "ZONAL_CUTOFF",
+    "advance_rows",
+    "capacity_classes",
+    "east_pass",
+    "filter_coefficients",
+    "west_pass",
+]
 
 #: Corrections of the periodic filters stop once ``ρ^k`` falls below this (see the module doc).
 ZONAL_CUTOFF = 2.0**-60
@@ -157,17 +186,252 @@ def capacity_classes(capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return inverse.reshape(capacity.shape).astype(dtype), 1.0 / values
 
 
-@numba.njit(inline="always", boundscheck=False)
-def _store8(buf, i, a0, a1, a2, a3, a4, a5, a6, a7):
-    """Column ``i`` of the eight chains' buffer (inlined: the chains stay in registers)."""
-    buf[0, i] = a0
-    buf[1, i] = a1
-    buf[2, i] = a2
-    buf[3, i] = a3
-    buf[4, i] = a4
-    buf[5, i] = a5
-    buf[6, i] = a6
-    buf[7, i] = a7
+# --- the filters' passes as LLVM vector code (see "Eight rows as two vectors" above) -------
+
+_F64 = ir.DoubleType()
+_I32 = ir.IntType(32)
+_I64 = ir.IntType(64)
+_VEC = ir.VectorType(_F64, 4)
+_IVEC = ir.VectorType(_I64, 4)
+_CHAINS = _BLOCK // 4
+
+
+def _i64(value: int) -> ir.Constant:
+    return ir.Constant(_I64, value)
+
+
+def _pack(builder: ir.IRBuilder, values, vector_type=_VEC) -> ir.Value:
+    """Four scalars as one vector."""
+    v = ir.Constant(vector_type, ir.Undefined)
+    for lane, x in enumerate(values):
+        v = builder.insert_element(v, x, ir.Constant(_I32, lane))
+    return v
+
+
+def _unpack(builder: ir.IRBuilder, v: ir.Value) -> list[ir.Value]:
+    return [builder.extract_element(v, ir.Constant(_I32, lane)) for lane in range(4)]
+
+
+def _shuffle(builder: ir.IRBuilder, a: ir.Value, b: ir.Value, mask: list[int]) -> ir.Value:
+    return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(_I32, 4), mask))
+
+
+def _transpose(builder: ir.IRBuilder, x0, x1, x2, x3) -> tuple[ir.Value, ...]:
+    """The columns of the 4 × 4 block whose rows are ``x0 .. x3`` (its own inverse)."""
+    t0 = _shuffle(builder, x0, x1, [0, 4, 2, 6])
+    t1 = _shuffle(builder, x0, x1, [1, 5, 3, 7])
+    t2 = _shuffle(builder, x2, x3, [0, 4, 2, 6])
+    t3 = _shuffle(builder, x2, x3, [1, 5, 3, 7])
+    return (
+        _shuffle(builder, t0, t2, [0, 1, 4, 5]),
+        _shuffle(builder, t1, t3, [0, 1, 4, 5]),
+        _shuffle(builder, t0, t2, [2, 3, 6, 7]),
+        _shuffle(builder, t1, t3, [2, 3, 6, 7]),
+    )
+
+
+def _load(builder: ir.IRBuilder, ptr: ir.Value) -> ir.Value:
+    return builder.load(builder.bitcast(ptr, _VEC.as_pointer()), align=8)
+
+
+def _store(builder: ir.IRBuilder, v: ir.Value, ptr: ir.Value) -> None:
+    builder.store(v, builder.bitcast(ptr, _VEC.as_pointer()), align=8)
+
+
+def _array(context, builder, array_type, value):
+    """The data pointer and the (rows, columns, row stride in bytes) of a 2D array."""
+    a = context.make_array(array_type)(context, builder, value)
+    cols = cgutils.unpack_tuple(builder, a.shape, 2)[1]
+    return a.data, cols, cgutils.unpack_tuple(builder, a.strides, 2)[0]
+
+
+def _row_pointers(builder, data, stride, rows) -> list[ir.Value]:
+    base = builder.ptrtoint(data, _I64)
+    return [
+        builder.inttoptr(builder.add(base, builder.mul(r, stride)), _F64.as_pointer()) for r in rows
+    ]
+
+
+def _vectors(builder, tuple_value, vector_type=_VEC) -> list[ir.Value]:
+    values = cgutils.unpack_tuple(builder, tuple_value, _BLOCK)
+    return [_pack(builder, values[4 * c : 4 * c + 4], vector_type) for c in range(_CHAINS)]
+
+
+def _is_tuple_of(value, dtype) -> bool:
+    return isinstance(value, types.UniTuple) and value.count == _BLOCK and value.dtype == dtype
+
+
+def _is_matrix(value) -> bool:
+    return isinstance(value, types.Array) and value.ndim == 2 and value.dtype == types.float64
+
+
+def _zero_accumulators(builder) -> list[ir.Value]:
+    return [
+        cgutils.alloca_once_value(builder, ir.Constant(_VEC, [0.0] * 4)) for _ in range(_CHAINS)
+    ]
+
+
+def _lanes_tuple(context, builder, return_type, accumulators):
+    lanes = []
+    for acc in accumulators:
+        lanes += _unpack(builder, builder.load(acc))
+    return context.make_tuple(builder, return_type, lanes)
+
+
+@intrinsic
+def east_pass(typingctx, T, rows, rho, out):
+    """``u_i = T_i + ρ u_{i−1}`` along eight rows of ``T``, from ``u_{−1} = 0``.
+
+    Parameters (in the compiled caller)
+    ----------
+    T : float64[:, ::1], shape (n, m)
+    rows : UniTuple(int64, 8)
+        The rows of ``T`` to filter (a row may repeat).
+    rho : UniTuple(float64, 8)
+        Each row's filter pole.
+    out : float64[:, ::1], shape (m, 8)
+        Gets ``u``, column-major: ``out[i, g]`` is row ``g``'s ``u_i``.
+
+    Returns
+    -------
+    UniTuple(float64, 8)
+        Each row's last value ``u_{m−1}``.
+    """
+    if not (
+        _is_matrix(T)
+        and T.layout == "C"
+        and _is_tuple_of(rows, types.int64)
+        and _is_tuple_of(rho, types.float64)
+        and _is_matrix(out)
+        and out.layout == "C"
+    ):
+        return None  # numba reports the call's types as not supported
+    signature = types.UniTuple(types.float64, _BLOCK)(T, rows, rho, out)
+
+    def codegen(context, builder, sig, args):
+        t_value, rows_value, rho_value, out_value = args
+        data, m, stride = _array(context, builder, sig.args[0], t_value)
+        src = _row_pointers(builder, data, stride, cgutils.unpack_tuple(builder, rows_value))
+        dst = context.make_array(sig.args[3])(context, builder, out_value).data
+        rho_v = _vectors(builder, rho_value)
+        acc = _zero_accumulators(builder)
+
+        def step(c, column, i):
+            # a = T_i + ρ a, then the column's four values of this chain to out[i, 4c : 4c + 4]
+            a = builder.fadd(column, builder.fmul(rho_v[c], builder.load(acc[c])))
+            builder.store(a, acc[c])
+            _store(
+                builder,
+                a,
+                builder.gep(dst, [builder.add(builder.mul(i, _i64(_BLOCK)), _i64(4 * c))]),
+            )
+
+        groups = builder.udiv(m, _i64(4))
+        with cgutils.for_range(builder, groups) as loop:  # four columns at a time
+            i = builder.mul(loop.index, _i64(4))
+            for c in range(_CHAINS):
+                block = [_load(builder, builder.gep(src[4 * c + g], [i])) for g in range(4)]
+                for q, column in enumerate(_transpose(builder, *block)):
+                    step(c, column, builder.add(i, _i64(q)))
+        tail = builder.mul(groups, _i64(4))
+        with cgutils.for_range_slice(builder, tail, m, _i64(1), inc=True) as (i, _):
+            for c in range(_CHAINS):
+                loads = [builder.load(builder.gep(src[4 * c + g], [i])) for g in range(4)]
+                step(c, _pack(builder, loads), i)
+        return _lanes_tuple(context, builder, sig.return_type, acc)
+
+    return signature, codegen
+
+
+@intrinsic
+def west_pass(typingctx, u, out, rho, top, start, start_value, inv_rho):
+    """``v_i = u_i + ρ v_{i+1}`` west along eight rows from ``v_m = 0``; below column ``top``,
+    ``v_i = (u_i + w_i) + ρ v_{i+1}`` with the east correction ``w``.
+
+    ``w`` is row ``g``'s ``start_value`` at its column ``start`` and is multiplied by its
+    ``inv_rho`` at each column west of it (zero east of it): the scalar loop's
+    ``w = s if i == e else w * q``.
+
+    Parameters (in the compiled caller)
+    ----------
+    u : float64[:, ::1], shape (m, 8)
+        The east pass's output (column-major).
+    out : float64[:, ::1], shape (8, m') with ``m' >= m``
+        Row ``g``'s first ``m`` columns get ``v`` of row ``g`` (a wider buffer pads its rows).
+    rho : UniTuple(float64, 8)
+    top : int64
+        Columns ``top ..`` take no correction; ``0 <= top <= m``.
+    start : UniTuple(int64, 8)
+        Each row's first corrected column (below ``top``; ``−1``: none).
+    start_value, inv_rho : UniTuple(float64, 8)
+
+    Returns
+    -------
+    UniTuple(float64, 8)
+        Each row's ``v_0``.
+    """
+    if not (
+        _is_matrix(u)
+        and u.layout == "C"
+        and _is_matrix(out)
+        and out.layout == "C"
+        and _is_tuple_of(rho, types.float64)
+        and top == types.int64
+        and _is_tuple_of(start, types.int64)
+        and _is_tuple_of(start_value, types.float64)
+        and _is_tuple_of(inv_rho, types.float64)
+    ):
+        return None
+    signature = types.UniTuple(types.float64, _BLOCK)(u, out, rho, top, start, start_value, inv_rho)
+
+    def codegen(context, builder, sig, args):
+        u_value, out_value, rho_value, top_value, start_v, value_v, inv_v = args
+        u_array = context.make_array(sig.args[0])(context, builder, u_value)
+        src, m = u_array.data, cgutils.unpack_tuple(builder, u_array.shape, 2)[0]
+        data, _, stride = _array(context, builder, sig.args[1], out_value)
+        dst = _row_pointers(builder, data, stride, [_i64(g) for g in range(_BLOCK)])
+        rho_v = _vectors(builder, rho_value)
+        start_vec = _vectors(builder, start_v, _IVEC)
+        value_vec = _vectors(builder, value_v)
+        inv_vec = _vectors(builder, inv_v)
+        acc = _zero_accumulators(builder)
+        corr = _zero_accumulators(builder)
+
+        def step(c, i, corrected):
+            offset = builder.add(builder.mul(i, _i64(_BLOCK)), _i64(4 * c))
+            x = _load(builder, builder.gep(src, [offset]))
+            if corrected:
+                hit = builder.icmp_signed("==", start_vec[c], _pack(builder, [i] * 4, _IVEC))
+                w = builder.fmul(builder.load(corr[c]), inv_vec[c])
+                w = builder.select(hit, value_vec[c], w)
+                builder.store(w, corr[c])
+                x = builder.fadd(x, w)
+            a = builder.fadd(x, builder.fmul(rho_v[c], builder.load(acc[c])))
+            builder.store(a, acc[c])
+            return a
+
+        def columns(lo, hi, corrected):
+            # columns hi − 1 down to lo: four at a time (transposed, one store per row),
+            # then the rest one at a time
+            groups = builder.sdiv(builder.sub(hi, lo), _i64(4))
+            with cgutils.for_range(builder, groups) as loop:
+                i0 = builder.sub(hi, builder.mul(builder.add(loop.index, _i64(1)), _i64(4)))
+                for c in range(_CHAINS):
+                    block = [step(c, builder.add(i0, _i64(q)), corrected) for q in (3, 2, 1, 0)]
+                    for g, row in enumerate(_transpose(builder, *block[::-1])):
+                        _store(builder, row, builder.gep(dst[4 * c + g], [i0]))
+            rest = builder.sub(builder.sub(hi, lo), builder.mul(groups, _i64(4)))
+            with cgutils.for_range(builder, rest) as loop:
+                i = builder.sub(builder.add(lo, rest), builder.add(loop.index, _i64(1)))
+                for c in range(_CHAINS):
+                    for g, x in enumerate(_unpack(builder, step(c, i, corrected))):
+                        builder.store(x, builder.gep(dst[4 * c + g], [i]))
+
+        columns(top_value, m, corrected=False)
+        columns(_i64(0), top_value, corrected=True)
+        return _lanes_tuple(context, builder, sig.return_type, acc)
+
+    return signature, codegen
 
 
 # Inlined into advance_rows (numba's IR inlining). As a function of its own, its code ran
@@ -176,14 +440,14 @@ def _store8(buf, i, a0, a1, a2, a3, a4, a5, a6, a7):
 # (1.90-1.92 against 1.78-1.79 ns per cell-update at 0.0625° on the Zen 2 VM, 2026-12-05),
 # same bits. Inlined: 1.77-1.80 either way (docs/design-notes.md, session 37).
 @numba.njit(inline="always", boundscheck=False, error_model="numpy")
-def _filter_block(T, j0, stop, buf, v0, rho, inv_rho, wrap, nterms, rho_nterms):
+def _filter_block(T, j0, stop, padded, column_buf, v0, rho, inv_rho, wrap, nterms, rho_nterms):
     """The two filters for rows ``j0 .. min(j0 + 8, stop) - 1`` of ``T`` (a short block
     repeats its last row).
 
-    ``buf[g]`` gets row g's west filter run from zero (``v`` before its periodic correction)
-    and ``v0[g]`` the scale of that correction.
+    ``padded[g, :m]`` gets row g's west filter run from zero (``v`` before its periodic
+    correction) and ``v0[g]`` the scale of that correction. ``column_buf`` (m × 8) holds the
+    east pass.
     """
-    m = T.shape[1]
     # the rows, a tuple rather than an array: an allocation per block cost ~4 % of a 2° step
     last = stop - 1
     k = (
@@ -196,72 +460,57 @@ def _filter_block(T, j0, stop, buf, v0, rho, inv_rho, wrap, nterms, rho_nterms):
         min(j0 + 6, last),
         min(j0 + 7, last),
     )
-    t0, t1, t2, t3 = T[k[0]], T[k[1]], T[k[2]], T[k[3]]
-    t4, t5, t6, t7 = T[k[4]], T[k[5]], T[k[6]], T[k[7]]
-    r0, r1, r2, r3 = rho[k[0]], rho[k[1]], rho[k[2]], rho[k[3]]
-    r4, r5, r6, r7 = rho[k[4]], rho[k[5]], rho[k[6]], rho[k[7]]
+    r = (rho[k[0]], rho[k[1]], rho[k[2]], rho[k[3]], rho[k[4]], rho[k[5]], rho[k[6]], rho[k[7]])
     # east filter from zero, u_i = T_i + ρ u_{i-1}
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
-    for i in range(m):
-        a0 = t0[i] + r0 * a0
-        a1 = t1[i] + r1 * a1
-        a2 = t2[i] + r2 * a2
-        a3 = t3[i] + r3 * a3
-        a4 = t4[i] + r4 * a4
-        a5 = t5[i] + r5 * a5
-        a6 = t6[i] + r6 * a6
-        a7 = t7[i] + r7 * a7
-        _store8(buf, i, a0, a1, a2, a3, a4, a5, a6, a7)
+    u = east_pass(T, k, r, column_buf)
     # the periodic east solution adds c ρ^{i+1}, c = u_{m-1} / (1 − ρ^m): row g's correction
     # starts at column nterms - 1 (with c ρ^nterms) and is divided by ρ at each step west
-    s0 = a0 * wrap[k[0]] * rho_nterms[k[0]]
-    s1 = a1 * wrap[k[1]] * rho_nterms[k[1]]
-    s2 = a2 * wrap[k[2]] * rho_nterms[k[2]]
-    s3 = a3 * wrap[k[3]] * rho_nterms[k[3]]
-    s4 = a4 * wrap[k[4]] * rho_nterms[k[4]]
-    s5 = a5 * wrap[k[5]] * rho_nterms[k[5]]
-    s6 = a6 * wrap[k[6]] * rho_nterms[k[6]]
-    s7 = a7 * wrap[k[7]] * rho_nterms[k[7]]
-    e0, e1, e2, e3 = nterms[k[0]] - 1, nterms[k[1]] - 1, nterms[k[2]] - 1, nterms[k[3]] - 1
-    e4, e5, e6, e7 = nterms[k[4]] - 1, nterms[k[5]] - 1, nterms[k[6]] - 1, nterms[k[7]] - 1
-    q0, q1, q2, q3 = inv_rho[k[0]], inv_rho[k[1]], inv_rho[k[2]], inv_rho[k[3]]
-    q4, q5, q6, q7 = inv_rho[k[4]], inv_rho[k[5]], inv_rho[k[6]], inv_rho[k[7]]
-    top = max(e0, e1, e2, e3, e4, e5, e6, e7) + 1
-    # west filter from zero, v_i = u_i + ρ v_{i+1}: first the columns that no row of the
-    # block corrects, then those where some row's east correction is still alive
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
-    for i in range(m - 1, top - 1, -1):
-        a0 = buf[0, i] + r0 * a0
-        a1 = buf[1, i] + r1 * a1
-        a2 = buf[2, i] + r2 * a2
-        a3 = buf[3, i] + r3 * a3
-        a4 = buf[4, i] + r4 * a4
-        a5 = buf[5, i] + r5 * a5
-        a6 = buf[6, i] + r6 * a6
-        a7 = buf[7, i] + r7 * a7
-        _store8(buf, i, a0, a1, a2, a3, a4, a5, a6, a7)
-    w0 = w1 = w2 = w3 = w4 = w5 = w6 = w7 = 0.0
-    for i in range(top - 1, -1, -1):
-        w0 = s0 if i == e0 else w0 * q0
-        w1 = s1 if i == e1 else w1 * q1
-        w2 = s2 if i == e2 else w2 * q2
-        w3 = s3 if i == e3 else w3 * q3
-        w4 = s4 if i == e4 else w4 * q4
-        w5 = s5 if i == e5 else w5 * q5
-        w6 = s6 if i == e6 else w6 * q6
-        w7 = s7 if i == e7 else w7 * q7
-        a0 = (buf[0, i] + w0) + r0 * a0
-        a1 = (buf[1, i] + w1) + r1 * a1
-        a2 = (buf[2, i] + w2) + r2 * a2
-        a3 = (buf[3, i] + w3) + r3 * a3
-        a4 = (buf[4, i] + w4) + r4 * a4
-        a5 = (buf[5, i] + w5) + r5 * a5
-        a6 = (buf[6, i] + w6) + r6 * a6
-        a7 = (buf[7, i] + w7) + r7 * a7
-        _store8(buf, i, a0, a1, a2, a3, a4, a5, a6, a7)
+    s = (
+        u[0] * wrap[k[0]] * rho_nterms[k[0]],
+        u[1] * wrap[k[1]] * rho_nterms[k[1]],
+        u[2] * wrap[k[2]] * rho_nterms[k[2]],
+        u[3] * wrap[k[3]] * rho_nterms[k[3]],
+        u[4] * wrap[k[4]] * rho_nterms[k[4]],
+        u[5] * wrap[k[5]] * rho_nterms[k[5]],
+        u[6] * wrap[k[6]] * rho_nterms[k[6]],
+        u[7] * wrap[k[7]] * rho_nterms[k[7]],
+    )
+    e = (
+        nterms[k[0]] - 1,
+        nterms[k[1]] - 1,
+        nterms[k[2]] - 1,
+        nterms[k[3]] - 1,
+        nterms[k[4]] - 1,
+        nterms[k[5]] - 1,
+        nterms[k[6]] - 1,
+        nterms[k[7]] - 1,
+    )
+    q = (
+        inv_rho[k[0]],
+        inv_rho[k[1]],
+        inv_rho[k[2]],
+        inv_rho[k[3]],
+        inv_rho[k[4]],
+        inv_rho[k[5]],
+        inv_rho[k[6]],
+        inv_rho[k[7]],
+    )
+    top = max(e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]) + 1
+    # west filter from zero, v_i = u_i + ρ v_{i+1}, with the east correction below top
+    v = west_pass(column_buf, padded, r, top, e, s, q)
     # the periodic west solution adds v0 ρ^{m-i}, v0 = v_0 / (1 − ρ^m)
-    v0[0], v0[1], v0[2], v0[3] = a0 * wrap[k[0]], a1 * wrap[k[1]], a2 * wrap[k[2]], a3 * wrap[k[3]]
-    v0[4], v0[5], v0[6], v0[7] = a4 * wrap[k[4]], a5 * wrap[k[5]], a6 * wrap[k[6]], a7 * wrap[k[7]]
+    v0[0], v0[1], v0[2], v0[3] = (
+        v[0] * wrap[k[0]],
+        v[1] * wrap[k[1]],
+        v[2] * wrap[k[2]],
+        v[3] * wrap[k[3]],
+    )
+    v0[4], v0[5], v0[6], v0[7] = (
+        v[4] * wrap[k[4]],
+        v[5] * wrap[k[5]],
+        v[6] * wrap[k[6]],
+        v[7] * wrap[k[7]],
+    )
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
@@ -331,8 +580,10 @@ def advance_rows(
     """
     nsteps = absorbed_free.shape[0]
     n, m = T.shape
-    buf = np.empty((_BLOCK, m + _ROW_PAD))[:, :m]  # see _ROW_PAD
+    padded = np.empty((_BLOCK, m + _ROW_PAD))  # see _ROW_PAD
+    buf = padded[:, :m]
     v0 = np.empty(_BLOCK)
+    column_buf = np.empty((m, _BLOCK))  # the east pass, column-major
     tail = np.empty(m)  # the west correction of the current row, from column m - nterms
     zonal = np.empty(m)
     # per step in flight: old T[j] − T[j-1], the gradient across row j's south face
@@ -351,7 +602,9 @@ def advance_rows(
                 first, stop = max(a, lo_s), min(a + _BLOCK, hi_s)
                 if first >= stop:
                     continue
-                _filter_block(T, first, stop, buf, v0, rho, inv_rho, wrap, nterms, rho_nterms)
+                _filter_block(
+                    T, first, stop, padded, column_buf, v0, rho, inv_rho, wrap, nterms, rho_nterms
+                )
                 for j in range(first, stop):
                     _update_row(
                         T,
