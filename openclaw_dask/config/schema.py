@@ -174,7 +174,7 @@ KEYS: tuple[Key, ...] = (
     Key(
         "distributed.sync_interval",
         Int(1),
-        1000,
+        5000,
         "steps between global synchronisation points (persist + checkpoint); same on every node",
         "steps",
     ),

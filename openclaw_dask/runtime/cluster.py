@@ -596,7 +596,7 @@ def attach_refusal(config: Config, theirs: str, values: Mapping[str, Any] | None
 def _side_by_side(
     key: str, theirs: Mapping[str, Any], mine: Mapping[str, Any], sources: Mapping[str, str]
 ) -> str:
-    """``distributed.sync_interval 1000 there, 7 here (--set)``: a default goes unsaid."""
+    """``distributed.sync_interval 5000 there, 7 here (--set)``: a default goes unsaid."""
     there = yaml_value(theirs[key]) if key in theirs else "unset"
     here = yaml_value(mine[key]) if key in mine else "unset"
     source = sources.get(key, "default")

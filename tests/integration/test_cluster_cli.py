@@ -256,7 +256,7 @@ def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Pa
             assert f"error: {origin}: cluster.scheduler_address: the running cluster's " in (
                 result.stderr
             )
-            assert "distributed.sync_interval 1000 there, 7 here" in result.stderr
+            assert "distributed.sync_interval 5000 there, 7 here" in result.stderr
         assert not (tmp_path / "refused").exists()
 
         # a config that plans another kind of cluster (ssh nodes) does not run on it

@@ -96,7 +96,7 @@ def test_a_hand_started_worker_of_a_node_without_a_config_is_compared_as_default
         try:
             [(key, reason)] = wait_for_refusal(client).values()
             assert key == "distributed.sync_interval", (key, reason)
-            assert "distributed.sync_interval: worker 1000, client 7" in reason
+            assert "distributed.sync_interval: worker 5000, client 7" in reason
             assert "storage.level: worker 3, client 9" in reason
             assert proc.wait(timeout=60) is not None
         finally:
@@ -228,7 +228,7 @@ def test_a_hand_started_worker_reads_the_config_its_preload_names(tmp_path: Path
         try:
             [(key, reason)] = wait_for_refusal(client).values()
             assert key == "distributed.sync_interval"
-            assert "distributed.sync_interval: worker 5, client 1000" in reason
+            assert "distributed.sync_interval: worker 5, client 5000" in reason
             assert proc.wait(timeout=60) is not None
         finally:
             proc.kill()

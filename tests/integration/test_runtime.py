@@ -258,7 +258,7 @@ def test_mismatched_worker_is_refused_and_cluster_keeps_working(tmp_path: Path) 
         proc = stranger(address, *preload, OPENCLAW_DISTRIBUTED__SYNC_INTERVAL="5")
         try:
             reason = refusal(client, proc)
-            assert "distributed.sync_interval: worker 5, client 1000" in reason
+            assert "distributed.sync_interval: worker 5, client 5000" in reason
             # `cluster status` says it under its table (mutation audit: its refused lines
             # dropped went unseen)
             status = subprocess.run(

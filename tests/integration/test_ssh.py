@@ -303,7 +303,7 @@ def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("case", "expected"),
     [
-        (_odd_config, "differs from this one: distributed.sync_interval: node 50, here 1000"),
+        (_odd_config, "differs from this one: distributed.sync_interval: node 50, here 5000"),
         (_nobody, "refused the login as openclaw-nobody"),
         (_wrong_host_key, "its host key is not trusted"),
         (_no_openclaw, "its python /usr/bin/python3 cannot import"),
@@ -444,7 +444,7 @@ def test_zstd_shrinks_the_bytes_between_hosts(rig: SshRig, tmp_path: Path) -> No
             _odd_config,
             "distributed.sync_interval",
             "its openclaw.config differs from the client's: distributed.sync_interval: "
-            "worker 50, client 1000",
+            "worker 50, client 5000",
         ),
         (
             _other_numerics,

@@ -50,7 +50,7 @@ def test_attaching_to_workers_of_another_config_names_the_keys_and_the_way_out(
         assert refused.returncode == 2, refused.stderr
         assert (
             "error: --address: cluster.scheduler_address: the running cluster's workers were "
-            "started from another openclaw.config: distributed.sync_interval 7 there, 1000 here, "
+            "started from another openclaw.config: distributed.sync_interval 7 there, 5000 here, "
             "storage.level 3 there, 5 here (--set); start the cluster's workers from this "
             "config, or run with the cluster's values: --set distributed.sync_interval=7 "
             "storage.level=3\n1 problem found\n"

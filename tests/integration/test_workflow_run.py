@@ -896,7 +896,7 @@ def test_resume_continues_the_same_run_or_refuses(tmp_path: Path) -> None:
         "params.steps=121": "params.steps: the run being resumed used 120; --resume continues",
         # a result-relevant config key
         "distributed.sync_interval=7": "--resume: distributed.sync_interval: the run being "
-        "resumed used 1000, this one would use 7 (from --set)",
+        "resumed used 5000, this one would use 7 (from --set)",
     }
     for item, message in refused.items():
         result = submit(*resume, "--set", item)

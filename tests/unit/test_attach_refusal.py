@@ -15,10 +15,10 @@ def test_a_cluster_up_cluster_names_each_key_and_how_to_run_either_way() -> None
     problem = attach_refusal(config, theirs.fingerprint()[0], theirs.fingerprint()[1])
     assert str(problem) == (
         "cluster up (pid 42): cluster.scheduler_address: the running cluster's workers were "
-        "started from another openclaw.config: distributed.sync_interval 1000 there, 7 here "
+        "started from another openclaw.config: distributed.sync_interval 5000 there, 7 here "
         "(--set), parallel.deterministic_mode true there, false here; `openclaw-dask cluster "
         "down`, then `openclaw-dask cluster up` with this config, or run with the cluster's "
-        "values: --set distributed.sync_interval=1000 parallel.deterministic_mode=true"
+        "values: --set distributed.sync_interval=5000 parallel.deterministic_mode=true"
     )
 
 
@@ -28,13 +28,13 @@ def test_past_three_keys_the_rest_are_counted_and_a_key_they_lack_is_unset() -> 
     values = dict(load_config(use_search_path=False).fingerprint()[1])
     del values["storage.shuffle"]  # workers of an openclaw-dask without that key
     message = attach_refusal(config, "abc", values).message
-    assert ": distributed.batch_size 64 there, 8 here (--set), distributed.sync_interval 1000 " in (
+    assert ": distributed.batch_size 64 there, 8 here (--set), distributed.sync_interval 5000 " in (
         message
     )
     assert "here (--set), storage.level 3 there, 9 here (--set) and 1 more; start the " in message
     assert message.endswith(
         "start the cluster's workers from this config, or run with the cluster's values: --set "
-        "distributed.batch_size=64 distributed.sync_interval=1000 storage.level=3"
+        "distributed.batch_size=64 distributed.sync_interval=5000 storage.level=3"
     )
     only_lacking = {k: v for k, v in config.fingerprint()[1].items() if k != "storage.shuffle"}
     message = attach_refusal(config, "abc", only_lacking).message

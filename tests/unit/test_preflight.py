@@ -86,7 +86,7 @@ def test_each_incompatibility_is_named() -> None:
     assert reason == (
         "its own openclaw.config (env OPENCLAW_DISTRIBUTED__SYNC_INTERVAL) differs from this "
         "one: distributed.compression: node 'auto', here 'zstd'; "
-        "distributed.sync_interval: node 50, here 1000"
+        "distributed.sync_interval: node 50, here 5000"
     )
     broken = {**remote_like(local), "config_error": ["x.config:3: unknown key"]}
     assert compare(broken, local, "/x/python") == [

@@ -145,7 +145,7 @@ def test_spill_fractions() -> None:
 
 def test_fingerprint_plugin_always_present() -> None:
     (fp,) = [x for x in plan().worker_plugins if x["class"].endswith("ConfigFingerprint")]
-    assert fp["kwargs"]["values"]["distributed.sync_interval"] == 1000
+    assert fp["kwargs"]["values"]["distributed.sync_interval"] == 5000
     other = [
         x
         for x in plan("distributed.sync_interval=5").worker_plugins

@@ -72,11 +72,12 @@ BATCH_SIZES = (1, 4, 16)
 #: ~290 ms) a K=16 task now carries ~45 ms, and the batches' round trips weigh 3x more.
 #: 256 steps are 16 batches of K=16 in one graph. A graph pays its set-up once (submission,
 #: the capacity's halo tasks, each band's operators and a fresh buffer in its first batch) and
-#: the workflow's graphs at this grid are ``distributed.sync_interval`` (1000) steps long, so
-#: the shorter the graph here the more the set-up weighs against the workflow: measured on the
-#: 2-core VM on 2026-12-02, interleaved in one cluster, K=16 ran at a median of 1349 and 1297
-#: Mcell/s with 128-step graphs, 1645 and 1423 with 256, 1607 and 1502 with 512. 256 steps
-#: (4x the workflow's weight, it was 8x at 128) keep the suite under two minutes.
+#: the workflow's graphs are ``distributed.sync_interval`` steps long (1000 then, 5000 since
+#: 2026-12-05), so the shorter the graph here the more the set-up weighs against the workflow:
+#: measured on the 2-core VM on 2026-12-02, interleaved in one cluster, K=16 ran at a median of
+#: 1349 and 1297 Mcell/s with 128-step graphs, 1645 and 1423 with 256, 1607 and 1502 with 512.
+#: 256 steps (4x the weight of a 1000-step graph, 8x at 128) keep the suite under two minutes;
+#: against 5000-step graphs the suite understates the workflow's rate by a few per cent.
 FULL_RESOLUTION, FULL_STEPS = 0.0625, 256
 
 
