@@ -239,7 +239,7 @@ def _store(builder: ir.IRBuilder, v: ir.Value, ptr: ir.Value) -> None:
 
 
 def _array(context, builder, array_type, value):
-    """The data pointer and the (rows, columns, row stride in bytes) of a 2D array."""
+    """The data pointer, the number of columns and the row stride (bytes) of a 2D array."""
     a = context.make_array(array_type)(context, builder, value)
     cols = cgutils.unpack_tuple(builder, a.shape, 2)[1]
     return a.data, cols, cgutils.unpack_tuple(builder, a.strides, 2)[0]
