@@ -184,6 +184,8 @@ def test_ratios_are_computed_from_the_measured_times(quick_report: dict[str, Any
     g = s["graph"]
     graph_k = g["params"]["batch_size"]
     assert graph_k < 64 and f"bands: measured at K={graph_k}" in g["notes"][-1], g["notes"]
+    # its long run is ten windows or more, whatever the default sync_interval
+    assert g["params"]["steps_long"] >= 10 * g["params"]["window"], g["params"]
     o = s["overhead"]
     for name, engine, plain in (
         ("submit_vs_plain_dask", "submit", "plain_dask"),
