@@ -441,7 +441,7 @@ def west_pass(typingctx, u, out, rho, top, start, start_value, inv_rho):
 # (1.90-1.92 against 1.78-1.79 ns per cell-update at 0.0625° on the Zen 2 VM, 2026-12-05),
 # same bits. Inlined: 1.77-1.80 either way (docs/design-notes.md, session 37).
 @numba.njit(inline="always", boundscheck=False, error_model="numpy")
-def _filter_block(T, j0, stop, padded, column_buf, v0, rho, inv_rho, wrap, nterms, rho_nterms):
+def _filter_block(T, j0, stop, padded, column_buf, v0, rho, inv_rho, wrap, last_term, rho_nterms):
     """The two filters for rows ``j0 .. min(j0 + 8, stop) - 1`` of ``T`` (a short block
     repeats its last row).
 
@@ -461,56 +461,39 @@ def _filter_block(T, j0, stop, padded, column_buf, v0, rho, inv_rho, wrap, nterm
         min(j0 + 6, last),
         min(j0 + 7, last),
     )
-    r = (rho[k[0]], rho[k[1]], rho[k[2]], rho[k[3]], rho[k[4]], rho[k[5]], rho[k[6]], rho[k[7]])
+    r, w = _of_rows(rho, k), _of_rows(wrap, k)
     # east filter from zero, u_i = T_i + ρ u_{i-1}
     u = east_pass(T, k, r, column_buf)
     # the periodic east solution adds c ρ^{i+1}, c = u_{m-1} / (1 − ρ^m): row g's correction
     # starts at column nterms - 1 (with c ρ^nterms) and is divided by ρ at each step west
-    s = (
-        u[0] * wrap[k[0]] * rho_nterms[k[0]],
-        u[1] * wrap[k[1]] * rho_nterms[k[1]],
-        u[2] * wrap[k[2]] * rho_nterms[k[2]],
-        u[3] * wrap[k[3]] * rho_nterms[k[3]],
-        u[4] * wrap[k[4]] * rho_nterms[k[4]],
-        u[5] * wrap[k[5]] * rho_nterms[k[5]],
-        u[6] * wrap[k[6]] * rho_nterms[k[6]],
-        u[7] * wrap[k[7]] * rho_nterms[k[7]],
-    )
-    e = (
-        nterms[k[0]] - 1,
-        nterms[k[1]] - 1,
-        nterms[k[2]] - 1,
-        nterms[k[3]] - 1,
-        nterms[k[4]] - 1,
-        nterms[k[5]] - 1,
-        nterms[k[6]] - 1,
-        nterms[k[7]] - 1,
-    )
-    q = (
-        inv_rho[k[0]],
-        inv_rho[k[1]],
-        inv_rho[k[2]],
-        inv_rho[k[3]],
-        inv_rho[k[4]],
-        inv_rho[k[5]],
-        inv_rho[k[6]],
-        inv_rho[k[7]],
-    )
+    s = _times(_times(u, w), _of_rows(rho_nterms, k))
+    e = _of_rows(last_term, k)
     top = max(e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]) + 1
     # west filter from zero, v_i = u_i + ρ v_{i+1}, with the east correction below top
-    v = west_pass(column_buf, padded, r, top, e, s, q)
+    v = west_pass(column_buf, padded, r, top, e, s, _of_rows(inv_rho, k))
     # the periodic west solution adds v0 ρ^{m-i}, v0 = v_0 / (1 − ρ^m)
-    v0[0], v0[1], v0[2], v0[3] = (
-        v[0] * wrap[k[0]],
-        v[1] * wrap[k[1]],
-        v[2] * wrap[k[2]],
-        v[3] * wrap[k[3]],
-    )
-    v0[4], v0[5], v0[6], v0[7] = (
-        v[4] * wrap[k[4]],
-        v[5] * wrap[k[5]],
-        v[6] * wrap[k[6]],
-        v[7] * wrap[k[7]],
+    for g in range(_BLOCK):
+        v0[g] = v[g] * w[g]
+
+
+@numba.njit(inline="always", boundscheck=False)
+def _of_rows(a, k):
+    """``a`` at the block's eight rows ``k``, as the tuple the vector passes take."""
+    return (a[k[0]], a[k[1]], a[k[2]], a[k[3]], a[k[4]], a[k[5]], a[k[6]], a[k[7]])
+
+
+@numba.njit(inline="always")
+def _times(a, b):
+    """The elementwise product of two 8-tuples."""
+    return (
+        a[0] * b[0],
+        a[1] * b[1],
+        a[2] * b[2],
+        a[3] * b[3],
+        a[4] * b[4],
+        a[5] * b[5],
+        a[6] * b[6],
+        a[7] * b[7],
     )
 
 
@@ -585,6 +568,7 @@ def advance_rows(
     buf = padded[:, :m]
     v0 = np.empty(_BLOCK)
     column_buf = np.empty((m, _BLOCK))  # the east pass, column-major
+    last_term = nterms - 1  # each row's highest column with an east correction
     tail = np.empty(m)  # the west correction of the current row, from column m - nterms
     zonal = np.empty(m)
     # per step in flight: old T[j] − T[j-1], the gradient across row j's south face
@@ -604,7 +588,17 @@ def advance_rows(
                 if first >= stop:
                     continue
                 _filter_block(
-                    T, first, stop, padded, column_buf, v0, rho, inv_rho, wrap, nterms, rho_nterms
+                    T,
+                    first,
+                    stop,
+                    padded,
+                    column_buf,
+                    v0,
+                    rho,
+                    inv_rho,
+                    wrap,
+                    last_term,
+                    rho_nterms,
                 )
                 for j in range(first, stop):
                     _update_row(
