@@ -77,7 +77,7 @@ BATCH_SIZES = (1, 4, 16)
 #: measured on the 2-core VM on 2026-12-02, interleaved in one cluster, K=16 ran at a median of
 #: 1349 and 1297 Mcell/s with 128-step graphs, 1645 and 1423 with 256, 1607 and 1502 with 512.
 #: 256 steps (4x the weight of a 1000-step graph, 8x at 128) keep the suite under two minutes;
-#: against 5000-step graphs the suite understates the workflow's rate by a few per cent.
+#: against 5000-step graphs the set-up weighs ~20x (by step count; not measured).
 FULL_RESOLUTION, FULL_STEPS = 0.0625, 256
 
 
