@@ -22,7 +22,7 @@ from openclaw_dask.workflows.climate import (
     run_reference,
     to_bands,
 )
-from openclaw_dask.workflows.climate.stepper import BandState
+from openclaw_dask.workflows.climate.stepper import BandState, BandStep
 
 STEP0 = 1789  # mid-April at 4°: seasons, polar night and polar day all present
 NSTEPS = 37  # not a multiple of any batch size below
@@ -294,38 +294,43 @@ def _literal_bytes(task: object) -> int:
     return 0
 
 
-def test_graph_shape_halo_slices_then_one_step_task_per_band(case) -> None:
-    """Per batch: 2 (n-1) small slices on the neighbours, then one task per band that takes
-    its own state and the two slices and, from the second batch on, waits for the slices of its
-    own rows (it advances their source in place); the host capacity is in the graph once."""
+@pytest.mark.parametrize("homes", [None, ("a", "a", "b", "b")], ids=["no-homes", "two-homes"])
+def test_graph_shape_halo_tasks_then_one_step_task_per_band(case, homes) -> None:
+    """Per batch one task per band, which takes its own state and its two halos: copies of
+    the input's rows in a call's first batch (2 (n-1) halo tasks on the neighbours); later the
+    rows the neighbour's previous step task copied, that step task itself where both bands have
+    one home, else a halo task on the neighbour's worker that picks them out. Nothing waits for
+    anything else; the host capacity is in the graph once."""
     grid, params, T0, reference = case
     T = to_bands(T0, (4, 17, 9, 15)).persist(scheduler="sync")
     K, n = 4, 4
-    out = advance(T, params, grid, NSTEPS, K, step0=STEP0)
+    out = advance(T, params, grid, NSTEPS, K, step0=STEP0, workers=homes)
     graph = out.__dask_graph__()
     deps = graph.get_all_dependencies()
     steps = [name for name in graph.layers if name.startswith("ebm-steps-")]
     halos = [name for name in graph.layers if name.startswith("ebm-halo-")]
-    assert len(steps) == len(halos) == -(-NSTEPS // K) == 10
+    assert len(steps) == -(-NSTEPS // K) == 10
+    assert len(halos) == 10  # one layer a batch; with two homes, later ones only at their border
     assert len(graph.layers) == 1 + len(steps) + len(halos)  # nothing else: no overlap layers
     assert steps[0].startswith(f"ebm-steps-{STEP0}-{STEP0 + K}-")
     assert steps[-1] == out.name and out.name.startswith(f"ebm-steps-{STEP0 + 36}-{STEP0 + 37}-")
     source = T.name
     for batch, (step, halo) in enumerate(zip(steps, halos, strict=True)):
         assert halo.split("-")[2:] == step.split("-")[2:]  # same steps and token
-        assert len(graph.layers[halo]) == 2 * (n - 1)
+        # a neighbour's step task is taken directly where both bands have one home
+        pairs = {(i, j) for i in range(n) for j in (i - 1, i + 1) if 0 <= j < n}
+        shared = homes is not None and batch > 0
+        direct = {(i, j) for i, j in pairs if shared and homes[i] == homes[j]}
+        assert len(graph.layers[halo]) == 2 * (n - 1) - len(direct)
         for i in range(n):
             expected = {(source, i, 0)}
-            expected |= {(halo, i, 0)} if i > 0 else set()
-            expected |= {(halo, i, 1)} if i < n - 1 else set()
-            if batch > 0:  # the neighbours' copies of band i's rows
-                expected |= {(halo, i - 1, 1)} if i > 0 else set()
-                expected |= {(halo, i + 1, 0)} if i < n - 1 else set()
+            for j, side in ((i - 1, 0), (i + 1, 1)):
+                if 0 <= j < n:
+                    expected.add((source, j, 0) if (i, j) in direct else (halo, i, side))
             assert deps[(step, i, 0)] == expected
-            if i > 0:
-                assert deps[(halo, i, 0)] == {(source, i - 1, 0)}
-            if i < n - 1:
-                assert deps[(halo, i, 1)] == {(source, i + 1, 0)}
+            for j, side in ((i - 1, 0), (i + 1, 1)):
+                if 0 <= j < n and (i, j) not in direct:
+                    assert deps[(halo, i, side)] == {(source, j, 0)}
         source = step
     # the capacity: each band plus K rows per inner side, only in the first batch's tasks
     literal = [sum(_literal_bytes(t) for t in graph.layers[name].values()) for name in steps]
@@ -349,8 +354,10 @@ def test_a_band_builds_its_operators_once_and_carries_them(case, accumulate) -> 
     assert len(steps) == 3  # 4 + 4 + 2 steps
     first, second = (next(s for s in steps if s.startswith(f"{kind}{STEP0 + d}-")) for d in (0, 4))
     for i, rows in enumerate(heights):
-        state1, state2 = dask.get(graph, [(first, i, 0), (second, i, 0)])
-        assert isinstance(state1, BandState) and (state1.total is not None) == accumulate
+        step1, step2 = dask.get(graph, [(first, i, 0), (second, i, 0)])
+        assert isinstance(step1, BandStep) and isinstance(step1.state, BandState)
+        state1, state2 = step1.state, step2.state
+        assert (state1.total is not None) == accumulate
         ops = state1.ops
         assert state2.ops is ops and state2.buffer is state1.buffer  # carried, not rebuilt
         inner = (K if i > 0 else 0) + (K if i < len(heights) - 1 else 0)
@@ -361,6 +368,15 @@ def test_a_band_builds_its_operators_once_and_carries_them(case, accumulate) -> 
         assert np.array_equal(back.band, state2.band) and back.ops.nrows == ops.nrows
         extra = 0 if state2.total is None else state2.total.nbytes
         assert sizeof(state2) >= state2.buffer.nbytes + extra
+        # the rows copied for the neighbours (the next batch's depth: 4, then 2) are copies
+        below, above = step1.south_rows, step1.north_rows
+        assert (below is None) == (i == 0) and (above is None) == (i == len(heights) - 1)
+        for edge in (e for e in (below, above) if e is not None):
+            assert edge.shape == (K, grid.nlon) and not np.shares_memory(edge, state1.buffer)
+        assert sizeof(step2) >= sizeof(state2) + sum(
+            e.nbytes for e in (step2.south_rows, step2.north_rows) if e is not None
+        )
+        assert step2.north_rows is None or step2.north_rows.shape[0] == 2
     ref10 = run_reference(params, grid, 10, T0, step0=STEP0)
     result = (out[0] if accumulate else out).compute(scheduler="sync")
     assert np.array_equal(result, ref10)

@@ -9,34 +9,48 @@ of the extended band are wrong and the band itself is still exact.
 
 Graph of one batch
 ------------------
-Each batch of ``K`` steps (steps ``s`` to ``s + K``) is two layers, written by hand as a
+Each batch of ``K`` steps (steps ``s`` to ``s + K``) is one layer of step tasks and, where
+halos move between workers, one of halo tasks, written by hand as a
 :class:`~dask.highlevelgraph.HighLevelGraph`; band ``i`` has height ``h_i``::
 
-    ebm-halo-{s}-{s+K}  (i, 0)  rows [h_(i-1) - K, h_(i-1)) of band i-1, run where it is
-    ebm-halo-{s}-{s+K}  (i, 1)  rows [0, K) of band i+1, run where it is
-    ebm-steps-{s}-{s+K} (i, 0)  (band i, halo (i, 0), halo (i, 1)):
-                                halos into the margins of band i's buffer -> K steps
+    ebm-steps-{s}-{s+K} (i, 0)  (band i, its south halo, its north halo):
+                                halos into the margins of band i's buffer -> K steps ->
+                                a BandStep: the state and copies of its first and last rows
+    ebm-halo-{s}-{s+K}  (i, 0)  the rows band i-1's last batch copied for band i, taken where
+                                band i-1 is (only where its home is not band i's)
+    ebm-halo-{s}-{s+K}  (i, 1)  the same from band i+1
+
+A band's halo is the neighbour's previous step task itself where both bands have one home
+worker (``workers``): the step task takes the copied rows out of it, and nothing moves. Where
+the homes differ, or no homes are given, a halo task on the neighbour's worker picks the rows
+out, so that only they travel, not the neighbour's state. A call's first batch takes its
+halos from the input's blocks, by halo tasks that copy the rows.
 
 Why by hand: built with :func:`dask.array.overlap.overlap` and ``map_blocks``, the critical
 path of a batch is three dependent tasks (halo slice on the neighbour -> concatenation task ->
 step task). On a distributed cluster every hop between dependent tasks costs scheduler round
 trips (~7-10 ms of batched-send latency on a 2-core machine, against ~110 ms for a step task
-at 0.25° with ``K = 16``), seen as 20-40 ms idle gaps between step tasks. With the halos
-joined inside the step task a batch costs two hops. Only the ``K`` halo rows travel
-between workers, and a step task's largest input by far (its band's state, below) is on the
-worker that computed it, so the scheduler tends to keep a band on its worker; it does not
-always (work stealing, a fresh state), which is why ``climate.ebm`` and the benchmark also
-give each band a home worker (below).
+at 0.25° with ``K = 16``), seen as 20-40 ms idle gaps between step tasks, and every task costs
+the scheduler time: with many bands a batch's tasks, not its steps, set its pace. A batch
+between bands on one worker is one hop and one task a band; between workers it is two hops.
+Measured on the 2-core VM (2026-12-05, 0.5°, 16 bands, ``K = 4``, 64 batches) with halo tasks
+for every neighbour, as before: 65 ms a batch on 1 worker x 2 threads and 52 ms on 2 x 1; with
+the neighbour's step task taken on one worker: 32 and 28 ms (2 bands on 2 x 1, all halos
+between workers: 15 ms either way). Only the ``K`` halo rows travel between workers, and a step
+task's largest input by far (its band's state, below) is on the worker that computed it, so
+the scheduler tends to keep a band on its worker; it does not always (work stealing, a fresh
+state), which is why ``climate.ebm`` and the benchmark also give each band a home worker
+(below).
 
-Passing whole neighbour bands to the step task instead (one hop, no halo tasks) was measured
-on the 2-core machine and not kept. At 0.25° (4 MB bands, ``K = 16``) it was 5-13 % faster,
-but it moves ``h/K`` times more data per batch (at 0.125° its gaps between step tasks were
-39 ms against 15 ms; worse between hosts or from a GPU), and fetching a neighbour's whole band
-leaves a copy of it on the other worker: a later run from the same persisted state (as the
-benchmark repeats) may then start a band on either worker, and in 2 of 5 such runs both bands
-ended up mostly on one worker.
+Passing whole neighbour bands to the step task between workers too (one hop, no halo tasks)
+was measured on the 2-core machine and not kept. At 0.25° (4 MB bands, ``K = 16``) it was
+5-13 % faster, but it moves ``h/K`` times more data per batch (at 0.125° its gaps between step
+tasks were 39 ms against 15 ms; worse between hosts or from a GPU), and fetching a neighbour's
+whole band leaves a copy of it on the other worker: a later run from the same persisted
+state (as the benchmark repeats) may then start a band on either worker, and in 2 of 5 such
+runs both bands ended up mostly on one worker.
 
-State, heat capacity and operators: between batches a band's block is a :class:`BandState`:
+State, heat capacity and operators: between batches a band's block holds a :class:`BandState`:
 a buffer holding the band plus ``K`` rows of margin on each inner side (``K`` the deepest batch
 of the call), the band's :class:`~.physics.BandOperators` (filter coefficients or Fourier gains,
 1/C, face coefficients) for those rows, and with ``accumulate`` the running sum. They are built
@@ -54,10 +68,9 @@ buffer, so a band allocates one band-sized array per call instead of one per bat
 66 MB array per task, page-faulted while the other worker did the same, cost 10-30 % at
 0.0625°). The first batch copies its input (a persisted block that others may read) and the
 running sum it continues. That a task changes its input is safe here because nothing else
-reads a state after its band's next batch: the only other readers, the neighbours' halo slices
-of its edge rows, copy them, and the next batch waits for those copies (they are extra
-arguments of its task). A state that has to be recomputed (a lost worker) is recomputed from
-the call's input, through a fresh buffer.
+reads a state's buffer: the neighbours read only the rows the batch copied for them at its
+end (a :class:`BandStep`), which the next batch does not touch. A state that has to be
+recomputed (a lost worker) is recomputed from the call's input, through a fresh buffer.
 
 With ``accumulate`` the state also holds the running sum and the last batch returns
 ``[T, sum]`` stacked on a new first axis; the sum adds no task and no hop. Every step adds its
@@ -117,6 +130,7 @@ from openclaw_dask.workflows.climate.reference import EnergyBudget
 
 __all__ = [
     "BandState",
+    "BandStep",
     "advance",
     "band_chunks",
     "band_homes",
@@ -284,15 +298,34 @@ def _sizeof_state(state: BandState) -> int:
     return sum(sizeof(p) for p in parts if p is not None)
 
 
-def _band(block: Any) -> Any:
-    """The temperatures of a band's block (a state between batches also holds more)."""
-    return block.band if isinstance(block, BandState) else block
+@dataclass(eq=False)
+class BandStep:
+    """What a batch (not the call's last) returns for a band: its state, and copies of the
+    rows its neighbours take as halos in the next batch (``None`` where there is no neighbour).
+
+    The copies are made at the end of the batch, so the next batch may advance the state's
+    buffer in place while a neighbour still reads them.
+    """
+
+    state: BandState
+    south_rows: Any  # the band's first rows, the north halo of the band below
+    north_rows: Any  # the band's last rows, the south halo of the band above
+
+
+@sizeof.register(BandStep)
+def _sizeof_step(step: BandStep) -> int:
+    parts = (step.state, step.south_rows, step.north_rows)
+    return sum(sizeof(p) for p in parts if p is not None)
 
 
 def _halo_rows(block: Any, start: int, stop: int) -> Any:
-    """A copy of rows ``start:stop`` of a band's temperatures (the band's next batch advances
-    its buffer in place)."""
-    return _band(block)[start:stop].copy()
+    """A copy of rows ``start:stop`` of a block of the call's input (or of the capacity)."""
+    return block[start:stop].copy()
+
+
+def _edge_rows(step: BandStep, side: int) -> Any:
+    """The rows a band's batch copied for its neighbour below (``side`` 0) or above (1)."""
+    return step.north_rows if side == 0 else step.south_rows
 
 
 def _capacity_block(*parts: Any) -> Any:
@@ -358,24 +391,26 @@ def _batch_task(
     total_in: Any,
     start: int,
     capacity_below: int,
-    *after: Any,
+    *,
     params: EBMParams,
     grid: LatLonGrid,
     depth: int,
     step0: int,
     accumulate: bool,
-    last: bool,
+    edges: tuple[int, int] | None,
 ) -> Any:
     """Advance band ``start : start + len(band)`` by ``depth`` steps, with its halos.
 
     Parameters
     ----------
-    own : array or BandState
+    own : array or BandStep
         The band at step ``step0``: the input array in the first batch (copied, never
-        changed), later the :class:`BandState` returned by the previous batch (advanced in
-        place).
-    south, north : array or None
-        The ``depth`` rows below and above the band (``None`` at a pole or for one band).
+        changed), later the :class:`BandStep` returned by the previous batch (whose state is
+        advanced in place).
+    south, north : array, BandStep or None
+        The ``depth`` rows below and above the band: a halo copy, or the neighbour's previous
+        :class:`BandStep` (on the same worker), whose copied edge rows are taken (``None`` at a
+        pole or for one band).
     capacity : array or None
         The band's capacity block in the first batch (``None`` later: its operators are in
         ``own``); its first ``capacity_below`` rows (and the operators') lie below the band.
@@ -384,15 +419,17 @@ def _batch_task(
         from zeros); later the sum travels in ``own``.
     start : int
         Global row of the band's first row.
-    *after : array
-        The neighbours' halo copies of this band's rows, unused: they make this task wait
-        until they are taken before it advances the buffer they were copied from.
-    last : bool
-        Whether this is the call's last batch: it returns the band (``[T, sum]`` stacked on a
-        new first axis with ``accumulate``) instead of a state.
+    edges : (int, int) or None
+        Rows to copy for the neighbours below and above (0: no neighbour there), the next
+        batch's depth; ``None`` in the call's last batch, which returns the band (``[T, sum]``
+        stacked on a new first axis with ``accumulate``) instead of a :class:`BandStep`.
     """
-    if isinstance(own, BandState):
-        state = own
+    if isinstance(south, BandStep):
+        south = south.north_rows[-depth:]
+    if isinstance(north, BandStep):
+        north = north.south_rows[:depth]
+    if isinstance(own, BandStep):
+        state = own.state
     else:
         xp = get_namespace(own)
         # built once per band and call, then carried in the state (on the state's device)
@@ -436,10 +473,16 @@ def _batch_task(
         )
     else:
         advance_with(extended, state.ops.rows(lo, hi), step0, depth, **kwargs)
-    if not last:
-        return state
+    band = state.band
+    if edges is not None:
+        below, above = edges
+        return BandStep(
+            state,
+            band[:below].copy() if below else None,
+            band[rows - above :].copy() if above else None,
+        )
     xp = get_namespace(state.buffer)
-    return xp.stack([state.band, state.total]) if accumulate else state.band
+    return xp.stack([band, state.total]) if accumulate else band
 
 
 def advance(
@@ -549,6 +592,11 @@ def advance(
     if total is not None:  # so does the running sum
         first_layers |= set(total.__dask_layers__())
     kind = "ebm-steps-sum" if accumulate else "ebm-steps"
+
+    def beside(i: int, j: int) -> bool:
+        """Whether bands ``i`` and ``j`` have one home worker (known only with ``workers``)."""
+        return workers is not None and workers[i] == workers[j]
+
     done = 0
     while done < nsteps:
         depth = min(batch_size, nsteps - done)
@@ -557,41 +605,47 @@ def advance(
         token = tokenize(base, src, first, depth, last)  # a last batch returns another type
         name, halo = f"{kind}-{first}-{stop}-{token}", f"ebm-halo-{first}-{stop}-{token}"
         halos: dict[Hashable, Any] = {}
+        south: list[Any] = [None] * n  # per band: its halo's key, or the neighbour's step
+        north: list[Any] = [None] * n
         for i in range(1, n):
-            top = heights[i - 1]
-            halos[(halo, i, 0)] = (_halo_rows, (src, i - 1, 0), top - depth, top)
+            if done == 0:  # from the call's input
+                top = heights[i - 1]
+                halos[(halo, i, 0)] = (_halo_rows, (src, i - 1, 0), top - depth, top)
+            elif not beside(i, i - 1):  # the rows band i-1's last batch copied, moved here
+                halos[(halo, i, 0)] = (_edge_rows, (src, i - 1, 0), 0)
+            south[i] = (src, i - 1, 0) if (halo, i, 0) not in halos else (halo, i, 0)
         for i in range(n - 1):
-            halos[(halo, i, 1)] = (_halo_rows, (src, i + 1, 0), 0, depth)
-        task = functools.partial(
-            _batch_task,
-            params=params,
-            grid=grid,
-            depth=depth,
-            step0=first,
-            accumulate=accumulate,
-            last=last,
-        )
+            if done == 0:
+                halos[(halo, i, 1)] = (_halo_rows, (src, i + 1, 0), 0, depth)
+            elif not beside(i, i + 1):
+                halos[(halo, i, 1)] = (_edge_rows, (src, i + 1, 0), 1)
+            north[i] = (src, i + 1, 0) if (halo, i, 1) not in halos else (halo, i, 1)
+        following = min(batch_size, nsteps - done - depth)  # the next batch's depth
         steps = {
             ((name, 0, i, 0) if last and accumulate else (name, i, 0)): (
-                task,
+                functools.partial(
+                    _batch_task,
+                    params=params,
+                    grid=grid,
+                    depth=depth,
+                    step0=first,
+                    accumulate=accumulate,
+                    edges=None if last else (following * (i > 0), following * (i < n - 1)),
+                ),
                 (src, i, 0),
-                (halo, i, 0) if i > 0 else None,
-                (halo, i, 1) if i < n - 1 else None,
+                south[i],
+                north[i],
                 capacity_blocks[i] if done == 0 else None,  # later: carried in the state
                 (sum_name, i, 0) if done == 0 and sum_name is not None else None,
                 starts[i],
                 deepest if i > 0 else 0,
-                # the copies of this band's rows for its neighbours, before the state they
-                # are copied from is advanced in place (the first batch copies its input)
-                *([(halo, i - 1, 1)] if i > 0 and done > 0 else []),
-                *([(halo, i + 1, 0)] if i < n - 1 and done > 0 else []),
             )
             for i in range(n)
         }
         layers[name] = _homed(steps, workers, lambda key: key[-2])
         dependencies[name] = src_layers | (first_layers if done == 0 else set())
         if halos:
-            # a halo slice runs where the band it slices lives: (i, 0) band i-1, (i, 1) band i+1
+            # a halo task runs where the band it copies lives: (i, 0) band i-1, (i, 1) band i+1
             layers[halo] = _homed(halos, workers, lambda key: key[1] + 2 * key[2] - 1)
             dependencies[halo] = set(src_layers)
             dependencies[name].add(halo)
