@@ -391,13 +391,13 @@ def _batch_task(
     total_in: Any,
     start: int,
     capacity_below: int,
+    edges: tuple[int, int] | None,
     *,
     params: EBMParams,
     grid: LatLonGrid,
     depth: int,
     step0: int,
     accumulate: bool,
-    edges: tuple[int, int] | None,
 ) -> Any:
     """Advance band ``start : start + len(band)`` by ``depth`` steps, with its halos.
 
@@ -605,40 +605,41 @@ def advance(
         token = tokenize(base, src, first, depth, last)  # a last batch returns another type
         name, halo = f"{kind}-{first}-{stop}-{token}", f"ebm-halo-{first}-{stop}-{token}"
         halos: dict[Hashable, Any] = {}
-        south: list[Any] = [None] * n  # per band: its halo's key, or the neighbour's step
-        north: list[Any] = [None] * n
-        for i in range(1, n):
-            if done == 0:  # from the call's input
-                top = heights[i - 1]
-                halos[(halo, i, 0)] = (_halo_rows, (src, i - 1, 0), top - depth, top)
-            elif not beside(i, i - 1):  # the rows band i-1's last batch copied, moved here
-                halos[(halo, i, 0)] = (_edge_rows, (src, i - 1, 0), 0)
-            south[i] = (src, i - 1, 0) if (halo, i, 0) not in halos else (halo, i, 0)
-        for i in range(n - 1):
-            if done == 0:
-                halos[(halo, i, 1)] = (_halo_rows, (src, i + 1, 0), 0, depth)
-            elif not beside(i, i + 1):
-                halos[(halo, i, 1)] = (_edge_rows, (src, i + 1, 0), 1)
-            north[i] = (src, i + 1, 0) if (halo, i, 1) not in halos else (halo, i, 1)
+        # each band's south (side 0) and north (side 1) halo: a halo task's key, or the
+        # neighbour's previous step task itself where both bands have one home
+        sources: list[list[Any]] = [[None, None] for _ in range(n)]
+        for i in range(n):
+            for side, j in ((0, i - 1), (1, i + 1)):
+                if not 0 <= j < n:
+                    continue
+                if done and beside(i, j):
+                    sources[i][side] = (src, j, 0)
+                    continue
+                if done == 0:  # a copy of the call's input rows
+                    rows = (heights[j] - depth, heights[j]) if side == 0 else (0, depth)
+                    halos[(halo, i, side)] = (_halo_rows, (src, j, 0), *rows)
+                else:  # the rows band j's last batch copied, moved here
+                    halos[(halo, i, side)] = (_edge_rows, (src, j, 0), side)
+                sources[i][side] = (halo, i, side)
+        task = functools.partial(
+            _batch_task,
+            params=params,
+            grid=grid,
+            depth=depth,
+            step0=first,
+            accumulate=accumulate,
+        )
         following = min(batch_size, nsteps - done - depth)  # the next batch's depth
         steps = {
             ((name, 0, i, 0) if last and accumulate else (name, i, 0)): (
-                functools.partial(
-                    _batch_task,
-                    params=params,
-                    grid=grid,
-                    depth=depth,
-                    step0=first,
-                    accumulate=accumulate,
-                    edges=None if last else (following * (i > 0), following * (i < n - 1)),
-                ),
+                task,
                 (src, i, 0),
-                south[i],
-                north[i],
+                *sources[i],
                 capacity_blocks[i] if done == 0 else None,  # later: carried in the state
                 (sum_name, i, 0) if done == 0 and sum_name is not None else None,
                 starts[i],
                 deepest if i > 0 else 0,
+                None if last else (following * (i > 0), following * (i < n - 1)),
             )
             for i in range(n)
         }
