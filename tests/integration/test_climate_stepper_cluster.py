@@ -121,3 +121,42 @@ def test_a_capacity_persisted_on_the_cluster_is_used_there() -> None:
         state, cap = client.persist([to_bands(T0, 2), to_bands(capacity, 2)])
         end = advance(state, params, grid, 9, 4, step0=40, capacity=cap)
         assert np.array_equal(end.compute(), reference)
+
+
+def test_halos_within_and_between_worker_processes() -> None:
+    """Two worker processes of two threads, four bands homed two a worker: a band takes its
+    same-worker neighbour's step task (nothing pickled), and across the border between the
+    processes a halo task sends only the rows; the state, the running sum and the bits are
+    the reference's."""
+    grid, params, T0, reference = _two_degree_case()
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=2, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
+        homes = band_homes(client.nthreads(), 4)
+        assert homes[0] == homes[1] != homes[2] == homes[3]
+        state = place_bands(client, T0, homes)
+        with get_task_stream(client) as stream:
+            end, total = advance(
+                state, params, grid, 19, 4, step0=300, accumulate=True, workers=homes
+            )
+            end, total = client.persist([end, total], optimize_graph=False)
+            end, total = client.compute([end, total], sync=True)
+    assert np.array_equal(end, reference)
+    running = np.zeros_like(T0)
+    T = T0
+    for k in range(19):  # the sum of the temperatures after each step, one step at a time
+        T = run_reference(params, grid, 1, T, step0=300 + k)
+        running += T
+    assert np.array_equal(total, running)
+    later = {record["key"][1:] for record in stream.data if _later_halo(record["key"])}
+    assert later == {(2, 0), (1, 1)}  # only across the border between the two processes
+
+
+def _later_halo(key: object) -> bool:
+    """Whether ``key`` is a halo task of a batch after the call's first (step 300)."""
+    return (
+        isinstance(key, tuple)
+        and str(key[0]).startswith("ebm-halo-")
+        and not str(key[0]).startswith("ebm-halo-300-")
+    )
