@@ -134,7 +134,7 @@ def workload(name: str) -> Workload:
             name,
             "cell-updates",
             # 0.25°: a grid where the band rule's choice depends on K (on 2 threads one band at
-            # K=16 and 32, two at the default 64, one at 128), so the sweep can find the best;
+            # K=16, two at 32, the default 64 and 128), so the sweep can find the best;
             # 512 steps, so that K=128 still makes four batches per graph
             "climate.ebm time step, 0.25° grid, 512 steps (latitude bands, K-step halos)",
             _stencil(0.25, 512),
@@ -145,8 +145,9 @@ def workload(name: str) -> Workload:
         return Workload(
             name,
             "cell-updates",
-            # one band at any K (band_count: 4 K rows a band needs K <= 45, 20 M updates a
-            # task K >= 309), so batch_size changes nothing here and is not swept
+            # one band at any K (band_count: two 90-row bands allow K <= 90, where a batch's
+            # overhead alone outweighs the grid's 180 rows K times), so batch_size changes
+            # nothing here and is not swept
             "climate stencil alone on a 1° grid, 512 steps (one band)",
             _stencil(1.0, 512),
         )

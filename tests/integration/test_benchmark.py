@@ -159,7 +159,7 @@ def test_ratios_are_computed_from_the_measured_times(quick_report: dict[str, Any
     )
     # --quick's two 90-row bands compute a 64-row halo cone each: 1 + 65 / 180 cells an owned one
     assert st["ratios"]["halo_work"] == pytest.approx(1 + 65 / 180)
-    # climate.ebm would run the 1° grid in one band (4 K rows a band): measured beside it
+    # climate.ebm would run the 1° grid in one band (band_count): measured beside it
     threads = st["params"]["threads"]
     assert st["params"]["workflow_bands"] == 1
     if threads > 1:

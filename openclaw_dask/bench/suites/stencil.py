@@ -21,9 +21,10 @@ A band computes more than its own rows: each batch of ``K`` steps also advances 
 cone of ``K`` rows shrinking by one a step, which the neighbour owns (``halo_work``: cells
 computed per cell owned; 1.34 at K=64 on the 16-core machine's 180-row bands, 1.02 on the
 2-core VM's 1440-row ones). Where the workflow would use fewer bands than threads
-(:func:`~openclaw_dask.workflows.ops.climate.band_count`: bands at least ``4 K`` rows tall, a
-rule measured on 2 cores only), the configured ``K`` also runs on that many bands
-(``dask_K{K}_workflow_bands``), so a many-core machine shows which layout pays.
+(:func:`~openclaw_dask.workflows.ops.climate.band_count`: the count whose slowest band takes
+the least time a step, with a batch's overhead fitted on 2 cores only), the configured ``K``
+also runs on that many bands (``dask_K{K}_workflow_bands``), so a machine shows which layout
+pays.
 
 After the timed runs, one more run at the configured ``K`` is recorded by Dask's task stream
 (untimed, so the recording costs the figures nothing): how busy the threads were, how long a
@@ -103,7 +104,7 @@ def run(ctx: BenchContext) -> SuiteResult:
     configured, notes = halo_batch(ctx, state.chunks[0])
     # what climate.ebm would run with this config and cluster, where it is not one band a
     # thread: its K is the config's, not the one cut to this layout's bands (its bands are
-    # at least 4 K rows tall); with the cut K it could time more bands than it would use
+    # at least K rows tall); with the cut K it could time more bands than it would use
     workflow_k = int(ctx.config["distributed.batch_size"])
     workflow_bands = band_count(grid.shape, threads, workflow_k)
 

@@ -8,14 +8,12 @@ hemisphere, the seasonal-amplitude map and PNG plots. All model parameters trave
 outputs' attributes, so anyone can recompute North's analytic solution from the files.
 
 Bands: the state is chunked in latitude bands of whole rows. A halo of ``K = batch_size`` rows
-costs ``K/height`` redundant work (two sides, each a shrinking cone), and each task should carry
-well over 100 ms (Dask's per-task cost here is 3-6 ms, and a batch of halo tasks 15-20 ms of
-round trips), so the op uses as many bands as there are worker threads only while each band
-stays at least ``4 K`` rows tall and each of its tasks carries at least
-``MIN_UPDATES_PER_TASK`` cell-updates; below that (the 2° default and every grid coarser than
-0.3° with the default ``K = 64``) it runs one band, and a single band needs no halo exchange at
-all, so one task then advances a whole segment (up to a month or a sync window) instead of
-``K`` steps.
+costs redundant work (a shrinking cone of ``K`` rows on each inner side) and each batch of ``K``
+steps costs Dask's round trips (:data:`BATCH_OVERHEAD_UPDATES`), so :func:`band_count` picks
+the number of bands (at most one per worker thread) whose slowest band takes the least time a
+model step. One band (the 2° default and every grid coarser than 0.3° with the default
+``K = 64``) needs no halo exchange at all, so one task then advances a whole segment (up to a
+month or a sync window) instead of ``K`` steps.
 """
 
 from __future__ import annotations
@@ -77,16 +75,16 @@ MAX_YEARS = int(((2**63 - 1) / 1e6 / 86400 / (DAYS_PER_YEAR / 12) + 0.5) // 12)
 #: The analysis' ``year`` coordinate: the year of ``time``'s dates. "years" is no unit xarray
 #: decodes as a time span (it would turn "days" into timedelta64).
 YEAR_ATTRS = {"units": "years", "long_name": "model year (1: the first after the spin-up)"}
-#: Least band height in halo depths ``K``. A band with two inner sides recomputes ``K`` of its
-#: rows per batch (two cones of ``K/2`` on average): 25 % at this bound, 12.5 % with one inner
-#: side. Measured on the 2-core VM (2026-12-03, interleaved in one cluster, 1024-step graphs,
-#: each timed as the ``stencil`` benchmark suite times its Dask run, ``run_placed`` in
-#: ``bench/suites/stencil.py``, with the band count and K set per run; medians in Mcell/s,
-#: 1 band against 2): 0.25° (360-row bands, 5.6 K at
-#: K=64) 528 against 695 at K=64 and 700 at K=90; 0.3° (300 rows, 4.7 K) 541 against 623 at
-#: K=64; 0.125° 564 against 974 at K=64 and 1024 at K=128 (5.6 K). With 8 K (the bound before)
-#: 0.25° and 0.3° ran one band at K=64, a third slower.
-MIN_ROWS_PER_HALO = 4
+#: Dask's cost of one batch of band tasks (their round trips, the halo rows' transfers, the
+#: wait for the slower neighbour), in cell-updates of the compiled step on one core, so that it
+#: weighs against a band's rows whatever the core's speed. Fitted to 1 band against 2 on the
+#: 2-core VM's default 2 workers x 1 thread (2026-12-05, Zen 2, interleaved on one cluster,
+#: 1024-step graphs, each timed as the ``stencil`` suite times its Dask run; a batch of two
+#: bands = its slower band's row-steps at the one-band rate + this): 0.25° K=64 15.7 M (646
+#: against 826 Mcell/s), K=32 11.8 M (638 / 725), K=128 22 M (633 / 838), 0.3° K=64 13.7 M
+#: (620 / 728), 0.4° K=64 11.8 M (634 / 616, one band faster). The 16-core Xeon's stencil run
+#: (2026-12-04, 16 bands) leaves 9-18 M a batch at its per-thread rate (``benchmarks/README``).
+BATCH_OVERHEAD_UPDATES = 15_000_000
 
 
 def _coords(grid: LatLonGrid) -> dict[str, Any]:
@@ -94,19 +92,6 @@ def _coords(grid: LatLonGrid) -> dict[str, Any]:
         "lat": ("lat", grid.lat, {"units": "degrees_north", "long_name": "latitude"}),
         "lon": ("lon", grid.lon, {"units": "degrees_east", "long_name": "longitude"}),
     }
-
-
-#: Least cell-updates a halo-exchanging task should carry (~20 ms of the compiled step on one
-#: core of the 2-core development VM, where each batch of halo tasks costs ~10-20 ms of Dask
-#: round trips and the wait for the slower band). Measured there on 2026-12-02, interleaved,
-#: 1 band (one task per segment) against 2 bands on 2 workers, with the wavefront kernel and
-#: bands advanced in place (the stepper's ``advance`` on the state in 1 band and in 2, timed
-#: alternately on one cluster; steps per graph not recorded): 0.25° K=16 (8.3 M per band task) 798
-#: against 659 Mcell/s; 0.25° K=32 (16.6 M) 798 against 908, then 846 against 868; 0.125° K=16
-#: (33 M) 928 against 991, then 857 against 937; 0.125° K=32 (66 M) 928 against 1292. So two
-#: bands pay from ~16 M and clearly from 33 M. It was 40 M with a fresh band-sized array per
-#: batch and one step per pass over memory, and 4 M with the array-namespace step.
-MIN_UPDATES_PER_TASK = 20_000_000
 
 
 def choose_bands(grid: LatLonGrid, ctx: StepContext) -> int:
@@ -120,17 +105,36 @@ def steps_per_task(batch_size: int, bands: int) -> int:
 
 
 def band_count(shape: tuple[int, int], threads: int, batch_size: int) -> int:
-    """Latitude bands: one per thread while each band is at least ``4 K`` rows tall and each
-    of its tasks carries at least :data:`MIN_UPDATES_PER_TASK` cell-updates (``K`` steps).
+    """Latitude bands, at most one per thread, for the shortest time per model step.
 
-    Below that one band is faster: it exchanges no halos and advances a whole segment per task.
+    One band advances its rows and nothing else, a whole segment per task. ``n`` bands run at
+    once, each at least ``K`` rows tall (its neighbours' halos), and a batch of ``K`` steps
+    takes as long as the slowest band: its rows, a halo cone of ``(K + 1) / 2`` rows on
+    average for each inner side, and :data:`BATCH_OVERHEAD_UPDATES` of Dask per batch. So more
+    bands pay only where the rows they save outweigh the cones and the batches' overhead: the
+    2° default and grids coarser than 0.3° at the default ``K = 64`` run one band, and from
+    three bands on more is faster, so a many-core machine gets one band a thread once the
+    bands are ``K`` tall (16 threads: 16 bands at 0.125° and 0.0625°).
+
     Deterministic mode needs no fixed count: the stepper, the monthly sums and the analysis
     give the same bits for any banding (each sums in an order the bands do not change).
+
+    Examples
+    --------
+    >>> band_count((90, 180), threads=2, batch_size=64)  # 2°: 45-row bands < K
+    1
+    >>> band_count((720, 1440), threads=2, batch_size=64)  # 0.25°: 555 row-steps, not 720
+    2
     """
     nlat, nlon = shape
-    tall_enough = nlat // (MIN_ROWS_PER_HALO * batch_size)
-    busy_enough = nlat * nlon * batch_size // MIN_UPDATES_PER_TASK
-    return max(1, min(threads, tall_enough, busy_enough))
+    overhead = BATCH_OVERHEAD_UPDATES / (nlon * batch_size)  # in rows a step
+    best, fastest = 1, float(nlat)  # one band: its rows a step, no batches
+    for n in range(2, min(threads, nlat // batch_size) + 1):
+        sides = 1 if n == 2 else 2  # the slowest band's inner sides
+        rows = -(-nlat // n) + sides * (batch_size + 1) / 2 + overhead
+        if rows < fastest:
+            best, fastest = n, rows
+    return best
 
 
 def _placed(client: Any, field: np.ndarray, bands: tuple[int, ...]) -> da.Array:
