@@ -249,6 +249,8 @@ def test_bands_are_as_many_as_make_the_slowest_band_fastest() -> None:
     assert band_count((450, 900), threads=2, batch_size=64) == 1  # 0.4°: 634 against 616
     assert band_count(half, threads=2, batch_size=64) == 1  # 0.5°: 24.8 M a batch for 16.6 M
     assert band_count(half, threads=2, batch_size=90) == 1  # 616 against 535
+    assert band_count(half, threads=2, batch_size=128) == 1  # 601 against 539: the cones
+    assert band_count((450, 900), threads=2, batch_size=128) == 2  # 635 / 638: one cone each
     assert band_count((90, 180), threads=2, batch_size=64) == 1  # the 2° default: 45 rows < K
     assert band_count(quarter, threads=2, batch_size=16) == 1  # 23.5 M a batch for 16.6 M
     assert band_count(one, threads=2, batch_size=4) == 1  # 7x slower as two bands
@@ -259,6 +261,7 @@ def test_bands_are_as_many_as_make_the_slowest_band_fastest() -> None:
     assert band_count(eighth, threads=16, batch_size=64) == 16  # 90 rows >= K
     assert band_count(eighth, threads=16, batch_size=128) == 11  # 1440 // 128: K tall
     assert band_count(half, threads=16, batch_size=64) == 1  # 5 bands: 463 rows a step, not 360
+    assert band_count((450, 900), threads=3, batch_size=64) == 1  # 3 bands: 150 + 65 + 260 rows
     assert band_count((90, 180), threads=16, batch_size=1) == 1  # tiny tasks: one band
     assert band_count(quarter, threads=1, batch_size=64) == 1  # one thread, one band
     assert steps_per_task(16, 2) == 16 and steps_per_task(16, 1) == 2**31  # one task a segment
