@@ -202,7 +202,8 @@ class Tuner:
         if self.work.graph_shape is not None:
             nodes = plan.layout.get("nodes", [plan.layout])  # ssh plans: one layout per node
             threads = sum(int(node["threads"]) for node in nodes)
-            batch = self.work.graph_shape(threads, int(batch))
+            processes = sum(int(node["processes"]) for node in nodes)
+            batch = self.work.graph_shape(threads, processes, int(batch))
         return json.dumps(
             [plan.layout, [config[k] for k in keys], batch], sort_keys=True, default=str
         )

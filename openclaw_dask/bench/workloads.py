@@ -39,8 +39,9 @@ class Workload:
     uses_batch_size : bool
         Whether ``distributed.batch_size`` changes what it does (worth sweeping).
     graph_shape : callable, optional
-        ``graph_shape(threads, batch_size)``: what the work runs as with that ``K`` on that many
-        threads (latitude bands, steps per task); equal shapes are the same task graph, so
+        ``graph_shape(threads, processes, batch_size)``: what the work runs as with that ``K``
+        on that many threads and worker processes (latitude bands, steps per task); equal
+        shapes are the same task graph, so
         ``tune`` measures one of them. ``None``: not known before a run (a workflow's grid
         comes from its own steps).
     """
@@ -50,15 +51,15 @@ class Workload:
     description: str
     prepare: Callable[[Client, Config], Callable[[], float]]
     uses_batch_size: bool = False
-    graph_shape: Callable[[int, int], tuple[int, int]] | None = None
+    graph_shape: Callable[[int, int, int], tuple[int, int]] | None = None
 
 
-def _stencil_shape(resolution: float) -> Callable[[int, int], tuple[int, int]]:
-    def shape(threads: int, batch_size: int) -> tuple[int, int]:
+def _stencil_shape(resolution: float) -> Callable[[int, int, int], tuple[int, int]]:
+    def shape(threads: int, processes: int, batch_size: int) -> tuple[int, int]:
         from openclaw_dask.workflows.climate import LatLonGrid
         from openclaw_dask.workflows.ops.climate import band_count, steps_per_task
 
-        bands = band_count(LatLonGrid(resolution).shape, threads, batch_size)
+        bands = band_count(LatLonGrid(resolution).shape, threads, batch_size, processes)
         return bands, steps_per_task(batch_size, bands)
 
     return shape
@@ -72,8 +73,9 @@ def _stencil(resolution: float, steps: int) -> Callable[[Client, Config], Callab
         params, grid, start = model_setup(resolution)
         capacity = heat_capacity(params, grid)  # once, as the workflow's forcing step
         # the bands and steps per task climate.ebm would use with this config and cluster
-        threads = sum(client.nthreads().values())
-        bands, k = _stencil_shape(resolution)(threads, int(config["distributed.batch_size"]))
+        workers = client.nthreads()
+        shape = _stencil_shape(resolution)
+        bands, k = shape(sum(workers.values()), len(workers), int(config["distributed.batch_size"]))
         state, placed_capacity, homes = placed_state(client, start, capacity, bands)
 
         def run() -> float:

@@ -144,6 +144,13 @@ class StepContext:
             return 1
         return max(1, sum(w["nthreads"] for w in self.client.scheduler_info()["workers"].values()))
 
+    @property
+    def worker_processes(self) -> int:
+        """Worker processes of the cluster (chunks on one process share its memory)."""
+        if self.client is None:
+            return 1
+        return max(1, len(self.client.scheduler_info()["workers"]))
+
 
 class IterativeOp:
     """Base class of ops that advance a state over many steps.

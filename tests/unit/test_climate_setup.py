@@ -241,29 +241,39 @@ def test_bands_are_as_many_as_make_the_slowest_band_fastest() -> None:
     from openclaw_dask.workflows.ops.climate import band_count, steps_per_task
 
     eighth, quarter, half, one = (1440, 2880), (720, 1440), (360, 720), (180, 360)
+    third, fifth = (600, 1200), (450, 900)
+
+    def bands(shape: tuple[int, int], threads: int, k: int, processes: int = 2) -> int:
+        return band_count(shape, threads=threads, batch_size=k, processes=processes)
+
     # measured on 2 workers x 1 thread, 1 band against 2 in Mcell/s (BATCH_OVERHEAD_UPDATES)
-    assert band_count(quarter, threads=2, batch_size=64) == 2  # 826 against 646 as one band
-    assert band_count(quarter, threads=2, batch_size=32) == 2  # 725 against 638
-    assert band_count(quarter, threads=2, batch_size=128) == 2  # 838 against 633
-    assert band_count((600, 1200), threads=2, batch_size=64) == 2  # 0.3°: 728 against 620
-    assert band_count((450, 900), threads=2, batch_size=64) == 1  # 0.4°: 634 against 616
-    assert band_count(half, threads=2, batch_size=64) == 1  # 0.5°: 24.8 M a batch for 16.6 M
-    assert band_count(half, threads=2, batch_size=90) == 1  # 616 against 535
-    assert band_count(half, threads=2, batch_size=128) == 1  # 601 against 539: the cones
-    assert band_count((450, 900), threads=2, batch_size=128) == 2  # 635 / 638: one cone each
-    assert band_count((90, 180), threads=2, batch_size=64) == 1  # the 2° default: 45 rows < K
-    assert band_count(quarter, threads=2, batch_size=16) == 1  # 23.5 M a batch for 16.6 M
-    assert band_count(one, threads=2, batch_size=4) == 1  # 7x slower as two bands
-    assert band_count(eighth, threads=2, batch_size=16) == 2  # 1.4x one band
+    assert bands(quarter, 2, 64) == 2  # 826 against 646 as one band
+    assert bands(quarter, 2, 32) == 2  # 725 against 638
+    assert bands(quarter, 2, 128) == 2  # 838 against 633
+    assert bands(third, 2, 64) == 2  # 0.3°: 728 against 620
+    assert bands(fifth, 2, 64) == 1  # 0.4°: 634 against 616
+    assert bands(half, 2, 64) == 1  # 0.5°: 24.8 M a batch for 16.6 M
+    assert bands(half, 2, 90) == 1  # 616 against 535
+    assert bands(half, 2, 128) == 1  # 601 against 539: the cones decide
+    assert bands(fifth, 2, 128) == 2  # 635 / 638: one cone each
+    assert bands((90, 180), 2, 64) == 1  # the 2° default: 45 rows < K
+    assert bands(quarter, 2, 16) == 1  # 23.5 M a batch for 16.6 M
+    assert bands(one, 2, 4) == 1  # 7x slower as two bands
+    assert bands(eighth, 2, 16) == 2  # 1.4x one band
+    # one worker of two threads: no halo task, a cheaper batch (ONE_PROCESS_...)
+    assert bands(fifth, 2, 64, processes=1) == 2  # 701 against 613
+    assert bands(third, 2, 32, processes=1) == 2  # 735 against 610 (one band on 2 x 1)
+    assert bands(quarter, 2, 16, processes=1) == 2  # 709 against 632
+    assert bands(half, 2, 64, processes=1) == 1  # 602 against 590
     # many threads: a band a thread once bands are K tall (the 16-core Xeon's 16 bands of 180
     # rows at K=64 ran 2408 Mcell/s: 433 ms a batch by this rule's arithmetic, 441 measured)
-    assert band_count((2880, 5760), threads=16, batch_size=64) == 16  # not 11 bands of 262
-    assert band_count(eighth, threads=16, batch_size=64) == 16  # 90 rows >= K
-    assert band_count(eighth, threads=16, batch_size=128) == 11  # 1440 // 128: K tall
-    assert band_count(half, threads=16, batch_size=64) == 1  # 5 bands: 463 rows a step, not 360
-    assert band_count((450, 900), threads=3, batch_size=64) == 1  # 3 bands: 150 + 65 + 260 rows
-    assert band_count((90, 180), threads=16, batch_size=1) == 1  # tiny tasks: one band
-    assert band_count(quarter, threads=1, batch_size=64) == 1  # one thread, one band
+    assert bands((2880, 5760), 16, 64, processes=4) == 16  # not 11 bands of 262
+    assert bands(eighth, 16, 64, processes=4) == 16  # 90 rows >= K
+    assert bands(eighth, 16, 128, processes=4) == 11  # 1440 // 128: K tall
+    assert bands(half, 16, 64, processes=4) == 1  # 5 bands: 463 rows a step, not 360
+    assert bands(fifth, 3, 64, processes=3) == 1  # 3 bands: 150 + 65 + 260 rows a step
+    assert bands((90, 180), 16, 1, processes=4) == 1  # tiny tasks: one band
+    assert bands(quarter, 1, 64, processes=1) == 1  # one thread, one band
     assert steps_per_task(16, 2) == 16 and steps_per_task(16, 1) == 2**31  # one task a segment
 
 

@@ -39,7 +39,7 @@ def test_batch_sizes_that_make_one_graph_are_one_trial() -> None:
     climate = workload("climate")
     assert climate.graph_shape is not None
     whole = 2**31
-    shapes = {k: climate.graph_shape(2, k) for k in (4, 8, 16, 32, 64, 128)}
+    shapes = {k: climate.graph_shape(2, 2, k) for k in (4, 8, 16, 32, 64, 128)}
     assert shapes == {
         4: (1, whole),
         8: (1, whole),
@@ -54,6 +54,11 @@ def test_batch_sizes_that_make_one_graph_are_one_trial() -> None:
     ids = {k: tuner.identity(config.with_values(distributed__batch_size=k)) for k in shapes}
     assert ids[4] == ids[8] == ids[16]
     assert len({ids[k] for k in (16, 32, 64, 128)}) == 4
+    # on one worker process a batch costs less (no halo task): two bands from K=16 there
+    assert climate.graph_shape(2, 1, 8) == (1, whole) and climate.graph_shape(2, 1, 16) == (2, 16)
+    one = config.with_values(parallel__processes=1)
+    ids = {k: tuner.identity(one.with_values(distributed__batch_size=k)) for k in (4, 8, 16)}
+    assert ids[4] == ids[8] != ids[16]
     # a workload that cannot say keeps every K apart (a workflow's grid is its own business)
     tuner = Tuner(config, workload("matmul"), 60.0, make_hardware(cores=2), print)
     ids = {k: tuner.identity(config.with_values(distributed__batch_size=k)) for k in shapes}

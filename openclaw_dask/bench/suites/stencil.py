@@ -106,7 +106,7 @@ def run(ctx: BenchContext) -> SuiteResult:
     # thread: its K is the config's, not the one cut to this layout's bands (its bands are
     # at least K rows tall); with the cut K it could time more bands than it would use
     workflow_k = int(ctx.config["distributed.batch_size"])
-    workflow_bands = band_count(grid.shape, threads, workflow_k)
+    workflow_bands = band_count(grid.shape, threads, workflow_k, len(client.nthreads()))
 
     def dask_run(
         k: int, placed: tuple[da.Array, da.Array, list[str]] = (state, placed_capacity, homes)

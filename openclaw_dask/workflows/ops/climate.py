@@ -85,6 +85,12 @@ YEAR_ATTRS = {"units": "years", "long_name": "model year (1: the first after the
 #: (620 / 728), 0.4° K=64 11.8 M (634 / 616, one band faster). The 16-core Xeon's stencil run
 #: (2026-12-04, 16 bands) leaves 9-18 M a batch at its per-thread rate (``benchmarks/README``).
 BATCH_OVERHEAD_UPDATES = 15_000_000
+#: The same where the cluster has one worker process: a band takes its neighbours' step tasks
+#: as halos, so a batch has no halo task and no transfer. Fitted the same way on one worker of
+#: two threads: 0.25° K=16 6.3 M (632 / 709), K=32 8.5 M (643 / 823), K=64 10.9 M
+#: (647 / 912), 0.3° K=32 7.0 M (610 / 735), 0.4° K=64 7.8 M (613 / 701), 0.5° K=64 7.1 M
+#: (602 / 590, one band faster).
+ONE_PROCESS_BATCH_OVERHEAD_UPDATES = 7_500_000
 
 
 def _coords(grid: LatLonGrid) -> dict[str, Any]:
@@ -96,7 +102,7 @@ def _coords(grid: LatLonGrid) -> dict[str, Any]:
 
 def choose_bands(grid: LatLonGrid, ctx: StepContext) -> int:
     """Latitude bands for ``ctx``'s cluster and config: :func:`band_count`."""
-    return band_count(grid.shape, ctx.worker_threads, ctx.batch_size)
+    return band_count(grid.shape, ctx.worker_threads, ctx.batch_size, ctx.worker_processes)
 
 
 def steps_per_task(batch_size: int, bands: int) -> int:
@@ -104,13 +110,14 @@ def steps_per_task(batch_size: int, bands: int) -> int:
     return batch_size if bands > 1 else 2**31
 
 
-def band_count(shape: tuple[int, int], threads: int, batch_size: int) -> int:
+def band_count(shape: tuple[int, int], threads: int, batch_size: int, processes: int) -> int:
     """Latitude bands, at most one per thread, for the shortest time per model step.
 
     One band advances its rows and nothing else, a whole segment per task. ``n`` bands run at
     once, each at least ``K`` rows tall (its neighbours' halos), and a batch of ``K`` steps
     takes as long as the slowest band: its rows, a halo cone of ``(K + 1) / 2`` rows on
-    average for each inner side, and :data:`BATCH_OVERHEAD_UPDATES` of Dask per batch. So more
+    average for each inner side, and Dask's cost of a batch (:data:`BATCH_OVERHEAD_UPDATES`,
+    or :data:`ONE_PROCESS_BATCH_OVERHEAD_UPDATES` on one worker process). So more
     bands pay only where the rows they save outweigh the cones and the batches' overhead: the
     2° default and grids coarser than 0.3° at the default ``K = 64`` run one band, and from
     three bands on more is faster, so a many-core machine gets one band a thread once the
@@ -119,15 +126,27 @@ def band_count(shape: tuple[int, int], threads: int, batch_size: int) -> int:
     Deterministic mode needs no fixed count: the stepper, the monthly sums and the analysis
     give the same bits for any banding (each sums in an order the bands do not change).
 
+    Parameters
+    ----------
+    shape : (int, int)
+        The grid's rows and columns.
+    threads : int
+        The cluster's worker threads.
+    batch_size : int
+        ``K``, steps per halo exchange.
+    processes : int
+        The cluster's worker processes.
+
     Examples
     --------
-    >>> band_count((90, 180), threads=2, batch_size=64)  # 2°: 45-row bands < K
+    >>> band_count((90, 180), threads=2, batch_size=64, processes=2)  # 2°: 45 rows < K
     1
-    >>> band_count((720, 1440), threads=2, batch_size=64)  # 0.25°: 555 row-steps, not 720
+    >>> band_count((720, 1440), threads=2, batch_size=64, processes=2)  # 0.25°: 555 rows, not 720
     2
     """
     nlat, nlon = shape
-    overhead = BATCH_OVERHEAD_UPDATES / (nlon * batch_size)  # in rows a step
+    batch = BATCH_OVERHEAD_UPDATES if processes > 1 else ONE_PROCESS_BATCH_OVERHEAD_UPDATES
+    overhead = batch / (nlon * batch_size)  # in rows a step
     best, fastest = 1, float(nlat)  # one band: its rows a step, no batches
     for n in range(2, min(threads, nlat // batch_size) + 1):
         sides = 1 if n == 2 else 2  # the slowest band's inner sides
