@@ -11,9 +11,9 @@ Bands: the state is chunked in latitude bands of whole rows. A halo of ``K = bat
 costs redundant work (a shrinking cone of ``K`` rows on each inner side) and each batch of ``K``
 steps costs Dask's round trips (:data:`BATCH_OVERHEAD_UPDATES`), so :func:`band_count` picks
 the number of bands (at most one per worker thread) whose slowest band takes the least time a
-model step. One band (the 2° default and every grid coarser than 0.3° with the default
-``K = 64``) needs no halo exchange at all, so one task then advances a whole segment (up to a
-month or a sync window) instead of ``K`` steps.
+model step. One band (on two threads, the 2° default and every grid coarser than 0.3° with
+the default ``K = 64``) needs no halo exchange at all, so one task then advances a whole
+segment (up to a month or a sync window) instead of ``K`` steps.
 """
 
 from __future__ import annotations
@@ -117,11 +117,11 @@ def band_count(shape: tuple[int, int], threads: int, batch_size: int, processes:
     once, each at least ``K`` rows tall (its neighbours' halos), and a batch of ``K`` steps
     takes as long as the slowest band: its rows, a halo cone of ``(K + 1) / 2`` rows on
     average for each inner side, and Dask's cost of a batch (:data:`BATCH_OVERHEAD_UPDATES`,
-    or :data:`ONE_PROCESS_BATCH_OVERHEAD_UPDATES` on one worker process). So more
-    bands pay only where the rows they save outweigh the cones and the batches' overhead: the
-    2° default and grids coarser than 0.3° at the default ``K = 64`` run one band, and from
-    three bands on more is faster, so a many-core machine gets one band a thread once the
-    bands are ``K`` tall (16 threads: 16 bands at 0.125° and 0.0625°).
+    or :data:`ONE_PROCESS_BATCH_OVERHEAD_UPDATES` on one worker process). So more bands pay
+    only where the rows they save outweigh the cones and the batches' overhead: on two threads
+    the 2° default and grids coarser than 0.3° (0.45° on one worker process) run one band at
+    the default ``K = 64``; from three bands on more is faster, so a many-core machine gets one
+    band a thread once the bands are ``K`` tall (16 threads: 16 bands at 0.125° and 0.0625°).
 
     Deterministic mode needs no fixed count: the stepper, the monthly sums and the analysis
     give the same bits for any banding (each sums in an order the bands do not change).
