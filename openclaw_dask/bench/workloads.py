@@ -41,9 +41,8 @@ class Workload:
     graph_shape : callable, optional
         ``graph_shape(threads, processes, batch_size)``: what the work runs as with that ``K``
         on that many threads and worker processes (latitude bands, steps per task); equal
-        shapes are the same task graph, so
-        ``tune`` measures one of them. ``None``: not known before a run (a workflow's grid
-        comes from its own steps).
+        shapes are the same task graph, so ``tune`` measures one of them. ``None``: not known
+        before a run (a workflow's grid comes from its own steps).
     """
 
     name: str
