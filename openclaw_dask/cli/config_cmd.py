@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.cli.args import BackendChoice
 from openclaw_dask.cli.output import out, print_problems, warn
 from openclaw_dask.config import ConfigError, Hardware, detect_hardware, load_config
@@ -227,11 +228,15 @@ def plan_cmd(
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 def init_cmd(output: str, force: bool) -> None:
     """Write a commented starter config (every key at its default) for this machine."""
+    if not output.strip() or output == "-":
+        # click takes "" for the current directory's "." and "-" for a file named "-"
+        raise ConfigError([Problem("expected a file name to write to", origin="--output")])
     target = Path(output)
     if target.exists() and not force:
         raise ConfigError([Problem("already exists; pass --force to overwrite it", "", output)])
     try:
-        target.write_text(starter_config(detect_hardware()))
+        # whole or not at all: a full disk must not cut the config that --force replaces
+        atomic_write_text(target, starter_config(detect_hardware()))
     except OSError as exc:
         raise ConfigError([Problem(f"cannot write: {exc.strerror}", "", output)]) from None
     out.print(f"wrote {target} (check it with `openclaw-dask config validate {target}`)")

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from openclaw_dask.config.errors import did_you_mean, quote
+from openclaw_dask.config.types import quantity_text
 
 _MISSING = object()
 
@@ -181,13 +182,16 @@ def dask_value_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
         if kind is None or value is None or value is False:
             continue
         parse = parse_timedelta if kind == "duration" else parse_bytes
+        # Dask reads text that is no number and unit wrongly ("" as 1 byte, "GiB" as one)
+        text = quantity_text(value) if isinstance(value, str) else value
         try:
-            # dask reads "" as 1 byte, and fails on it with an IndexError as a duration
-            blank = isinstance(value, str) and not value.strip()
-            ok = not blank and not isinstance(value, bool) and parse(value) is not None
-        except (ValueError, KeyError, TypeError, IndexError):
+            ok = text is not None and not isinstance(value, bool) and parse(text) is not None
+        except (ValueError, KeyError, TypeError):
             ok = False
-        if not ok:
+        if ok and isinstance(value, str) and value.strip().startswith("."):
+            # Dask would read ".5s" as 1.5 s: the value is passed to it as written
+            problems.append((key, f"Dask reads {quote(value)} as 1{value.strip()}: write {text}"))
+        elif not ok:
             example = "10s, 500ms or 2 minutes" if kind == "duration" else "64MiB or 1GB"
             default = dask.config.get(key)
             problems.append(

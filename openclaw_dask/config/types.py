@@ -150,6 +150,33 @@ class Literal(ValueType):
         return yaml_text(self.value)
 
 
+#: What a size or duration may be written as: a number (``2``, ``0.5``, ``.5``, ``1e9``), then
+#: a unit of letters or none. Dask's parsers read any other text too, and wrongly: they put a
+#: 1 in front of text that does not start with a digit (``.5s`` is 1.5 s, ``GiB`` one GiB) and
+#: drop the spaces inside it (``2 G i B``).
+_QUANTITY = re.compile(
+    r"\s*(?P<number>(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*(?P<unit>[A-Za-z]*)\s*"
+)
+
+
+def quantity_text(value: str) -> str | None:
+    """``value`` spelled so that Dask's ``parse_bytes`` and ``parse_timedelta`` read it as
+    written (``.5s`` as ``0.5s``), or ``None`` where it is not a number and a unit.
+
+    Examples
+    --------
+    >>> quantity_text(" .5 s"), quantity_text("2GiB"), quantity_text("1e9")
+    ('0.5s', '2GiB', '1e9')
+    >>> quantity_text("GiB") is None, quantity_text("2 G i B") is None
+    (True, True)
+    """
+    match = _QUANTITY.fullmatch(value)
+    if match is None:
+        return None
+    number = match["number"]
+    return ("0" + number if number.startswith(".") else number) + match["unit"]
+
+
 @dataclass(frozen=True)
 class Size(ValueType):
     """Bytes, written as an integer or in human units (``2GiB``, ``512 MB``)."""
@@ -159,9 +186,10 @@ class Size(ValueType):
             raise _fail(f"expected {self.describe()}, got {_show(value)}")
         if isinstance(value, int) and value > 0:
             return value
-        if isinstance(value, str) and value.strip():  # dask reads "" as 1 byte
+        text = quantity_text(value) if isinstance(value, str) else None
+        if text is not None:
             try:
-                n = parse_bytes(value)
+                n = parse_bytes(text)
             except (ValueError, TypeError):
                 n = 0
             if n > 0:
@@ -185,10 +213,10 @@ class Duration(ValueType):
         seconds: float | None = None
         if isinstance(value, int | float):
             seconds = float(value)
-        elif isinstance(value, str):
+        elif isinstance(value, str) and (text := quantity_text(value)) is not None:
             try:
-                seconds = parse_timedelta(value)
-            except (ValueError, KeyError, TypeError, IndexError):  # IndexError: dask on ""
+                seconds = parse_timedelta(text)
+            except (ValueError, KeyError, TypeError):
                 seconds = None
         if seconds is None or seconds <= 0:
             raise _fail(f"expected {self.describe()}, got {_show(value)}")

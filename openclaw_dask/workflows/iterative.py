@@ -23,6 +23,7 @@ from typing import Any
 import dask
 from distributed import KilledWorker, futures_of
 
+from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.config import Config, ConfigError
 from openclaw_dask.runtime.cluster import cluster_gone
 from openclaw_dask.workflows import zarrio
@@ -308,7 +309,7 @@ class IterativeSteps:
     @staticmethod
     def _write_checkpoint(ckpt_dir: Path, info: dict[str, Any]) -> None:
         """Commit a checkpoint: its state store is complete; then drop older ones."""
-        zarrio.atomic_write_text(ckpt_dir / "checkpoint.json", json.dumps(info))
+        atomic_write_text(ckpt_dir / "checkpoint.json", json.dumps(info))
         for old in ckpt_dir.glob("state-*.zarr"):
             if old.name != info["store"]:
                 shutil.rmtree(old, ignore_errors=True)

@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.config import Config, ConfigError
 from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.loader import ENV_PREFIX, ENV_RESERVED
@@ -38,7 +39,7 @@ from openclaw_dask.runtime.mpi_launch import (
 from openclaw_dask.runtime.oom import WorkersOutOfMemoryError
 from openclaw_dask.runtime.terminal import interrupts
 from openclaw_dask.translate import ClusterPlan
-from openclaw_dask.workflows import strictjson, zarrio
+from openclaw_dask.workflows import strictjson
 from openclaw_dask.workflows.recovery import WorkersLostError
 from openclaw_dask.workflows.resume import RUN_RECORD, read_run
 from openclaw_dask.workflows.run import StepFailedError
@@ -242,7 +243,7 @@ def _update_record(directory: Path, command: str, interrupted: bool = False) -> 
         for step in record.get("steps", {}).values():
             if step.get("status") == "running":
                 step["status"] = "interrupted"
-    zarrio.atomic_write_text(directory / RUN_RECORD, strictjson.dumps(record))
+    atomic_write_text(directory / RUN_RECORD, strictjson.dumps(record))
     return record
 
 
@@ -262,7 +263,7 @@ def _record_crash(directory: Path, record: dict[str, Any], crash: MpiRunError) -
             step.update(status="failed", error=message)
             failed = name
             record["error"] = {"step": name, "op": step.get("op", "?"), "message": message}
-    zarrio.atomic_write_text(directory / RUN_RECORD, strictjson.dumps(record))
+    atomic_write_text(directory / RUN_RECORD, strictjson.dumps(record))
     return failed
 
 

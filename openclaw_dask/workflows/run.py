@@ -25,6 +25,7 @@ import xarray as xr
 from distributed import KilledWorker
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.config import Config, ConfigError
 from openclaw_dask.runtime import counter
 from openclaw_dask.runtime.cluster import ClusterLostError, cluster_gone
@@ -82,7 +83,7 @@ class Run(IterativeSteps):
     # -- record ---------------------------------------------------------------------------
     def save(self) -> None:
         """Rewrite run.json (atomically), as strict JSON: a NaN or infinity becomes null."""
-        zarrio.atomic_write_text(self.run_dir / RUN_RECORD, strictjson.dumps(self.record))
+        atomic_write_text(self.run_dir / RUN_RECORD, strictjson.dumps(self.record))
 
     def step_record(self, name: str) -> dict[str, Any]:
         return self.record["steps"].setdefault(name, {})

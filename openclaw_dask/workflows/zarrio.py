@@ -10,7 +10,6 @@ half-written.
 from __future__ import annotations
 
 import hashlib
-import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -216,16 +215,3 @@ def manifest_damage(
         if sized(rel) and path.stat().st_size != size:
             return f"{rel} changed size since ({path.stat().st_size} bytes, was {size})"
     return None
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write a small file so readers never see it half-written."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_text(text)
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)  # a full disk leaves no half-written temporary behind
-        if exc.filename is None:  # say which file (a full disk's write does not)
-            raise OSError(exc.errno, exc.strerror, str(path)) from exc
-        raise

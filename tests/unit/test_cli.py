@@ -239,6 +239,31 @@ def test_init_writes_a_valid_config_and_never_overwrites(tmp_path: Path) -> None
     assert invoke("config", "init", "-o", str(target), "--force").exit_code == 0
 
 
+def test_init_force_on_a_full_disk_keeps_the_file_it_would_replace(tmp_path: Path) -> None:
+    """``--force`` wrote in place: a full disk left the config cut at the point the disk
+    filled, and the cut file still validated (exploratory test, 2026-12-05). The temporary
+    beside it is /dev/full here."""
+    target = tmp_path / "openclaw.config"
+    target.write_text("parallel:\n  processes: 1\n# my tuned config\n")
+    (tmp_path / f".openclaw.config.tmp{os.getpid()}").symlink_to("/dev/full")
+    result = CliRunner().invoke(cli, ["config", "init", "--force", "-o", str(target)])
+    assert result.exit_code == 2 and "cannot write: No space left on device" in result.output
+    assert target.read_text() == "parallel:\n  processes: 1\n# my tuned config\n"
+
+
+@pytest.mark.parametrize("output", ["", "  ", "-"])
+def test_init_wants_a_file_name(tmp_path: Path, output: str, monkeypatch: Any) -> None:
+    """``-o ''`` said "already exists" (of the current directory), ``-o -`` wrote a file
+    named ``-``."""
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    result = CliRunner().invoke(cli, ["config", "init", "-o", output])
+    assert result.exit_code == 2
+    assert "--output: expected a file name to write to" in result.output
+    assert list(here.iterdir()) == []
+
+
 def test_unknown_command_and_option_exit_2() -> None:
     assert CliRunner().invoke(cli, ["config", "frobnicate"]).exit_code == 2
     assert CliRunner().invoke(cli, ["config", "plan", "--backend", "k8s"]).exit_code == 2

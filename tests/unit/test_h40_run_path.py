@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.config import Config, ConfigError, load_config
 from openclaw_dask.translate import plan_cluster
 from openclaw_dask.workflows import (
@@ -496,7 +497,7 @@ def test_a_full_disk_s_write_names_the_file_and_leaves_no_temporary(tmp_path: Pa
     tmp = target.with_name(f".run.json.tmp{os.getpid()}")
     tmp.symlink_to("/dev/full")
     with pytest.raises(OSError) as info:
-        zarrio.atomic_write_text(target, "{}" * 10_000)
+        atomic_write_text(target, "{}" * 10_000)
     assert info.value.errno == errno.ENOSPC and info.value.filename == str(target)
     assert not tmp.is_symlink() and not target.exists()
 

@@ -333,6 +333,39 @@ def test_sizes_and_durations_are_normalised(write_config: Any) -> None:
     assert config.to_nested()["distributed"]["clock_skew_tolerance"] == "2s"
 
 
+@pytest.mark.parametrize(
+    ("key", "text", "value"),
+    [
+        ("distributed.clock_skew_tolerance", ".5s", 0.5),  # Dask alone reads 1.5 s
+        ("distributed.clock_skew_tolerance", " .25 ms", 0.00025),
+        ("distributed.clock_skew_tolerance", "1 minute", 60.0),
+        ("memory.global_pool", ".5GB", 500_000_000),
+        ("memory.global_pool", "1e9", 10**9),  # a string, not YAML's float
+    ],
+)
+def test_sizes_and_durations_are_read_as_written(key: str, text: str, value: float) -> None:
+    """Dask's parsers put a 1 before text that does not start with a digit: ``.5s`` was
+    1.5 s (exploratory test, 2026-12-05)."""
+    assert load_config(None, [f"{key}='{text}'"], env={}, use_search_path=False)[key] == value
+
+
+@pytest.mark.parametrize(
+    ("key", "text"),
+    [
+        ("distributed.clock_skew_tolerance", "s"),  # Dask: 1 s
+        ("distributed.clock_skew_tolerance", "ms"),
+        ("memory.global_pool", "GiB"),  # Dask: one GiB
+        ("memory.per_thread_pool_size", "2 G i B"),  # Dask drops the spaces: 2 GiB
+        ("memory.per_thread_pool_size", ""),
+    ],
+)
+def test_a_unit_without_a_number_is_refused(key: str, text: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(None, [f"{key}='{text}'"], env={}, use_search_path=False)
+    [problem] = info.value.problems
+    assert f"{key}: expected " in str(problem) and f"got '{text}'" in str(problem)
+
+
 # ---- search order and overrides ---------------------------------------------------------------
 
 

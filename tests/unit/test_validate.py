@@ -340,6 +340,9 @@ def test_raw_dask_durations_and_sizes_are_checked_with_dasks_own_parsers(tmp_pat
         "  distributed.scheduler.idle-timeout: null\n"  # Dask's "none": fine
         "  distributed.worker.memory.target: false\n"  # not a size or duration key: left alone
         "  array.chunk-size: 256MiB\n"
+        "  distributed.comm.timeouts.tcp: .5s\n"  # Dask would read 1.5 s
+        "  distributed.worker.memory.spill-compression: auto\n"  # a name: left alone
+        "  distributed.p2p.comm.buffer: MiB\n"  # Dask would read one MiB
     )
     with pytest.raises(ConfigError) as info:
         load_config(path)
@@ -349,8 +352,17 @@ def test_raw_dask_durations_and_sizes_are_checked_with_dasks_own_parsers(tmp_pat
         "500ms or 2 minutes (Dask's default 30s), got 'banana'",
         f"{path}:5: dask.distributed.comm.shard: expected a size such as 64MiB or 1GB (Dask's "
         "default 64MiB), got 'lots'",
+        f"{path}:12: dask.distributed.comm.timeouts.tcp: Dask reads '.5s' as 1.5s: write 0.5s",
+        f"{path}:14: dask.distributed.p2p.comm.buffer: expected a size such as 64MiB or 1GB "
+        "(Dask's default 1 GiB), got 'MiB'",
     ]
-    path.write_text(path.read_text().replace("banana", "45s").replace("lots", "32MiB"))
+    path.write_text(
+        path.read_text()
+        .replace("banana", "45s")
+        .replace("lots", "32MiB")
+        .replace(".5s", "0.5s")
+        .replace(": MiB", ": 1MiB")
+    )
     assert load_config(path)["dask"]["distributed.comm.timeouts.connect"] == "45s"
 
 
