@@ -178,8 +178,9 @@ def resolve_layout(values: Mapping[str, Any], hw: Hardware, backend: str | None 
     memory: int | str = "auto"
     if values["memory.per_thread_pool_size"] != "auto":
         memory = int(values["memory.per_thread_pool_size"]) * per_worker
-    elif values["memory.global_pool"] != "auto" and backend != "cuda":
-        # on GPUs the global pool is the RMM pool, not the host memory limit
+    elif values["memory.global_pool"] != "auto" and backend != "cuda" and not values["gpu.devices"]:
+        # on GPUs the global pool is the RMM pool, not the host memory limit; a config that
+        # asks for GPUs meant it so, also where it falls back to CPU workers (no GPU here)
         memory = int(values["memory.global_pool"]) // processes
 
     # dask-cuda pins each GPU worker to the cores nearest its GPU: no setting goes on top (core

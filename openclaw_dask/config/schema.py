@@ -289,8 +289,8 @@ KEYS: tuple[Key, ...] = (
         "memory.global_pool",
         OneOf((Choice(("auto",)), Size())),
         "auto",
-        "one memory budget split over a node's workers (not ssh); cuda: each GPU worker's RMM "
-        "pool instead",
+        "one memory budget split over a node's workers (not ssh); with gpu.devices: each GPU "
+        "worker's RMM pool instead",
         "bytes",
     ),
     Key(

@@ -565,21 +565,31 @@ def _memory_ceiling(
     ram: int,
     lines: Mapping[str, int] | None,
 ) -> list[Problem]:
-    """A worker budget larger than the machine's memory (a unit typed wrong?).
+    """Worker budgets that add up to more than the machine's memory (a unit typed wrong?).
 
-    Dask ignores such a budget with a warning and lets the worker use the whole machine, so
-    the kernel's OOM killer, not Dask's spilling and pausing, ends a worker that grows. (Budgets
-    that only add up to more than the machine are allowed: Dask does not check that either.)
+    A worker's budget is what Dask's spilling, pausing and restarts measure against; where the
+    workers' budgets add up to more than the machine, they can grow together past its memory
+    before any of them spills, and the kernel's OOM killer, not Dask, ends one. A single budget
+    beyond the machine Dask ignores with a warning (the worker may use the whole machine).
+    Until 2026-12-05 only that single budget was refused: 2 x 25 GB passed on a 25 GB machine
+    while the message for 2 x 26 GB said "use at most 12.6 GB".
     """
     limit = layout.memory_limit
-    if not isinstance(limit, int) or not ram or limit <= ram:
+    if not isinstance(limit, int) or not ram or limit * layout.processes <= ram:
         return []
     share = ram // layout.processes
     key, share_key = _budget_key(values, layout, share)
+    many = layout.processes > 1
+    each = f"each of its {layout.processes} workers" if many else "its worker"
+    total = f" ({_gb(limit * layout.processes)} in all)" if many else ""
+    fate = (
+        "the kernel instead of Dask would stop a worker that grows"
+        if limit <= ram
+        else "Dask would ignore it, and the kernel instead of Dask would stop a worker that grows"
+    )
     message = (
-        f"{_gb(values[key])} gives each worker {_gb(limit)}, more than this machine's "
-        f"{_gb(ram)} (Dask would ignore it, and the kernel instead of Dask would stop a worker "
-        f"that grows): use at most {_gb(share_key)} (the machine shared by its "
+        f"{_gb(values[key])} gives {each} {_gb(limit)}{total}, more than this machine's "
+        f"{_gb(ram)} ({fate}): use at most {_gb(share_key)} (the machine shared by its "
         f"{layout.processes} worker(s)), or auto"
     )
     return [locate(key, sources, message, lines)]

@@ -470,10 +470,12 @@ def too_much_memory_there(
     """Why ``node``'s ``resources.memory`` is refused on the memory its probe found, or
     ``None``.
 
-    The local rule (a worker budget larger than the machine), checked here because only the
-    probe knows a node's memory: Dask ignores such a ``memory_limit`` with a log line and
-    lets the worker use the whole node, so 100 GiB on a 23 GiB node ran at 23.5 while the plan
-    said 100, and the kernel, not Dask's spilling, would stop a worker that grows.
+    The local rule (worker budgets that add up to more than the machine), checked here
+    because only the probe knows a node's memory. Dask ignores a ``memory_limit`` beyond the
+    node with a log line and lets the worker use the whole node (100 GiB on a 23 GiB node ran
+    at 23.5 while the plan said 100); budgets that only add up to more let the workers grow
+    together past the node's memory before any spills. Either way the kernel, not Dask's
+    spilling, would stop a worker that grows.
     """
     memory = node["resources"]["memory"]
     ram = (facts or {}).get("memory")
@@ -481,15 +483,14 @@ def too_much_memory_there(
         return None
     procs = config["parallel.processes"]
     procs = procs if isinstance(procs, int) else 1
-    if int(memory) // procs <= ram:
+    if int(memory) <= ram:  # the node's whole budget, split over its workers
         return None
     return (
         f"node {node['host']}:{node['ssh_port']}: resources.memory {int(memory) / 1e9:,.1f} GB "
-        f"gives each of its "
-        f"{procs} worker(s) {int(memory) // procs / 1e9:,.1f} GB, more than the node's "
-        f"{ram / 1e9:,.1f} GB (Dask would ignore it, and the kernel instead of Dask would stop "
-        f"a worker that grows): use at most {ram / 1e9:,.1f} GB (the node shared by its "
-        "workers), or null for Dask's auto"
+        f"(each of its {procs} worker(s) {int(memory) // procs / 1e9:,.1f} GB) is more than "
+        f"the node's {ram / 1e9:,.1f} GB (the kernel instead of Dask would stop a worker that "
+        f"grows): use at most {ram / 1e9:,.1f} GB (the node shared by its workers), or null "
+        "for Dask's auto"
     )
 
 

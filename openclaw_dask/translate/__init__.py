@@ -128,6 +128,12 @@ def plan_cluster(
         plan.notes.insert(0, f"cluster.backend: auto resolved to {chosen!r} on this machine")
         if values["gpu.devices"] and not hw.gpus:
             plan.unapplied.insert(0, "gpu.devices is set but no GPU was found: using CPU workers")
+            if values["memory.global_pool"] != "auto":
+                plan.unapplied.insert(
+                    1,
+                    "memory.global_pool: the RMM pool of each GPU worker, not applied to the "
+                    "CPU workers (their budget: memory.per_thread_pool_size, or Dask's auto)",
+                )
     return plan
 
 

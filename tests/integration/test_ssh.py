@@ -316,8 +316,8 @@ def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
         ),
         (
             _too_much_memory,
-            f"resources.memory {100 * 2**40 / 1e9:,.1f} GB gives each of its 1 worker(s) "
-            f"{100 * 2**40 / 1e9:,.1f} GB, more than the node's "
+            f"resources.memory {100 * 2**40 / 1e9:,.1f} GB (each of its 1 worker(s) "
+            f"{100 * 2**40 / 1e9:,.1f} GB) is more than the node's "
             f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 1e9:,.1f} GB",
         ),
     ],

@@ -186,15 +186,20 @@ def test_a_node_s_threads_are_bounded_per_core_as_here() -> None:
 
 
 def test_a_node_s_memory_is_bounded_per_worker_as_here() -> None:
-    """Each worker's share of ``resources.memory`` must fit in the memory the probe found
-    (Dask ignores a larger ``memory_limit`` and lets the worker take the node); shares that
-    only add up to more are allowed, as on this machine. No probe figure: no check."""
+    """``resources.memory``, the node's budget split over its workers, must fit in the memory
+    the probe found: Dask ignores a larger ``memory_limit`` and lets the worker take the node,
+    and shares that add up to more let the workers outgrow the node before any spills (they
+    were allowed until 2026-12-05, as on this machine). No probe figure: no check."""
     node = load_config(None, [NODES], env={}, use_search_path=False)["distributed.nodes"][0]
     twelve = {**node, "resources": {**node["resources"], "memory": 12 * 10**9}}
     eight = {"memory": 8 * 10**9}
     reason = too_much_memory_there(config(), twelve, eight)
     assert reason and "more than the node's 8.0 GB" in reason and "use at most 8.0 GB" in reason
     split = config("parallel.processes=2", "parallel.thread_pool_size=2")
-    assert too_much_memory_there(split, twelve, eight) is None  # 6 GB a worker
+    reason = too_much_memory_there(split, twelve, eight)  # 6 GB a worker, 12 in all
+    assert reason and "(each of its 2 worker(s) 6.0 GB) is more than the node's 8.0" in reason
+    assert (
+        too_much_memory_there(split, {**twelve, "resources": {"memory": 8 * 10**9}}, eight) is None
+    )
     assert too_much_memory_there(config(), twelve, {}) is None
     assert too_much_memory_there(config(), node, eight) is None  # no budget: Dask's auto

@@ -351,6 +351,25 @@ def test_cuda_plan_without_gpu_or_dask_cuda() -> None:
     assert any("needs dask-cuda" in w for w in p.warnings)
 
 
+def test_a_gpu_config_without_a_gpu_keeps_the_rmm_pool_off_the_cpu_workers() -> None:
+    """``memory.global_pool`` is the RMM pool of a GPU worker: where a GPU config falls back
+    to CPU workers it became their host budget, 2 x 12 GiB from the example's 24 GiB pool on
+    any machine (more than a 16 GB one has), with no word (exploratory test, 2026-12-05)."""
+    hw = make_hardware(cores=2, gpus=0, memory=16 * 10**9)
+    p = plan(path=ROOT / "configs/workstation-gpu.config", hw=hw)
+    assert p.backend == "local" and p.layout["memory_limit"] == "auto"
+    assert p.cluster_kwargs["memory_limit"] == "auto"
+    assert p.unapplied[:2] == [
+        "gpu.devices is set but no GPU was found: using CPU workers",
+        "memory.global_pool: the RMM pool of each GPU worker, not applied to the CPU workers "
+        "(their budget: memory.per_thread_pool_size, or Dask's auto)",
+    ]
+    # without GPUs asked for, the pool is the CPU workers' budget
+    p = plan("memory.global_pool=8GB", hw=hw)
+    assert p.cluster_kwargs["memory_limit"] == 4 * 10**9
+    assert not any("global_pool" in u for u in p.unapplied)
+
+
 def test_cuda_leaves_pinning_to_dask_cuda_as_its_note_says() -> None:
     """Core lists had been preloaded on top of dask-cuda's own pinning while the note said the
     setting was not applied."""

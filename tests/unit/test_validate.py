@@ -215,14 +215,26 @@ def test_a_worker_budget_beyond_the_machines_memory_is_refused() -> None:
     # a unit typed wrong: GB for MB
     [msg] = hardware(hw, None, parallel__processes=2, memory__per_thread_pool_size=100 * 10**9)
     assert msg.startswith(
-        "memory.per_thread_pool_size: 100.0 GB gives each worker 200.0 GB, more than this "
-        "machine's 16.0 GB (Dask would ignore it"
+        "memory.per_thread_pool_size: 100.0 GB gives each of its 2 workers 200.0 GB (400.0 GB "
+        "in all), more than this machine's 16.0 GB (Dask would ignore it"
     )
     assert "use at most 4.0 GB (the machine shared by its 2 worker(s)), or auto" in msg
     [msg] = hardware(hw, None, parallel__processes=1, memory__global_pool=20 * 10**9)
+    assert msg.startswith("memory.global_pool: 20.0 GB gives its worker 20.0 GB, more than")
     assert "use at most 16.0 GB" in msg
-    # budgets that only add up to more than the machine are Dask's business (and allowed)
-    assert hardware(hw, None, parallel__processes=2, memory__global_pool=20 * 10**9) == []
+    # budgets that only add up to more than the machine let the workers outgrow it together
+    # before any spills: refused since 2026-12-05 (2 x 25 GB passed on a 25 GB machine)
+    [msg] = hardware(hw, None, parallel__processes=2, memory__global_pool=20 * 10**9)
+    assert msg.startswith(
+        "memory.global_pool: 20.0 GB gives each of its 2 workers 10.0 GB (20.0 GB in all), more "
+        "than this machine's 16.0 GB (the kernel instead of Dask would stop a worker that grows)"
+    )
+    assert "use at most 16.0 GB (the machine shared by its 2 worker(s))" in msg
+    [msg] = hardware(hw, None, parallel__processes=2, memory__per_thread_pool_size=9 * 10**9)
+    assert "use at most 4.0 GB" in msg  # 2 threads a worker: 8 GB a worker, 16 in all
+    # the whole machine, shared, is fine
+    assert hardware(hw, None, parallel__processes=2, memory__global_pool=16 * 10**9) == []
+    assert hardware(hw, None, parallel__processes=2, memory__per_thread_pool_size=4 * 10**9) == []
     # an SSH node's memory is its own, not this machine's
     assert hardware(hw, "ssh", memory__per_thread_pool_size=100 * 10**9) == []
 
