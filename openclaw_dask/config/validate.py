@@ -34,6 +34,15 @@ from openclaw_dask.config.schema import BACKEND_ALIASES
 from openclaw_dask.config.tls import tls_problems
 
 
+def source_of(path: str, sources: Mapping[str, str]) -> str:
+    """Where the value at ``path`` came from (``"default"`` where nothing set it); a path
+    inside a key (``parallel.thread_affinity[1]``, ``dask.x.y``) has its key's source."""
+    key = path
+    while key not in sources and ("." in key or "[" in key):
+        key = key[: max(key.rfind("."), key.rfind("["))]
+    return sources.get(key, "default")
+
+
 def locate(
     path: str, sources: Mapping[str, str], message: str, lines: Mapping[str, int] | None = None
 ) -> Problem:
@@ -42,10 +51,7 @@ def locate(
     ``path`` may point inside a key (``parallel.thread_affinity[1]``); the source is that of the
     key, and for values from a file the line of the element itself when ``lines`` has it.
     """
-    key = path
-    while key not in sources and ("." in key or "[" in key):
-        key = key[: max(key.rfind("."), key.rfind("["))]
-    source = sources.get(key, "default")
+    source = source_of(path, sources)
     if source in ("default", "api"):
         return Problem(message, path, origin=source if source == "api" else None)
     if source.startswith(("env ", "--set")):
@@ -134,13 +140,16 @@ def check_static(
     parts = ("target", "spill", "pause", "terminate")
     spill = [raw.get(k, (f"memory.spill.{k}", v[f"memory.spill.{k}"])) for k in parts]
     active = [(k, f) for k, f in spill if f is not False]
+    rise = "the fractions must rise: target <= spill <= pause <= terminate"
     for (k1, f1), (k2, f2) in pairwise(active):
-        if f1 > f2:
-            bad(
-                k2,
-                f"{f2} is below {k1} ({f1}); the fractions must rise: "
-                "target <= spill <= pause <= terminate",
-            )
+        if f1 <= f2:
+            continue
+        # blame the value someone set, where it came from: a --set target of 1 was said as
+        # "memory.spill.spill: 0.7 is below ..." of the built-in defaults
+        if source_of(k2, sources) == "default" and source_of(k1, sources) != "default":
+            bad(k1, f"{f1} is above {k2} ({f2}, its default); {rise}")
+        else:
+            bad(k2, f"{f2} is below {k1} ({f1}); {rise}")
 
     if v["memory.per_thread_pool_size"] != "auto" and v["memory.global_pool"] != "auto":
         bad(

@@ -263,6 +263,16 @@ def test_raw_dask_keys_near_a_known_one_are_refused_others_are_not(tmp_path: Pat
             "dask:\n  distributed.worker.memory.pause: 0.5\n",
             "c.config:2: dask.distributed.worker.memory.pause: 0.5 is below memory.spill.spill",
         ),
+        (  # was "memory.spill.spill: 0.7 is below ...", a default, and no line
+            "memory:\n  spill:\n    target: 0.75\n",
+            "c.config:3: memory.spill.target: 0.75 is above memory.spill.spill (0.7, its "
+            "default); the fractions must rise",
+        ),
+        (
+            "dask:\n  distributed.worker.memory.target: 0.9\n",
+            "c.config:2: dask.distributed.worker.memory.target: 0.9 is above memory.spill.spill "
+            "(0.7, its default)",
+        ),
         (  # the floor was worked out from memory.spill.pause (0.8), which Dask did not get
             "memory:\n  per_thread_pool_size: 300MB\ndask:\n"
             "  distributed.worker.memory: {target: 0.2, spill: 0.25, pause: 0.3}\n",

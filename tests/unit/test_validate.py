@@ -391,6 +391,32 @@ def test_the_rules_allow_their_own_boundaries() -> None:
     assert static(**level) == []
     [msg] = static(**{**level, "memory__spill__pause": 0.69})
     assert msg.startswith("memory.spill.pause: 0.69 is below memory.spill.spill (0.7)"), msg
+
+
+def test_a_spill_order_problem_is_said_of_the_value_given_where_it_was_given() -> None:
+    """A target above the default spill was said as "memory.spill.spill: 0.7 is below ..." of
+    "the built-in defaults", naming neither the --set nor the variable (exploratory test,
+    2026-12-05)."""
+    for overrides, env, origin in (
+        (["memory.spill.target=1"], {}, "--set"),
+        ([], {"OPENCLAW_MEMORY__SPILL__TARGET": "1"}, "env OPENCLAW_MEMORY__SPILL__TARGET"),
+    ):
+        with pytest.raises(ConfigError) as info:
+            load_config(None, overrides, env=env, use_search_path=False)
+        [problem] = info.value.problems
+        assert problem.origin == origin and problem.key == "memory.spill.target"
+        assert str(problem).startswith(
+            f"{origin}: memory.spill.target: 1.0 is above memory.spill.spill (0.7, its default)"
+        )
+    # both given: the later fraction is the one below
+    with pytest.raises(ConfigError) as info:
+        load_config(
+            None,
+            ["memory.spill.target=0.8", "memory.spill.spill=0.75"],
+            env={},
+            use_search_path=False,
+        )
+    assert info.value.problems[0].key == "memory.spill.spill"
     assert load_config(overrides=["parallel.thread_pool_size=2", "parallel.processes=2"])
 
 
