@@ -167,7 +167,15 @@ def dask_value_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
     from dask.utils import parse_bytes, parse_timedelta
 
     problems = []
+    seen: dict[str, str] = {}
     for key, value in _flat(raw):
+        # dotted and nested forms of one key (Dask reads "-" and "_" alike): the later one
+        # had won without a word
+        canonical = key.replace("_", "-")
+        if canonical in seen:
+            problems.append((key, f"given twice in the dask section (as {seen[canonical]} too)"))
+            continue
+        seen[canonical] = key
         default = dask.config.get(key, default=_MISSING)
         if default is _MISSING:
             unknown = _near_miss(key, dask.config.config)

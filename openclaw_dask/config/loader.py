@@ -446,6 +446,17 @@ def load_config(
             continue
         text = env[name]
         source = f"env {name}"
+        if sources.get(dotted, "").startswith("env "):
+            # OPENCLAW_PARALLEL__PROCESSES and OPENCLAW_parallel__processes: the one later in
+            # sort order had won without a word
+            problems.append(
+                Problem(
+                    f"set by two variables, {sources[dotted][4:]} and {name}: unset one",
+                    dotted,
+                    origin=source,
+                )
+            )
+            continue
         _assign(dotted, parse_scalar(text), values, sources, source, problems, None, text=text)
     pairs, set_problems = parse_overrides(overrides)
     problems += set_problems

@@ -220,6 +220,19 @@ class _Builder:
                         )
                     )
                     continue
+                if sub in self.lines:
+                    # the same key dotted in one place and nested in another ("memory.allocator:"
+                    # and "memory: {allocator:}"): the later one had won without a word
+                    self.problems.append(
+                        Problem(
+                            f"duplicate key (first defined on line {self.lines[sub]}, "
+                            "dotted there or here)",
+                            sub,
+                            self.file,
+                            kline,
+                        )
+                    )
+                    continue
                 self.lines[sub] = kline
                 out[key] = self.build(value_node, sub)
             return out

@@ -263,6 +263,27 @@ def test_raw_dask_keys_near_a_known_one_are_refused_others_are_not(tmp_path: Pat
             "dask:\n  distributed.worker.memory.pause: 0.5\n",
             "c.config:2: dask.distributed.worker.memory.pause: 0.5 is below memory.spill.spill",
         ),
+        (  # dotted and nested forms of one key: the later one had won without a word
+            "memory.allocator: jemalloc\nmemory:\n  allocator: tcmalloc\n",
+            "c.config:3: memory.allocator: duplicate key (first defined on line 1, dotted "
+            "there or here)",
+        ),
+        (
+            "memory:\n  spill.target: 0.5\n  spill:\n    target: 0.55\n",
+            "c.config:4: memory.spill.target: duplicate key (first defined on line 2",
+        ),
+        (
+            "dask:\n  distributed.comm.timeouts.tcp: 5s\n  distributed:\n"
+            "    comm:\n      timeouts: {tcp: 6s}\n",
+            "c.config:5: dask.distributed.comm.timeouts.tcp: duplicate key (first defined on "
+            "line 2",
+        ),
+        (  # Dask reads "-" and "_" in its keys alike
+            "dask:\n  distributed.worker.memory.monitor_interval: 1s\n"
+            "  distributed.worker.memory.monitor-interval: 2s\n",
+            "c.config:3: dask.distributed.worker.memory.monitor-interval: given twice in the "
+            "dask section (as distributed.worker.memory.monitor_interval too)",
+        ),
         (  # was "memory.spill.spill: 0.7 is below ...", a default, and no line
             "memory:\n  spill:\n    target: 0.75\n",
             "c.config:3: memory.spill.target: 0.75 is above memory.spill.spill (0.7, its "

@@ -349,6 +349,19 @@ def test_sizes_and_durations_are_read_as_written(key: str, text: str, value: flo
     assert load_config(None, [f"{key}='{text}'"], env={}, use_search_path=False)[key] == value
 
 
+def test_two_variables_for_one_key_are_refused() -> None:
+    """``OPENCLAW_PARALLEL__PROCESSES`` and ``OPENCLAW_parallel__processes`` name one key: the
+    later in sort order had won without a word (exploratory test, 2026-12-05)."""
+    env = {"OPENCLAW_PARALLEL__PROCESSES": "1", "OPENCLAW_parallel__processes": "2"}
+    with pytest.raises(ConfigError) as info:
+        load_config(None, env=env, use_search_path=False)
+    [problem] = info.value.problems
+    assert str(problem) == (
+        "env OPENCLAW_parallel__processes: parallel.processes: set by two variables, "
+        "OPENCLAW_PARALLEL__PROCESSES and OPENCLAW_parallel__processes: unset one"
+    )
+
+
 @pytest.mark.parametrize(
     ("key", "text"),
     [
