@@ -240,9 +240,16 @@ def common_dask_config(config: Config, env: Mapping[str, Any]) -> tuple[dict[str
             f"{v['distributed.communication_backend']}, not tls"
         )
     for key, value in flatten(v["dask"]).items():
-        if key in out and out[key] != value:
-            notes.append(f"dask.{key} = {value!r} (raw dask section) overrides {out[key]!r}")
-        out[key] = value
+        # a key inside one of ours that holds a mapping (pre-spawn-environ.LD_PRELOAD): laid
+        # into that mapping, so the two do not sit side by side in the plan, one of them
+        # silently winning in dask.config (the allocator's LD_PRELOAD had)
+        parent = next((k for k in out if key.startswith(f"{k}.") and isinstance(out[k], dict)), "")
+        into, name = (dict(out[parent]), key[len(parent) + 1 :]) if parent else (out, key)
+        if name in into and into[name] != value:
+            notes.append(f"dask.{key} = {value!r} (raw dask section) overrides {into[name]!r}")
+        into[name] = value
+        if parent:
+            out[parent] = into
     if env.get(AFFINITY_ENV):
         # after a raw dask: preload, not instead of it: a site's preload had turned the
         # pinning off, and the workers were then refused as running on every core

@@ -267,6 +267,28 @@ def test_raw_dask_section_wins_and_says_so() -> None:
     )
 
 
+def test_a_raw_key_inside_one_of_ours_is_laid_into_it_and_said() -> None:
+    """``pre-spawn-environ.LD_PRELOAD`` sat beside our ``pre-spawn-environ`` in the plan, which
+    showed the allocator's library while Dask applied the raw one, without a note
+    (exploratory test, 2026-12-05)."""
+    p = plan(
+        "memory.allocator=jemalloc",
+        "dask.distributed.nanny.pre-spawn-environ.LD_PRELOAD=/site/lib.so",
+        "dask.distributed.nanny.pre-spawn-environ.SITE_VAR=1",
+        hw=make_hardware(allocators=("jemalloc",)),
+    )
+    environ = p.dask_config["distributed.nanny.pre-spawn-environ"]
+    assert environ["LD_PRELOAD"] == "/site/lib.so" and environ["SITE_VAR"] == 1
+    assert environ["OMP_NUM_THREADS"] == 1  # ours stay beside it
+    assert not any(k.startswith("distributed.nanny.pre-spawn-environ.") for k in p.dask_config)
+    [note] = [n for n in p.notes if "LD_PRELOAD" in n]
+    assert note.startswith(
+        "dask.distributed.nanny.pre-spawn-environ.LD_PRELOAD = '/site/lib.so' (raw dask "
+        "section) overrides '"
+    )
+    assert not any("SITE_VAR" in n for n in p.notes)  # added, not overridden
+
+
 def test_tls_files_under_another_transport_are_said_unused() -> None:
     # tls files are checked only for tls, so one that went missing would pass unseen
     p = plan("distributed.tls.ca_file=/nope/ca.pem", "distributed.tls.key=/nope/key.pem")
