@@ -82,20 +82,23 @@ def unapplied_notes(config: Config) -> list[str]:
     from the plan without a word.
     """
     v = config.values
-    unapplied = [
-        key
-        for key, off in (
-            ("parallel.thread_affinity", False),
-            ("memory.per_thread_pool_size", "auto"),
-            ("memory.global_pool", "auto"),
-        )
-        if v[key] != off
-    ]
     notes = []
-    if unapplied:
+    if v["parallel.thread_affinity"] is not False:
+        notes.append("parallel.thread_affinity not applied on ssh nodes: workers are not pinned")
+    budgets = [k for k in ("memory.per_thread_pool_size", "memory.global_pool") if v[k] != "auto"]
+    if budgets:
         notes.append(
-            f"{', '.join(unapplied)} not applied on ssh nodes: workers are not pinned, and "
-            "each node's resources.memory (else Dask's auto) is its workers' memory budget"
+            f"{', '.join(budgets)} not applied on ssh nodes: each node's resources.memory "
+            "(else Dask's auto) is its workers' memory budget"
+        )
+    nodes = v["distributed.nodes"]
+    own = [n["host"] for n in nodes if n["resources"]["cpus"] is not None]
+    if isinstance(v["parallel.thread_pool_size"], int) and own:
+        # resources.cpus wins on its node: the thread count had been dropped there unsaid
+        where = "ssh nodes" if len(own) == len(nodes) else f"{', '.join(own)}"
+        notes.append(
+            f"parallel.thread_pool_size not applied on {where}: a node's resources.cpus is "
+            "its worker threads"
         )
     procs = v["parallel.processes"]
     pinned = [n for n in v["distributed.nodes"] if n["port"] is not None]

@@ -61,8 +61,7 @@ def test_cluster_up_says_what_the_ssh_backend_does_not_apply(rig: SshRig, tmp_pa
     try:
         notes = [line.strip() for line in up.stdout.splitlines() if "note:" in line]
         assert notes == [
-            "note: parallel.thread_affinity not applied on ssh nodes: workers are not pinned, "
-            "and each node's resources.memory (else Dask's auto) is its workers' memory budget"
+            "note: parallel.thread_affinity not applied on ssh nodes: workers are not pinned"
         ]
     finally:
         down = cli("cluster", "down")

@@ -502,6 +502,23 @@ def test_ssh_says_what_its_nodes_do_not_apply() -> None:
     )
     counted = plan(NODES, "parallel.thread_pool_size=physical")  # every node says its cpus
     assert not any("physical" in n for n in counted.all_notes)
+    # each note says what it is about: pinning alone had also spoken of resources.memory
+    [note] = plan(NODES, "parallel.thread_affinity=compact").unapplied
+    assert note == "parallel.thread_affinity not applied on ssh nodes: workers are not pinned"
+    # a thread count where nodes give resources.cpus had been dropped there unsaid
+    [note] = plan(NODES, "parallel.thread_pool_size=4").unapplied
+    assert note == (
+        "parallel.thread_pool_size not applied on ssh nodes: a node's resources.cpus is its "
+        "worker threads"
+    )
+    mixed = "distributed.nodes=[{host: 10.0.0.1}, {host: 10.0.0.2, resources: {cpus: 8}}]"
+    p = plan(mixed, "parallel.thread_pool_size=4")
+    assert p.unapplied == [
+        "parallel.thread_pool_size not applied on 10.0.0.2: a node's resources.cpus is its "
+        "worker threads"
+    ]
+    assert p.cluster_kwargs["workers"]["10.0.0.1-22"]["options"]["kwargs"]["nthreads"] == 4
+    assert not plan(bare, "parallel.thread_pool_size=4").unapplied
     assert "(ssh: 1 per node)" in KEYS_BY_PATH["parallel.processes"].doc
 
 
