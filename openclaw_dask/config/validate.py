@@ -246,7 +246,10 @@ def check_static(
         )
     if transport(v) == "tls":  # set, present, PEM, key matches, issued by the CA, valid now
         tls_problems(v, bad)
-    for part in ("known_hosts", "identity_file"):
+    # checked where SSH logs in, as the tls files are for tls: one site config on a workstation
+    # and on a cluster's login node had failed on the workstation for a key only ssh reads
+    ssh = backend == "ssh" or (backend == "auto" and v["distributed.nodes"])
+    for part in ("known_hosts", "identity_file") if ssh else ():
         path = v[f"distributed.ssh.{part}"]
         if path and not os.path.isfile(os.path.expanduser(path)):
             bad(f"distributed.ssh.{part}", not_a_file(path))

@@ -239,6 +239,10 @@ def common_dask_config(config: Config, env: Mapping[str, Any]) -> tuple[dict[str
             f"{', '.join(unused)} not used: distributed.communication_backend is "
             f"{v['distributed.communication_backend']}, not tls"
         )
+    unused = [f"distributed.ssh.{p}" for p in ("known_hosts", "identity_file")]
+    unused = [key for key in unused if v[key]]
+    if unused and not v["distributed.nodes"]:  # without nodes: not an ssh plan
+        notes.append(f"{', '.join(unused)} not used: no distributed.nodes to log in to")
     for key, value in flatten(v["dask"]).items():
         # a key inside one of ours that holds a mapping (pre-spawn-environ.LD_PRELOAD): laid
         # into that mapping, so the two do not sit side by side in the plan, one of them

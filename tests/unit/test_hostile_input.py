@@ -220,8 +220,8 @@ def test_raw_dask_keys_near_a_known_one_are_refused_others_are_not(tmp_path: Pat
             "c.config:2: memory.per_thread_pool_size: 100 bytes gives each worker 100 bytes",
         ),
         (
-            "distributed:\n  ssh:\n    known_hosts: .\n",
-            "c.config:3: distributed.ssh.known_hosts: is a folder, not a file:",
+            "distributed:\n  nodes: [{host: a}]\n  ssh:\n    known_hosts: .\n",
+            "c.config:4: distributed.ssh.known_hosts: is a folder, not a file:",
         ),
         (
             "parallel:\n\tprocesses: 2\n",

@@ -624,6 +624,23 @@ def test_file_paths_are_relative_to_the_config_file(
 
 
 def test_a_missing_relative_file_names_where_it_was_looked_for(write_config: Any) -> None:
-    (msg,) = problems_of("distributed:\n  ssh:\n    identity_file: keys/id\n", write_config)
+    text = "distributed:\n  nodes: [{host: a}]\n  ssh:\n    identity_file: keys/id\n"
+    (msg,) = problems_of(text, write_config)
     file = msg.split(":", 1)[0]
-    assert f":3: distributed.ssh.identity_file: file not found: {Path(file).parent}/keys/id" in msg
+    assert f":4: distributed.ssh.identity_file: file not found: {Path(file).parent}/keys/id" in msg
+
+
+def test_ssh_files_are_checked_where_ssh_logs_in(write_config: Any) -> None:
+    """A site config for a workstation and a cluster's login node failed on the workstation
+    for an SSH key only ssh reads; unused tls files were already a note (exploratory test,
+    2026-12-05)."""
+    from openclaw_dask.translate import plan_cluster
+    from tests.conftest import make_hardware
+
+    text = "distributed:\n  ssh:\n    identity_file: keys/id\n    known_hosts: keys/kh\n"
+    config = load_config(write_config(text), env={})
+    notes = plan_cluster(config, make_hardware(), strict=False).notes
+    assert (
+        "distributed.ssh.known_hosts, distributed.ssh.identity_file not used: no "
+        "distributed.nodes to log in to"
+    ) in notes  # and with nodes, a missing one is refused (above)

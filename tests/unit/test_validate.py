@@ -101,7 +101,10 @@ def test_defaults_are_clean() -> None:
             },
             "file not found: /nope.pem",
         ),
-        ({"distributed__ssh__known_hosts": "/no/known_hosts"}, "file not found"),
+        (
+            {"distributed__ssh__known_hosts": "/no/known_hosts", "cluster__backend": "ssh"},
+            "file not found",
+        ),
         (
             {"cluster__scheduler_address": "tls://1.2.3.4:8786"},
             "a tls:// scheduler is reached over tls, but distributed.communication_backend is "
