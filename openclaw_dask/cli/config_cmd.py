@@ -62,6 +62,25 @@ def expand_set_values(args: list[str]) -> list[str]:
     return result
 
 
+#: ``--config FILE`` beside the positional file, as the other commands take it (a user who
+#: typed ``config show --config x`` had got "No such option")
+CONFIG_OPTION = click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    help="Config file (the same as giving it as PATH).",
+)
+
+
+def _one_file(path: str | None, config_file: str | None) -> str | None:
+    """The config file given as PATH or as ``--config``; both must name one file."""
+    if path and config_file and Path(path) != Path(config_file):
+        raise ConfigError(
+            [Problem(f"give one config file: {path} or {config_file}", origin="--config")]
+        )
+    return path or config_file
+
+
 @click.group("config")
 def config_group() -> None:
     """Check, show, plan and create openclaw.config files."""
@@ -69,9 +88,13 @@ def config_group() -> None:
 
 @config_group.command("validate", cls=SetCommand)
 @click.argument("paths", nargs=-1, type=click.Path(dir_okay=False))
+@CONFIG_OPTION
 @SET_OPTION
-def validate_cmd(paths: tuple[str, ...], overrides: tuple[str, ...]) -> None:
+def validate_cmd(
+    paths: tuple[str, ...], config_file: str | None, overrides: tuple[str, ...]
+) -> None:
     """Check config files (default: the one the search order finds) against this machine."""
+    paths = (*paths, config_file) if config_file else paths
     failed = 0
     for path in paths or (None,):
         try:
@@ -113,10 +136,17 @@ def _invalid_title(exc: ConfigError, file: str) -> str:
 @click.argument("path", required=False, type=click.Path(dir_okay=False))
 @click.option("--sources", is_flag=True, help="Show where each value came from.")
 @click.option("--json", "as_json", is_flag=True, help="Print the resolved config as JSON.")
+@CONFIG_OPTION
 @SET_OPTION
-def show_cmd(path: str | None, sources: bool, as_json: bool, overrides: tuple[str, ...]) -> None:
+def show_cmd(
+    path: str | None,
+    sources: bool,
+    as_json: bool,
+    config_file: str | None,
+    overrides: tuple[str, ...],
+) -> None:
     """Print every resolved value (and, with --sources, its origin)."""
-    config = load_config(path, overrides)
+    config = load_config(_one_file(path, config_file), overrides)
     if as_json:
         data = config.to_nested()
         if sources:
@@ -170,6 +200,7 @@ def _load_hardware(path: str | None) -> Hardware:
     help="Plan for the machine described in this JSON file (see --show-hardware).",
 )
 @click.option("--show-hardware", is_flag=True, help="Print this machine's description as JSON.")
+@CONFIG_OPTION
 @SET_OPTION
 def plan_cmd(
     path: str | None,
@@ -177,9 +208,11 @@ def plan_cmd(
     as_json: bool,
     hardware_file: str | None,
     show_hardware: bool,
+    config_file: str | None,
     overrides: tuple[str, ...],
 ) -> None:
     """Show the Dask cluster a config becomes, without starting anything."""
+    path = _one_file(path, config_file)
     hw = _load_hardware(hardware_file)
     if show_hardware:
         out.print_json(json.dumps(hw.to_dict()))

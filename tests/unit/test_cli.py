@@ -264,6 +264,23 @@ def test_init_wants_a_file_name(tmp_path: Path, output: str, monkeypatch: Any) -
     assert list(here.iterdir()) == []
 
 
+def test_config_commands_take_the_file_as_config_too() -> None:
+    """``config show --config FILE`` was "No such option", although every other command takes
+    ``--config`` (exploratory test, 2026-12-05)."""
+    det, mpi = str(ROOT / "configs/deterministic.config"), str(ROOT / "configs/mpi-hpc.config")
+    shown = invoke("config", "show", "--json", "--config", det)
+    assert shown.exit_code == 0 and json.loads(shown.output)["parallel"]["deterministic_mode"]
+    assert invoke("config", "plan", "--json", "--config", mpi).exit_code == 0
+    assert "mpirun" in invoke("config", "plan", "--config", mpi).output
+    checked = invoke("config", "validate", det, "--config", mpi)
+    assert (
+        checked.exit_code == 0 and "ok " + det in checked.output and "ok " + mpi in checked.output
+    )
+    both = CliRunner().invoke(cli, ["config", "show", det, "--config", mpi])
+    assert both.exit_code == 2 and f"--config: give one config file: {det} or {mpi}" in both.output
+    assert invoke("config", "show", det, "--config", det).exit_code == 0
+
+
 def test_unknown_command_and_option_exit_2() -> None:
     assert CliRunner().invoke(cli, ["config", "frobnicate"]).exit_code == 2
     assert CliRunner().invoke(cli, ["config", "plan", "--backend", "k8s"]).exit_code == 2
