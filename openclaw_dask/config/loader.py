@@ -239,7 +239,12 @@ def _assign(
     key = KEYS_BY_PATH.get(path)
     if key is None:
         if path in groups():
-            problems.append(problem("expected a mapping of keys, not a single value", path))
+            # a --set or variable names one key: "parallel={processes: 2}" was told it gave "a
+            # single value", though it gave a mapping
+            inside = next(k.path for k in KEYS if k.path.startswith(f"{path}."))
+            problems.append(
+                problem(f"is a section: set the keys in it one by one, such as {inside}", path)
+            )
         else:
             problems.append(problem("unknown key" + suggest_key(path, params), path))
         return

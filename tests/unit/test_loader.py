@@ -311,6 +311,19 @@ def test_section_given_a_scalar(write_config: Any) -> None:
     assert "expected a mapping of keys under 'parallel'" in msg
 
 
+def test_a_section_set_whole_is_told_to_set_its_keys() -> None:
+    """``--set 'parallel={processes: 2}'`` was told "expected a mapping of keys, not a single
+    value", though it gave a mapping (exploratory test, 2026-12-05)."""
+    for overrides, env in ((["parallel={processes: 2}"], {}), ([], {"OPENCLAW_PARALLEL": "2"})):
+        with pytest.raises(ConfigError) as info:
+            load_config(None, overrides, env=env, use_search_path=False)
+        [problem] = info.value.problems
+        assert str(problem).endswith(
+            "parallel: is a section: set the keys in it one by one, such as "
+            "parallel.thread_pool_size"
+        )
+
+
 def test_node_problems_point_into_the_list(write_config: Any) -> None:
     msgs = problems_of(
         "distributed:\n  nodes:\n    - host: a.example.org\n    - host: 'not a host'\n"
