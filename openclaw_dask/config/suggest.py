@@ -66,6 +66,18 @@ WORDS: dict[str, str] = {
     "compressors": "storage.codec",
 }
 
+#: Words that mean a key only in one section, by the whole unknown path (``key`` is the tls
+#: key file in ``distributed.tls`` but the login key under ``distributed.ssh``).
+IN_SECTION: dict[str, str] = {
+    "distributed.ssh.key": "distributed.ssh.identity_file",
+    "distributed.ssh.key_file": "distributed.ssh.identity_file",
+    "distributed.ssh.private_key": "distributed.ssh.identity_file",
+    "distributed.ssh.identity": "distributed.ssh.identity_file",
+    "storage.compression": "storage.codec",
+    "storage.compressor": "storage.codec",
+    "storage.compression_level": "storage.level",
+}
+
 #: Why a Dask name maps to a key that is not a plain rename.
 _NOTES: dict[str, str] = {
     "memory.per_thread_pool_size": "here per worker thread, or memory.global_pool per node",
@@ -105,7 +117,14 @@ def suggest_key(path: str, params: Collection[str] = ()) -> str:
     as_param = _suggest_param(path, params)
     if as_param is not None:
         return as_param
-    leaf = path.rsplit(".", 1)[-1].lower()
+    if path.lower() in IN_SECTION:
+        return f"; did you mean '{IN_SECTION[path.lower()]}'?"
+    section, _, leaf = path.lower().rpartition(".")
+    # a key of the same section that the name begins (distributed.tls.ca: ca_file); the
+    # spelling distance had offered the section itself
+    begun = [k.path for k in KEYS if section and k.path.startswith(f"{section}.{leaf}")]
+    if leaf and len(begun) == 1:
+        return f"; did you mean '{begun[0]}'?"
     by_leaf = [k.path for k in KEYS if k.path.rsplit(".", 1)[-1] == leaf and k.path != path]
     if len(by_leaf) == 1:
         return f"; did you mean '{by_leaf[0]}'?"
@@ -114,7 +133,10 @@ def suggest_key(path: str, params: Collection[str] = ()) -> str:
         notes = ([f"Dask's {leaf}"] if leaf in DASK_NAMES else []) + [_NOTES.get(target, "")]
         note = "; ".join(n for n in notes if n)
         return f"; did you mean '{target}'?" + (f" ({note})" if note else "")
-    choices = [k.path for k in KEYS] + sorted(groups())
+    # not a section the key is inside: it is there already, and the key is what is unknown
+    choices = [k.path for k in KEYS] + sorted(
+        g for g in groups() if not f"{path}.".startswith(f"{g}.")
+    )
     close = difflib.get_close_matches(path, choices, n=1, cutoff=0.6)
     if close:
         return f"; did you mean '{close[0]}'?"

@@ -265,6 +265,11 @@ def test_unknown_key_suggests_the_right_one(write_config: Any) -> None:
         ("parallel:\n  batch_size: 4\n", "'distributed.batch_size'?"),
         # a plain word that spelling distance got wrong ('distributed.tls.cert')
         ("distributed:\n  transport: tcp\n", "'distributed.communication_backend'?"),
+        # exploratory test, 2026-12-05: these had been offered distributed.tls (the section
+        # they are in), distributed.tls.key and distributed.compression
+        ("distributed:\n  tls:\n    ca: ca.pem\n", "'distributed.tls.ca_file'?"),
+        ("distributed:\n  ssh:\n    key: id\n", "'distributed.ssh.identity_file'?"),
+        ("storage:\n  compression: zstd\n", "'storage.codec'?"),
     ],
 )
 def test_unknown_key_suggests_what_sets_it(write_config: Any, text: str, suggestion: str) -> None:
