@@ -20,6 +20,7 @@ values and variables alike (PyYAML implements YAML 1.1):
 
 Booleans keep YAML 1.1's words (``yes``/``no``/``on``/``off``): a number or a name key refuses
 them by name ("a YAML boolean"), where reading them as text would let ``on`` through as a word.
+So does a mapping key (a step named ``no`` had become ``False``): quoted, it is the name.
 """
 
 from __future__ import annotations
@@ -203,6 +204,20 @@ class _Builder:
                     )
                     continue
                 key = self.build(key_node, path)
+                if isinstance(key, bool):
+                    # a step named "no" or a parameter "on" had become "False" and "True"
+                    # (steps in order: False); refused as values are, by name
+                    word = key_node.value if isinstance(key_node, yaml.ScalarNode) else key
+                    self.problems.append(
+                        Problem(
+                            f"{quote(word)} is read by YAML as the boolean {str(key).lower()}: "
+                            f'quote it ("{word}") to use it as a name',
+                            path,
+                            self.file,
+                            kline,
+                        )
+                    )
+                    continue
                 if not isinstance(key, str | int | float | bool) or key is None:
                     self.problems.append(
                         Problem("keys must be plain names", path, self.file, kline)

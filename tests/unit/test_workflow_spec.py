@@ -436,6 +436,21 @@ def test_all_problems_of_a_file_at_once(tmp_path: Path) -> None:
     assert len(info.value.problems) == 2
 
 
+def test_a_yaml_boolean_word_as_a_name_is_refused_by_name(tmp_path: Path) -> None:
+    """A step ``no`` (nitric oxide) and a parameter ``on`` had become ``False`` and ``True``:
+    "steps in order: False", "unknown parameter (parameters: True)" (exploratory test,
+    2026-12-05). Quoted, they are the names."""
+    text = GOOD.replace("  label:", "  on:").replace("  diffuse:", "  no:")
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, text))
+    assert [str(p).split(": ", 1)[1] for p in info.value.problems] == [
+        "params: 'on' is read by YAML as the boolean true: quote it (\"on\") to use it as a name",
+        "steps: 'no' is read by YAML as the boolean false: quote it (\"no\") to use it as a name",
+    ]
+    quoted = load_workflow(write(tmp_path, GOOD.replace("  diffuse:", '  "no":')))
+    assert list(quoted.steps) == ["field", "no"]
+
+
 def test_registry_lists_builtin_ops() -> None:
     ops = available_ops()
     assert {"example.field", "example.diffuse", "example.profile"} <= set(ops)
