@@ -602,7 +602,13 @@ def _type_problem(hint: Any, value: Any) -> str | None:
     for t in scalars:
         if t is float and isinstance(value, int | float) and not isinstance(value, bool):
             return None
-        if isinstance(value, t) and not (t is int and isinstance(value, bool)):
+        if t is int and isinstance(value, int) and not isinstance(value, bool):
+            if INT_RANGE[0] <= value <= INT_RANGE[1]:
+                return None
+            # as for a parameter: written in with:, 99999999999999999999 passed the dry run and
+            # failed in the op after the cluster had started, or ran for ever as a step count
+            return f"expected int{_range(*INT_RANGE)} (a 64-bit integer), got {quote(value)}"
+        if isinstance(value, t) and t is not int:
             return None
     nullable = " or null" if type(None) in options else ""
     names = " or ".join(_SCALARS[t] for t in scalars) + nullable

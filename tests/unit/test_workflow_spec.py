@@ -779,6 +779,19 @@ def test_climate_bands_are_checked_against_the_forcing_grid_and_the_config(
         (float | None, "x", "expected float or null, got 'x'"),
         (Any, object(), None),  # not a scalar annotation: not checked
         (list[int], "x", None),
+        # beyond 64 bits, written in with: (exploratory test, 2026-12-05): as for a parameter
+        (int, 2**63 - 1, None),
+        (
+            int,
+            2**63,
+            f"expected int from {-(2**63)} to {2**63 - 1} (a 64-bit integer), got {2**63}",
+        ),
+        (
+            int | None,
+            -(2**63) - 1,
+            f"expected int from {-(2**63)} to {2**63 - 1} (a 64-bit integer), got {-(2**63) - 1}",
+        ),
+        (float, 10**20, None),  # a float holds it
     ],
 )
 def test_op_argument_types_from_annotations(hint: Any, value: Any, problem: str | None) -> None:
