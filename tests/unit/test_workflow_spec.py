@@ -451,6 +451,27 @@ def test_a_yaml_boolean_word_as_a_name_is_refused_by_name(tmp_path: Path) -> Non
     assert list(quoted.steps) == ["field", "no"]
 
 
+def test_the_profile_s_output_is_checked_against_its_source_before_the_run(
+    tmp_path: Path,
+) -> None:
+    """``output: smoothd`` passed the dry run and failed after ``field`` and ``diffuse`` had
+    run (exploratory test, 2026-12-05)."""
+    profile = (
+        "  profile:\n    op: example.profile\n    needs: [diffuse]\n"
+        "    with: {output: OUT}\n    outputs: [profile.zarr]\n"
+    )
+    config = load_config(use_search_path=False)
+    for output in ("smoothed", "history"):
+        workflow = load_workflow(write(tmp_path, GOOD + profile.replace("OUT", output)))
+        assert run_problems(workflow, config) == []
+    workflow = load_workflow(write(tmp_path, GOOD + profile.replace("OUT", "smoothd")))
+    [problem] = run_problems(workflow, config)
+    assert problem.key == "steps.profile.with.output" and problem.line == 18
+    assert problem.message == (
+        "step 'diffuse' writes history, smoothed, not 'smoothd'; did you mean 'smoothed'?"
+    )
+
+
 def test_registry_lists_builtin_ops() -> None:
     ops = available_ops()
     assert {"example.field", "example.diffuse", "example.profile"} <= set(ops)

@@ -15,8 +15,9 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from openclaw_dask.config.errors import did_you_mean
 from openclaw_dask.workflows.context import IterativeOp, StepContext
-from openclaw_dask.workflows.registry import register
+from openclaw_dask.workflows.registry import RunFacts, register
 
 #: Explicit diffusion is stable for nu * dt / dx**2 <= 1/4 on a 5-point stencil.
 STABLE_NU = 0.2
@@ -203,7 +204,24 @@ class Diffuse(IterativeOp):
         return {"smoothed": out}
 
 
-@register("example.profile", outputs=("profile",), step_args=("source",))
+def _profile_run_check(args: Mapping[str, Any], run: RunFacts) -> dict[str, str]:
+    """``output`` must be a Zarr output of the ``source`` step: a typo (``smoothd``) had passed
+    the dry run and failed after the steps before it had run."""
+    source = run.steps.get(args.get("source", "diffuse"))
+    output = args.get("output", "smoothed")
+    if source is None or output in source.zarr_outputs:
+        return {}  # a source that is no step is said by the step check
+    have = ", ".join(source.zarr_outputs) or "none"
+    hint = did_you_mean(str(output), source.zarr_outputs)
+    return {"output": f"step {source.name!r} writes {have}, not {output!r}{hint}"}
+
+
+@register(
+    "example.profile",
+    outputs=("profile",),
+    step_args=("source",),
+    check_run=_profile_run_check,
+)
 def profile(
     ctx: StepContext, *, source: str = "diffuse", output: str = "smoothed"
 ) -> dict[str, xr.Dataset]:
