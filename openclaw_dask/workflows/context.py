@@ -285,6 +285,25 @@ def _check_dataset(what: str, name: str, ds: Any) -> None:
             f"{what} returned {_type_name(ds)} for output {name!r}; expected an "
             f"xarray.Dataset{hint}"
         )
+    bad = sorted(str(n) for n in (*ds.variables, *ds.dims) if not _zarr_node_name(n))
+    if bad:
+        # Zarr reads "/" as a folder: a variable "a/b" was written as a group of its own, and the
+        # run completed with an output that opens as an empty dataset
+        raise TypeError(
+            f"{what} returned output {name!r} with variable or dimension names "
+            f"{', '.join(map(repr, bad))}, which a Zarr store cannot hold as written: names "
+            "without '/', not '', '.' or '..', not starting with '__'"
+        )
+
+
+def _zarr_node_name(name: Any) -> bool:
+    """Whether ``name`` is stored as written by Zarr v3 (a node name of its own)."""
+    return (
+        isinstance(name, str)
+        and "/" not in name
+        and name not in ("", ".", "..")
+        and not name.startswith("__")
+    )
 
 
 def _type_name(value: Any) -> str:

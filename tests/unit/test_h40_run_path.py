@@ -624,3 +624,23 @@ def test_a_run_dir_is_made_empty_and_a_file_there_is_refused_untouched(tmp_path:
     with pytest.raises(ConfigError, match="is a file, not a folder"):
         rundir._new_run_dir(workflow, tmp_path / "notes.txt")
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("bad", ["a/b", "", "..", "__zarr"])
+def test_a_name_zarr_cannot_hold_as_written_is_refused_before_the_write(bad: str) -> None:
+    """A variable ``a/b`` was written as a Zarr group of its own: the run completed and its
+    output opened as an empty dataset (exploratory test, 2026-12-05)."""
+    from openclaw_dask.workflows.context import _check_dataset
+
+    ok = xr.Dataset({"t": ("y", np.zeros(2))})
+    _check_dataset("op", "out", ok)
+    for ds in (
+        xr.Dataset({bad: ("y", np.zeros(2))}),  # a variable
+        xr.Dataset({"t": (bad, np.zeros(2))}),  # a dimension
+    ):
+        with pytest.raises(TypeError) as info:
+            _check_dataset("op", "out", ds)
+        assert str(info.value).startswith(
+            f"op returned output 'out' with variable or dimension names {bad!r}, which a Zarr "
+            "store cannot hold as written"
+        )
