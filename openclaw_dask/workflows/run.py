@@ -119,6 +119,10 @@ class Run(IterativeSteps):
         )
 
     def _finish_step(self, step: StepSpec, rec: dict[str, Any]) -> None:
+        for name in step.dir_outputs:
+            # a folder the op had nothing to put in is still its output: without it the run
+            # completed and every resume said "plots is missing" and ran the step again
+            (self.run_dir / name).mkdir(exist_ok=True)
         for name in step.zarr_outputs:
             zarrio.consolidate(self.run_dir / f"{name}.zarr")
         rec["checksums"] = {

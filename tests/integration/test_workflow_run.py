@@ -322,6 +322,24 @@ def test_a_folder_the_workflow_does_not_list_is_refused_before_the_op_fills_it(
     assert (tmp_path / "run2/nothing/note.txt").read_text() == "written by the op\n"
 
 
+def test_a_folder_the_op_left_empty_is_still_made_so_a_resume_agrees(tmp_path: Path) -> None:
+    """An op that had nothing to put in its ``nothing/`` folder completed the run, and every
+    resume then said "nothing is missing" and ran the step again (exploratory test,
+    2026-12-05)."""
+    wf = tmp_path / "empty-folder.yaml"
+    text = FAILING_WORKFLOW.replace("user_ops:explode", "user_ops:returns_nothing")
+    wf.write_text(
+        text.replace("    with: {message: kaboom}\n", "").replace("nothing.zarr", "nothing/")
+    )
+    run_dir = tmp_path / "run"
+    result = submit(str(wf), "--run-dir", str(run_dir), "--no-report", *QUIET)
+    assert result.returncode == 0, result.stderr
+    assert (run_dir / "nothing").is_dir() and not any((run_dir / "nothing").iterdir())
+    again = submit("--resume", str(run_dir), "--dry-run", *QUIET)
+    assert again.returncode == 0, again.stderr
+    assert "resume: bad: skip: completed in an earlier attempt" in again.stdout
+
+
 def test_failing_op_reports_and_keeps_completed_outputs(tmp_path: Path) -> None:
     wf = tmp_path / "fails.yaml"
     wf.write_text(FAILING_WORKFLOW)
