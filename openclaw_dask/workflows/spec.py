@@ -127,20 +127,27 @@ class ParamSpec:
         low, high = self.min, self.max
         if self.type == "float" and not math.isfinite(value):
             # .nan passes every bound (each comparison is false), .inf every missing one
-            return f"expected a finite float{_range(low, high)}, got {quote(value)}"
+            return f"expected a finite float{_range(low, high)}, got {_said(value)}"
         if (low is not None and value < low) or (high is not None and value > high):
             # "from 1 to 10" when both are declared, else the one bound there is
-            return f"expected {self.type}{_range(low, high)}, got {quote(value)}"
+            return f"expected {self.type}{_range(low, high)}, got {_said(value)}"
         if self.type == "int" and not INT_RANGE[0] <= value <= INT_RANGE[1]:
             within = (
                 INT_RANGE[0] if low is None else max(low, INT_RANGE[0]),
                 INT_RANGE[1] if high is None else min(high, INT_RANGE[1]),
             )
-            return f"expected int{_range(*within)} (a 64-bit integer), got {quote(value)}"
+            return f"expected int{_range(*within)} (a 64-bit integer), got {_said(value)}"
         if self.choices and value not in self.choices:
             listed = shorten(", ".join(map(str, self.choices)), QUOTE_LIMIT * 4)
-            return f"expected one of {listed}, got {quote(value)}"
+            return f"expected one of {listed}, got {_said(value)}"
         return None
+
+
+def _said(value: Any) -> str:
+    """A value as the workflow's YAML spells it: ``null``, ``true``, not Python's words."""
+    return (
+        "null" if value is None else str(value).lower() if isinstance(value, bool) else quote(value)
+    )
 
 
 def _range(low: float | None, high: float | None) -> str:
@@ -155,10 +162,10 @@ def _range(low: float | None, high: float | None) -> str:
 def _type_of_param(kind: str, value: Any) -> str | None:
     """Why ``value`` is not a value of the parameter type ``kind``, if it is not."""
     if isinstance(value, bool) and kind != "bool":
-        return f"expected {kind}, got {quote(value)} (a YAML boolean)"
+        return f"expected {kind}, got {_said(value)} (a YAML boolean)"
     if not isinstance(value, PARAM_TYPES[kind]):
         hint = number_hint(value, kind == "int") if kind in ("int", "float") else ""
-        return f"expected {kind}, got {quote(value)}{hint}"
+        return f"expected {kind}, got {_said(value)}{hint}"
     return None
 
 
@@ -607,7 +614,7 @@ def _type_problem(hint: Any, value: Any) -> str | None:
                 return None
             # as for a parameter: written in with:, 99999999999999999999 passed the dry run and
             # failed in the op after the cluster had started, or ran for ever as a step count
-            return f"expected int{_range(*INT_RANGE)} (a 64-bit integer), got {quote(value)}"
+            return f"expected int{_range(*INT_RANGE)} (a 64-bit integer), got {_said(value)}"
         if isinstance(value, t) and t is not int:
             return None
     nullable = " or null" if type(None) in options else ""
@@ -615,7 +622,7 @@ def _type_problem(hint: Any, value: Any) -> str | None:
     hint = ""
     if int in scalars or float in scalars:  # 1_000 or 1e3 where a number belongs
         hint = number_hint(value, integer=float not in scalars)
-    return f"expected {names}, got {quote(value)}{hint}"
+    return f"expected {names}, got {_said(value)}{hint}"
 
 
 def apply_param_overrides(

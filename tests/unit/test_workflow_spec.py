@@ -181,7 +181,7 @@ BAD: dict[str, tuple[str, int | None, str]] = {
     "param-max-a-boolean": (
         GOOD.replace("min: 16", "max: yes"),
         3,
-        "params.size.max: expected int, got True (a YAML boolean)",
+        "params.size.max: expected int, got true (a YAML boolean)",
     ),
     "param-max-below-min": (
         GOOD.replace("min: 16", "min: 16, max: 8"),
@@ -790,7 +790,7 @@ def test_climate_bands_are_checked_against_the_forcing_grid_and_the_config(
     ("hint", "value", "problem"),
     [
         (int, 3, None),
-        (int, True, "expected int, got True"),  # YAML's true is not a count
+        (int, True, "expected int, got true"),  # YAML's true is not a count
         (int, 2.5, "expected int, got 2.5"),
         (float, 2, None),  # YAML writes 2 for 2.0
         (float, "2", "expected float, got '2'"),
@@ -1164,7 +1164,7 @@ def test_the_sun_s_parameters_are_checked_where_they_are_written(tmp_path: Path)
         ("solar_constant", "0", "0 is not a solar constant: a number of W m-2 above 0"),
         ("obliquity", "95", "95 is not an obliquity: a number of degrees from 0 to 90"),
         ("obliquity", ".nan", "nan is not an obliquity: a number of degrees from 0 to 90"),
-        ("obliquity", "true", "expected float, got True"),
+        ("obliquity", "true", "expected float, got true"),
     ):
         problem = _written_forcing_problem(tmp_path, key, value)
         assert problem.endswith(f"steps.forcing.with.{key}: {said}"), problem
