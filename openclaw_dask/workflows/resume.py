@@ -75,13 +75,35 @@ RECORD_SHAPE: dict[str, type] = {
     "status": str,
 }
 
+#: The parts it reads where a record has them, and the JSON types each may have then (``*``:
+#: each key of an object). A run killed mid-step, or recorded before a part was added, lacks
+#: some; null stands where the runner writes it. Parents come before their parts, which are
+#: looked at only in an object.
+RECORD_PARTS: dict[str, tuple[type, ...]] = {
+    "workflow.file": (str, type(None)),
+    "workflow.param_sources": (dict,),
+    "workflow.param_sources.*": (str, type(None)),
+    "config.file": (str, type(None)),
+    "config.sources": (dict,),
+    "config.sources.*": (str, type(None)),
+    "attempts": (int,),
+    # the summary of a resume with nothing left to run: the completed attempt's
+    "wall_seconds": (int, float),
+    "finished": (int, float),
+    "steps.*.files": (dict,),
+    "steps.*.metrics": (dict,),
+    "steps.*.metrics.plots": (list, type(None)),
+}
+
 
 def record_damage(record: Any) -> str | None:
     """What makes ``record`` unusable as a run record (``None``: nothing).
 
     A hand-edited or half-written ``run.json`` used to fail deep inside the resume with an
     ``AttributeError`` (a list where an object belongs), or, without ``steps``, silently ran
-    every completed step again.
+    every completed step again. Its other parts that the resume reads
+    (:data:`RECORD_PARTS`) are checked too: ``param_sources`` as a list, a number for the
+    config file or a string for ``attempts`` had ended in an internal error, exit 1.
     """
     if not isinstance(record, dict):
         return f"it holds {_json_kind(record)}, not an object"
@@ -95,7 +117,33 @@ def record_damage(record: Any) -> str | None:
     bad = [name for name, step in record["steps"].items() if not isinstance(step, dict)]
     if bad:
         return f"steps.{bad[0]} is {_json_kind(record['steps'][bad[0]])}, not an object"
+    for dotted, kinds in RECORD_PARTS.items():
+        for name, value in _parts(record, dotted):
+            # (JSON's true and false are no numbers, though Python's bool is an int)
+            if isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds):
+                continue
+            if kinds == (int,):  # (a number that is not whole is said by its value)
+                found = repr(value) if isinstance(value, float) else _json_kind(value)
+                return f"{name} is {found}, not a whole number"
+            return f"{name} is {_json_kind(value)}, not {_json_kind(kinds[0]())}"
+    if record["status"] == "completed" and "wall_seconds" not in record:
+        # every attempt that ends records it: a completed run's summary says it
+        return "wall_seconds is missing, not a number"
     return None
+
+
+def _parts(record: dict[str, Any], dotted: str) -> list[tuple[str, Any]]:
+    """The values at ``dotted`` in ``record`` with their own dotted names (``*``: each key),
+    of those there are; a part below a value that is no object is not there."""
+    found: list[tuple[str, Any]] = [("", record)]
+    for part in dotted.split("."):
+        found = [
+            (f"{name}.{key}" if name else key, value[key])
+            for name, value in found
+            if isinstance(value, dict)
+            for key in (value if part == "*" else [part] if part in value else [])
+        ]
+    return found
 
 
 def _json_kind(value: Any) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,12 +39,89 @@ def refusal(run_dir: Path) -> str:
         (lambda r: {k: v for k, v in r.items() if k != "steps"}, "steps is missing"),
         (lambda r: {k: v for k, v in r.items() if k != "status"}, "status is missing"),
         (lambda r: {**r, "steps": {"a": "completed"}}, "steps.a is a string, not an object"),
+        # the parts read where a record has them (found by an exploratory test of workflow
+        # submit: each ended in an internal error, exit 1)
+        (
+            lambda r: {**r, "workflow": {**r["workflow"], "param_sources": [1]}},
+            "workflow.param_sources is an array, not an object",
+        ),
+        (
+            lambda r: {**r, "workflow": {**r["workflow"], "param_sources": {"size": 5}}},
+            "workflow.param_sources.size is a number, not a string",
+        ),
+        (
+            lambda r: {**r, "workflow": {**r["workflow"], "file": ["w.yaml"]}},
+            "workflow.file is an array, not a string",
+        ),
+        (
+            lambda r: {**r, "config": {**r["config"], "sources": [1]}},
+            "config.sources is an array, not an object",
+        ),
+        (
+            lambda r: {**r, "config": {**r["config"], "sources": {"a.b": False}}},
+            "config.sources.a.b is a boolean, not a string",
+        ),
+        (lambda r: {**r, "config": {**r["config"], "file": 123}}, "config.file is a number"),
+        (lambda r: {**r, "attempts": "x"}, "attempts is a string, not a whole number"),
+        (lambda r: {**r, "attempts": 1.5}, "attempts is 1.5, not a whole number"),
+        (lambda r: {**r, "attempts": True}, "attempts is a boolean, not a whole number"),
+        (
+            lambda r: {**r, "steps": {"a": {"status": "completed", "files": ["x"]}}},
+            "steps.a.files is an array, not an object",
+        ),
+        (
+            lambda r: {**r, "steps": {"a": {"metrics": {"plots": "p.png"}}}},
+            "steps.a.metrics.plots is a string, not an array",
+        ),
+        # what the summary of a completed run's resume says (nothing left to run)
+        (lambda r: {**r, "status": "completed"}, "wall_seconds is missing, not a number"),
+        (lambda r: {**r, "wall_seconds": "2 s"}, "wall_seconds is a string, not a number"),
+        (lambda r: {**r, "finished": None}, "finished is null, not a number"),
     ],
 )
 def test_a_damaged_record_is_refused_by_what_is_wrong(tmp_path: Path, edit, said) -> None:
     (tmp_path / RUN_RECORD).write_text(json.dumps(edit(a_record(tmp_path / "w.yaml"))))
     message = refusal(tmp_path)
     assert message.startswith(f"{RUN_RECORD} is damaged ({said}") and "new run" in message
+
+
+def test_a_record_whose_parts_a_resume_reads_are_as_the_runner_writes_them_is_taken(
+    tmp_path: Path,
+) -> None:
+    """Null where the runner writes it (no config file), whole numbers, and parts a record
+    of a run killed mid-step lacks."""
+    record: Any = a_record(tmp_path / "w.yaml")
+    record["workflow"]["param_sources"] = {"size": "--set", "seed": "default"}
+    record["config"]["file"] = None
+    record.update(attempts=2, wall_seconds=3, finished=1.5e9, status="completed")
+    record["steps"]["a"].update(files={"a.zarr/zarr.json": 9}, metrics={"plots": None})
+    (tmp_path / RUN_RECORD).write_text(json.dumps(record))
+    assert read_run(tmp_path)[1] == record
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_submit_resume_of_a_record_with_a_part_of_the_wrong_type_is_bad_input(
+    tmp_path: Path, dry_run: bool
+) -> None:
+    """One line and exit 2, the record left as it was: ``attempts`` as a string had been a
+    ``TypeError`` and exit 1 ("a step failed") once the real resume built its record."""
+    from tests.unit.test_cli import invoke
+
+    workflow = Path(__file__).parents[2] / "workflows" / "example.yaml"
+    record = {**a_record(workflow), "attempts": "x", "status": "failed"}
+    text = json.dumps(record, indent=1)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / RUN_RECORD).write_text(text)
+    result = invoke("submit", "--resume", str(run_dir), *(["--dry-run"] if dry_run else []))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[0] == (
+        f"error: {run_dir}: {RUN_RECORD} is damaged (attempts is a string, not a whole "
+        "number); start a new run instead"
+    )
+    assert "Traceback" not in result.output
+    assert (run_dir / RUN_RECORD).read_text() == text
+    assert [p.name for p in run_dir.iterdir()] == [RUN_RECORD]
 
 
 def test_a_record_that_is_no_file_or_no_directory_at_all(tmp_path: Path) -> None:
