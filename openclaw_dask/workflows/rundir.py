@@ -32,26 +32,8 @@ def report_path(directory: Path, attempt: int) -> Path:
 
 
 def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
-    if isinstance(run_dir, str) and not run_dir.strip():  # Path("") is the current folder
-        raise ConfigError([Problem("expected a folder, got an empty path", origin="--run-dir")])
     if run_dir is not None:
-        path = Path(run_dir)
-        if path.exists() and not path.is_dir():
-            raise ConfigError([Problem("is a file, not a folder", "", str(path))])
-        using = run_dir_lock.holder(path) if path.is_dir() else None
-        if using is not None:  # a run started there a moment ago: not one to resume
-            raise run_dir_lock.in_use(path, using)
-        if path.exists() and any(path.iterdir()):
-            raise ConfigError(
-                [
-                    Problem(
-                        "run directory exists and is not empty; pass --resume to continue that "
-                        "run, or choose another --run-dir (nothing there is overwritten)",
-                        "",
-                        str(path),
-                    )
-                ]
-            )
+        path = _given_run_dir(run_dir)
     else:
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         base = Path("runs") / workflow.name
@@ -62,6 +44,58 @@ def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
         while not _claimed(path):
             n += 1
             path = base / f"{stamp}-{n}"
+    _write_test(path)
+    return path
+
+
+def check_run_dir(run_dir: str | os.PathLike[str]) -> None:
+    """Refuse ``run_dir`` (``--run-dir``) as a first run there would, leaving nothing behind.
+
+    For ``submit --dry-run``: it had accepted a run directory that is not empty, below a
+    file, in use or not writable (``/proc/x``), which the run then refused. The write test is
+    the run's own, so that the refusal is the same: the folders it makes are removed again.
+
+    Raises
+    ------
+    ConfigError
+        What :func:`_new_run_dir` would raise for it.
+    """
+    path = _given_run_dir(run_dir)
+    outermost = _outermost_missing(path)
+    try:
+        _write_test(path)
+    finally:
+        if outermost is not None:
+            _unmake(path, outermost)
+
+
+def _given_run_dir(run_dir: str | os.PathLike[str]) -> Path:
+    """``run_dir`` as a path, unless it is no folder a new run may write in (what is there is
+    only looked at)."""
+    if isinstance(run_dir, str) and not run_dir.strip():  # Path("") is the current folder
+        raise ConfigError([Problem("expected a folder, got an empty path", origin="--run-dir")])
+    path = Path(run_dir)
+    if path.exists() and not path.is_dir():
+        raise ConfigError([Problem("is a file, not a folder", "", str(path))])
+    using = run_dir_lock.holder(path) if path.is_dir() else None
+    if using is not None:  # a run started there a moment ago: not one to resume
+        raise run_dir_lock.in_use(path, using)
+    if path.exists() and any(path.iterdir()):
+        raise ConfigError(
+            [
+                Problem(
+                    "run directory exists and is not empty; pass --resume to continue that "
+                    "run, or choose another --run-dir (nothing there is overwritten)",
+                    "",
+                    str(path),
+                )
+            ]
+        )
+    return path
+
+
+def _write_test(path: Path) -> None:
+    """Make ``path`` (and its parents) and write in it, or refuse it as no place to write."""
     probe = path / ".openclaw-write-test"
     try:  # write something, as root may not write everywhere os.access says it can
         path.mkdir(parents=True, exist_ok=True)
@@ -72,7 +106,17 @@ def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
         raise ConfigError(
             [Problem(f"cannot write a run directory here: {reason}", "", str(path))]
         ) from None
-    return path
+
+
+def _unmake(path: Path, outermost: Path) -> None:
+    """Remove the empty folders from ``path`` up to ``outermost``, those that are there (a
+    failed ``mkdir(parents=True)`` may have made only the outer ones)."""
+    with contextlib.suppress(OSError):  # not empty after all (something else wrote): kept
+        for folder in (path, *path.parents):
+            with contextlib.suppress(FileNotFoundError):
+                folder.rmdir()
+            if folder == outermost:
+                break
 
 
 def _discard(directory: Path, made: bool, outermost: Path | None = None) -> None:

@@ -78,7 +78,13 @@ from openclaw_dask.workflows.resume_steps import (
 from openclaw_dask.workflows.resume_steps import read_checkpoint as read_checkpoint
 from openclaw_dask.workflows.run import Run, StepFailedError
 from openclaw_dask.workflows.run import raised_in as raised_in
-from openclaw_dask.workflows.rundir import _discard, _new_run_dir, _outermost_missing, report_path
+from openclaw_dask.workflows.rundir import (
+    _discard,
+    _new_run_dir,
+    _outermost_missing,
+    check_run_dir,
+    report_path,
+)
 from openclaw_dask.workflows.spec import Workflow, load_workflow, run_problems
 
 logger = logging.getLogger("openclaw_dask.workflows")
@@ -155,7 +161,8 @@ def run_workflow(
         (:mod:`~openclaw_dask.workflows.resume`). A completed run with nothing left to run
         (:func:`nothing_left`) starts no cluster: its record comes back as it is.
     dry_run
-        Validate and plan only: no cluster, nothing written.
+        Validate and plan only: no cluster, nothing written. A ``run_dir`` is refused as the
+        run would refuse it (:func:`~openclaw_dask.workflows.rundir.check_run_dir`).
     progress
         Show rich progress bars.
     announce
@@ -300,6 +307,8 @@ def run_workflow(
     versions = software_versions()
     changed = software_changes(previous, versions) if resume is not None else []
     if dry_run:
+        if resume is None and run_dir is not None:  # what the run would refuse, refused now
+            check_run_dir(run_dir)
         if resume is not None:
             summary["resume"] = resume_plan(workflow, cfg, previous, resume_path)
             summary["software_changed"] = changed

@@ -394,3 +394,56 @@ def test_options_naming_the_wrong_kind_of_file_say_so(tmp_path: Path) -> None:
     (tmp_path / "hw.json").write_text('{"cpus": 4, "logical_cores": 4, "memory": 8000000000}')
     [line] = refused(run("config", "plan", "--hardware", "hw.json"))
     assert line == "error: hw.json: cpus: unknown field; did you mean 'logical_cores'?"
+
+
+def _snapshot(folder: Path) -> dict[str, bytes | None]:
+    """What is in ``folder``, below it too: each path and a file's bytes."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes() if p.is_file() else None
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+@pytest.mark.parametrize("where", ["not-empty", "below-a-file", "in-use", "proc"])
+def test_a_dry_run_refuses_the_run_dir_the_run_refuses_with_the_same_words(
+    tmp_path: Path, where: str
+) -> None:
+    """Found by an exploratory test of workflow submit: ``--dry-run`` said "nothing started"
+    with exit 0 for a --run-dir that the run then refused with exit 2. Neither leaves
+    anything behind."""
+    from openclaw_dask.workflows import lock
+
+    (tmp_path / "afile").write_text("mine")
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "run.json").write_text("{}")
+    (tmp_path / "busy").mkdir()
+    run_dir = {
+        "not-empty": "old",
+        "below-a-file": "afile/sub",
+        "in-use": "busy",
+        "proc": "/proc/openclaw-x",  # root may not make it either
+    }[where]
+    held = lock.hold(tmp_path / "busy")
+    try:
+        before = _snapshot(tmp_path)
+        args = ["submit", str(ROOT / "workflows/example.yaml"), "--no-report", "--run-dir", run_dir]
+        dry = refused(run(*args, "--dry-run"))
+        real = refused(run(*args))
+        assert _snapshot(tmp_path) == before
+    finally:
+        held.close()
+    said = {
+        "not-empty": "error: old: run directory exists and is not empty; pass --resume",
+        "below-a-file": "error: afile/sub: cannot write a run directory here: Not a directory",
+        "in-use": "error: busy: another openclaw-dask run is using this run directory (pid ",
+        "proc": "error: /proc/openclaw-x: cannot write a run directory here: ",
+    }[where]
+    assert dry == real and len(dry) == 1 and dry[0].startswith(said), dry
+
+
+def test_a_dry_run_makes_no_run_dir_it_accepts(tmp_path: Path) -> None:
+    """Its write test makes the folders the run would make, and removes them again."""
+    result = run("submit", str(ROOT / "workflows/example.yaml"), "--dry-run", "--run-dir", "a/b/c")
+    assert result.exit_code == 0, result.output
+    assert "dry run: nothing started, nothing written" in result.output
+    assert not (tmp_path / "a").exists()
