@@ -34,16 +34,17 @@ def report_path(directory: Path, attempt: int) -> Path:
 def _new_run_dir(workflow: Workflow, run_dir: str | Path | None) -> Path:
     if run_dir is not None:
         path = _given_run_dir(run_dir)
-    else:
-        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        base = Path("runs") / workflow.name
-        path = base / stamp
-        n = 1
-        # claimed by making it: two runs started in the same second had both chosen the
-        # first free name, and the second was refused as a run directory in use
-        while not _claimed(path):
-            n += 1
-            path = base / f"{stamp}-{n}"
+        _make_for_writing(path)
+        return path
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = Path("runs") / workflow.name
+    path = base / stamp
+    n = 1
+    # claimed by making it: two runs started in the same second had both chosen the first
+    # free name, and the second was refused as a run directory in use
+    while not _claimed(path):
+        n += 1
+        path = base / f"{stamp}-{n}"
     _write_test(path)
     return path
 
@@ -62,11 +63,9 @@ def check_run_dir(run_dir: str | os.PathLike[str]) -> None:
     """
     path = _given_run_dir(run_dir)
     outermost = _outermost_missing(path)
-    try:
-        _write_test(path)
-    finally:
-        if outermost is not None:
-            _unmake(path, outermost)
+    _make_for_writing(path)
+    if outermost is not None:
+        _unmake(path, outermost)
 
 
 def _given_run_dir(run_dir: str | os.PathLike[str]) -> Path:
@@ -75,12 +74,14 @@ def _given_run_dir(run_dir: str | os.PathLike[str]) -> Path:
     if isinstance(run_dir, str) and not run_dir.strip():  # Path("") is the current folder
         raise ConfigError([Problem("expected a folder, got an empty path", origin="--run-dir")])
     path = Path(run_dir)
-    if path.exists() and not path.is_dir():
+    if not _there(path):  # (said by the write test, if it cannot be made)
+        return path
+    if not path.is_dir():
         raise ConfigError([Problem("is a file, not a folder", "", str(path))])
-    using = run_dir_lock.holder(path) if path.is_dir() else None
+    using = run_dir_lock.holder(path)
     if using is not None:  # a run started there a moment ago: not one to resume
         raise run_dir_lock.in_use(path, using)
-    if path.exists() and any(path.iterdir()):
+    if any(path.iterdir()):
         raise ConfigError(
             [
                 Problem(
@@ -92,6 +93,18 @@ def _given_run_dir(run_dir: str | os.PathLike[str]) -> Path:
             ]
         )
     return path
+
+
+def _make_for_writing(path: Path) -> None:
+    """:func:`_write_test` of a given run directory; the folders made for it before it is
+    refused are removed (``a/b`` of ``--run-dir a/b/NAME`` with a name too long had stayed)."""
+    outermost = _outermost_missing(path)
+    try:
+        _write_test(path)
+    except ConfigError:
+        if outermost is not None:
+            _unmake(path, outermost)
+        raise
 
 
 def _write_test(path: Path) -> None:
@@ -113,7 +126,7 @@ def _unmake(path: Path, outermost: Path) -> None:
     failed ``mkdir(parents=True)`` may have made only the outer ones)."""
     with contextlib.suppress(OSError):  # not empty after all (something else wrote): kept
         for folder in (path, *path.parents):
-            with contextlib.suppress(FileNotFoundError):
+            if _there(folder):
                 folder.rmdir()
             if folder == outermost:
                 break
@@ -138,10 +151,21 @@ def _outermost_missing(path: str | os.PathLike[str]) -> Path | None:
     """The outermost of ``path`` and its parents that does not exist yet (``None``: it exists)."""
     missing = None
     for folder in (Path(path), *Path(path).parents):
-        if folder.exists():
+        if _there(folder):
             break
         missing = folder
     return missing
+
+
+def _there(path: Path) -> bool:
+    """Whether ``path`` exists. One that cannot even be looked up (a name too long for the
+    file system, a parent this user may not search) does not, and the write test says why:
+    ``Path.exists`` raised there, an internal error with exit 1."""
+    try:
+        path.stat()
+    except OSError:
+        return False
+    return True
 
 
 def _claimed(path: Path) -> bool:

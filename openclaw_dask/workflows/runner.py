@@ -319,8 +319,9 @@ def run_workflow(
     if resume is not None:
         directory = resume_path
     else:
-        made = run_dir is None or not Path(run_dir).exists()
         outermost = _outermost_missing(Path("runs") / workflow.name if run_dir is None else run_dir)
+        # (not Path.exists, which raises for a name too long: the run dir's refusal says it)
+        made = run_dir is None or outermost is not None
         directory = _new_run_dir(workflow, run_dir)
     record: dict[str, Any] = {
         "workflow": {

@@ -447,3 +447,18 @@ def test_a_dry_run_makes_no_run_dir_it_accepts(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "dry run: nothing started, nothing written" in result.output
     assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.parametrize("run_dir", ["N", "N/run", "a/b/N"])
+def test_a_run_dir_name_too_long_for_the_file_system_is_bad_input(
+    tmp_path: Path, run_dir: str
+) -> None:
+    """``Path.exists`` raised for a name too long (ENAMETOOLONG) where its parent exists: an
+    internal error with exit 1, in the run and its dry run; and below a folder that did not
+    exist, the refused run left the folders it had made (``a/b``)."""
+    run_dir = run_dir.replace("N", "n" * 300)
+    args = ["submit", str(ROOT / "workflows/example.yaml"), "--no-report", "--run-dir", run_dir]
+    for dry in (["--dry-run"], []):
+        [line] = refused(run(*args, *dry))
+        assert line == f"error: {run_dir}: cannot write a run directory here: File name too long"
+        assert [p.name for p in tmp_path.iterdir()] == ["home"], dry
