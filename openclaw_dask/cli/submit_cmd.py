@@ -74,6 +74,7 @@ def submit_cmd(
     from openclaw_dask.runtime.terminal import quiet_after_interrupt
     from openclaw_dask.workflows.mpi_run import MpiRunError
     from openclaw_dask.workflows.recovery import WorkersLostError
+    from openclaw_dask.workflows.run import error_text
     from openclaw_dask.workflows.runner import StepFailedError, run_workflow
 
     if resume and run_dir:
@@ -129,7 +130,7 @@ def submit_cmd(
             )
             sys.exit(EXIT_FAILED)
         # the op's own words, which may be a whole array's repr: bounded here, whole in run.json
-        message, cut = clipped(f"{type(exc.error).__name__}: {exc.error}")
+        message, cut = clipped(error_text(exc.error))
         err.print(
             f"[red]failed:[/] step {exc.step!r} (op {exc.op}): {escape(message)}", markup=True
         )

@@ -52,7 +52,29 @@ class StepFailedError(Exception):
         #: the line of the user's op module that raised it (:func:`raised_in`), if one did
         self.where = where
         self.run_dir: Path | None = None  # set by run_workflow
-        super().__init__(f"step {step!r} (op {op}) failed: {type(error).__name__}: {error}")
+        super().__init__(f"step {step!r} (op {op}) failed: {error_text(error)}")
+
+
+def error_text(error: BaseException) -> str:
+    """``TypeError: what it says``: how a step's error is said and recorded.
+
+    Parameters
+    ----------
+    error
+        What the step's op raised (or what it failed with).
+
+    Returns
+    -------
+    str
+        Its type's name and message. The message of an exception whose ``__str__`` itself
+        raises is a placeholder that says so: that had escaped the step's failure handling as
+        "error: RuntimeError: ...", exit 1, no step named and the step left "running".
+    """
+    try:
+        message = str(error)
+    except Exception as exc:  # (a KeyboardInterrupt still stops the run)
+        message = f"<message unprintable: its __str__ raised {type(exc).__name__}>"
+    return f"{type(error).__name__}: {message}"
 
 
 class Run(IterativeSteps):
@@ -246,7 +268,7 @@ class Run(IterativeSteps):
                         error = self.watch.error
                     rec.update(
                         status="failed",
-                        error=f"{type(error).__name__}: {error}",
+                        error=error_text(error),
                         # with the worker's frames for an exception raised in a task
                         traceback="".join(traceback.format_exception(exc)),
                         wall_seconds=time.perf_counter() - t0,

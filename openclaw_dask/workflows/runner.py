@@ -76,7 +76,7 @@ from openclaw_dask.workflows.resume_steps import (
     starting_over,
 )
 from openclaw_dask.workflows.resume_steps import read_checkpoint as read_checkpoint
-from openclaw_dask.workflows.run import Run, StepFailedError
+from openclaw_dask.workflows.run import Run, StepFailedError, error_text
 from openclaw_dask.workflows.run import raised_in as raised_in
 from openclaw_dask.workflows.rundir import (
     _discard,
@@ -428,7 +428,7 @@ def run_workflow(
                 error={
                     "step": exc.step,
                     "op": exc.op,
-                    "message": f"{type(exc.error).__name__}: {exc.error}",
+                    "message": error_text(exc.error),
                 },
             )
             raise

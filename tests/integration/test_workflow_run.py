@@ -273,6 +273,27 @@ def test_an_op_that_returns_no_datasets_is_told_what_to_return(
     assert not (tmp_path / "run/final.zarr").exists()  # no output the step does not list
 
 
+def test_an_op_error_whose_message_cannot_be_made_fails_its_step(tmp_path: Path) -> None:
+    """Found by an exploratory test of workflow submit: an exception whose ``__str__`` raises
+    escaped the step's failure as "error: RuntimeError: cannot str", no step named, and
+    run.json kept the step "running" under a failed run."""
+    wf = tmp_path / "unprintable.yaml"
+    text = FAILING_WORKFLOW.replace("user_ops:explode", "user_ops:raises_unprintable")
+    wf.write_text(text.replace("    with: {message: kaboom}\n", ""))
+    run_dir = tmp_path / "run"
+    result = submit(str(wf), "--run-dir", str(run_dir), "--no-report", *QUIET)
+    assert result.returncode == 1, result.stderr
+    said = "UnprintableError: <message unprintable: its __str__ raised RuntimeError>"
+    assert (
+        f"\nfailed: step 'bad' (op tests.integration.user_ops:raises_unprintable): {said}\n"
+    ) in result.stderr, result.stderr
+    assert "raised in user_ops.py, line " in result.stderr and "Traceback" not in result.stderr
+    rec = record_of(run_dir)
+    assert rec["status"] == "failed" and rec["error"]["message"] == said
+    assert rec["steps"]["bad"]["status"] == "failed" and rec["steps"]["bad"]["error"] == said
+    assert rec["steps"]["field"]["status"] == "completed"
+
+
 def test_a_dataset_for_an_output_listed_as_a_folder_says_how_to_list_it(tmp_path: Path) -> None:
     """A user op declares no outputs, so the file check cannot tell; the run says which."""
     wf = tmp_path / "folder.yaml"

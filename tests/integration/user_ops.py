@@ -45,6 +45,18 @@ def explode_at_length(ctx: StepContext, *, length: int = 20_000) -> dict[str, xr
     raise ValueError("[bold]the head[/] " + "x" * length + " the end [/]")
 
 
+class UnprintableError(Exception):
+    """An exception whose message cannot be made: its ``__str__`` raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("cannot str")
+
+
+def raises_unprintable(ctx: StepContext) -> dict[str, xr.Dataset]:
+    """A user op that fails with an exception that cannot say what it is."""
+    raise UnprintableError
+
+
 def returns_nothing(ctx: StepContext) -> None:
     """A user op that forgets its return statement."""
 
