@@ -62,6 +62,11 @@ _YAML11_NUMBER_RE = re.compile(
     re.X,
 )
 _ANCHORS_REFUSED = "YAML anchors and aliases are not supported: write the value out"
+#: How deep lists and mappings may nest. Composing and building the tree recurse once or more
+#: per level, so ~400 levels (``steps: [[[[...]]]]``) ended in a RecursionError, exit 1; no
+#: config or workflow file nests a tenth of this.
+MAX_DEPTH = 100
+_TOO_DEEP = f"nested too deeply (more than {MAX_DEPTH} levels of lists and mappings)"
 
 
 class _AnchorError(Exception):
@@ -72,19 +77,36 @@ class _AnchorError(Exception):
         self.line = mark.line + 1 if mark else None
 
 
+class _TooDeepError(Exception):
+    """A list or mapping nested more than :data:`MAX_DEPTH` levels; carries where it is."""
+
+    def __init__(self, mark: yaml.Mark | None) -> None:
+        super().__init__(_TOO_DEEP)
+        self.line = mark.line + 1 if mark else None
+
+
 class _Loader(yaml.SafeLoader):
     """SafeLoader that stops at the first anchor or alias, with YAML 1.2 floats.
 
     The check is made while composing, before any alias is expanded: the composed tree shares
     one node per anchor and stays small, but building Python values from it copies each alias.
+    It stops too at a node nested deeper than :data:`MAX_DEPTH`.
     """
+
+    _depth = 0
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         event = self.peek_event()
         # an anchor always comes before its first alias, so this names the anchor's line
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise _AnchorError(event.start_mark)
-        return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        if self._depth >= MAX_DEPTH:  # (the top level is depth 0)
+            raise _TooDeepError(event.start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        finally:
+            self._depth -= 1
 
 
 _CORE = {_STD + "float": _FLOAT_RE, _STD + "int": _INT_RE}
@@ -309,13 +331,16 @@ def parse_yaml(text: str, file: str) -> YamlDocument:
     Raises
     ------
     ConfigError
-        On syntax errors, duplicate keys, disallowed tags, anchors or aliases, or a top level
-        that is not a mapping.
+        On syntax errors, duplicate keys, disallowed tags, anchors or aliases, lists and
+        mappings nested more than :data:`MAX_DEPTH` levels, or a top level that is not a
+        mapping.
     """
     try:
         node = yaml.compose(text, Loader=_Loader)
     except _AnchorError as exc:
         raise ConfigError([Problem(_ANCHORS_REFUSED, "", file, exc.line)]) from None
+    except _TooDeepError as exc:
+        raise ConfigError([Problem(_TOO_DEEP, "", file, exc.line)]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None

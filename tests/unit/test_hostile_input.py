@@ -462,3 +462,41 @@ def test_a_run_dir_name_too_long_for_the_file_system_is_bad_input(
         [line] = refused(run(*args, *dry))
         assert line == f"error: {run_dir}: cannot write a run directory here: File name too long"
         assert [p.name for p in tmp_path.iterdir()] == ["home"], dry
+
+
+@pytest.mark.timeout(30)
+def test_yaml_nested_hundreds_of_levels_deep_is_refused_at_its_line(tmp_path: Path) -> None:
+    """Found by an exploratory test of workflow submit: ``steps: [[[[...]]]]`` 400 levels deep
+    (or a config value, or a --set value) was a RecursionError, exit 1."""
+    deep = "[" * 400 + "]" * 400
+    (tmp_path / "deep.yaml").write_text(f"name: x\nsteps: {deep}\n")
+    [line] = refused(run("submit", "--dry-run", "deep.yaml"))
+    assert line == (
+        "error: deep.yaml:2: nested too deeply (more than 100 levels of lists and mappings)"
+    )
+    block = "".join(f"{'  ' * i}k{i}:\n" for i in range(1, 400))
+    (tmp_path / "deep.config").write_text(f"parallel:\n{block}")
+    [line] = refused(run("config", "validate", "deep.config"))
+    assert line.startswith("error: deep.config:100: nested too deeply"), line
+    # a --set value that is not YAML is its text, which the parameter refuses as such
+    [line] = refused(
+        run(
+            "submit",
+            "--dry-run",
+            str(ROOT / "workflows/example.yaml"),
+            "--set",
+            f"params.size={deep}",
+        )
+    )
+    assert line.startswith("error: --set: params.size: expected int, got '[[[["), line
+
+
+def test_yaml_nested_as_deep_as_allowed_is_read() -> None:
+    """The limit refuses only what no file needs: 100 levels, the top one counted, are read."""
+    from openclaw_dask.config.yamlsource import MAX_DEPTH, parse_yaml
+
+    inner = MAX_DEPTH - 1  # below the top level's mapping
+    data = parse_yaml("v: " + "[" * inner + "]" * inner, "x").data["v"]
+    for _ in range(inner - 1):
+        [data] = data
+    assert data == []
