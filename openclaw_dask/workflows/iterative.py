@@ -36,7 +36,7 @@ from openclaw_dask.workflows.recovery import (
     prepare_to_continue,
     worker_addresses,
 )
-from openclaw_dask.workflows.resume_steps import CHECKPOINTS, read_checkpoint
+from openclaw_dask.workflows.resume_steps import CHECKPOINTS, checkpoint_of, read_checkpoint
 from openclaw_dask.workflows.spec import StepSpec, Workflow, argument_problem
 
 
@@ -65,16 +65,22 @@ class IterativeSteps:
         bar: Any,
         rec: dict[str, Any],
         fingerprint: str,
+        earlier: Mapping[str, Any] | None = None,
     ) -> None:
         """Run the windows of an iterative step; after a lost worker, continue from the last
-        checkpoint (at most ``MAX_RECOVERIES`` times: :mod:`~openclaw_dask.workflows.recovery`)."""
+        checkpoint (at most ``MAX_RECOVERIES`` times: :mod:`~openclaw_dask.workflows.recovery`).
+
+        ``earlier``: the step's record of the run's earlier attempt (a resume's), which says
+        whether it committed a checkpoint to continue from (:func:`checkpoint_of`).
+        """
         client = ctx.client
         ckpt_dir = self.run_dir / CHECKPOINTS / step.name
         recoveries: list[dict[str, Any]] = []
+        recorded: Mapping[str, Any] = earlier or {}
         while True:
             before = worker_addresses(client)
             try:
-                self._iterate(step, ctx, progress, bar, rec, fingerprint)
+                self._iterate(step, ctx, progress, bar, rec, fingerprint, recorded)
                 return
             except Exception as exc:
                 if isinstance(exc, ConfigError) or cluster_gone(client):
@@ -108,6 +114,7 @@ class IterativeSteps:
                     )
                 # the traceback's frames hold the lost window's futures: release them
                 traceback.clear_frames(exc.__traceback__)
+                recorded = rec  # this attempt's checkpoint now, if any
             prepare_to_continue(client, len(before))
 
     def _iterate(
@@ -118,6 +125,7 @@ class IterativeSteps:
         bar: Any,
         rec: dict[str, Any],
         fingerprint: str,
+        recorded: Mapping[str, Any],
     ) -> None:
         """The windows from the last checkpoint (or step 0) to the end."""
         op: IterativeOp = step.info.target(ctx, **step.args)
@@ -125,7 +133,7 @@ class IterativeSteps:
         total = int(op.total_steps)
         interval = int(self.config["distributed.sync_interval"])
         ckpt_dir = self.run_dir / CHECKPOINTS / step.name
-        start, state = self._resume_point(step, op, ckpt_dir, fingerprint, rec, client)
+        start, state = self._resume_point(step, op, ckpt_dir, fingerprint, rec, client, recorded)
         code = step.info.code  # in each checkpoint: a resume says when it changed since
         rec.update(total_steps=total, sync_interval=interval)
         progress.update(bar, total=total, completed=start)
@@ -204,27 +212,30 @@ class IterativeSteps:
         fingerprint: str,
         rec: dict[str, Any],
         client: Any,
+        recorded: Mapping[str, Any],
     ) -> tuple[int, Any]:
         """The step to start from and its state, persisted: the checkpoint's, or step 0's.
 
-        A checkpoint is used only when its state store and the outputs it counted are as they
-        were committed and the state reads back: zarr reads a missing chunk as its fill value,
-        so a deleted chunk resumed into NaN fields that the run recorded as its result, and a
-        deleted output lost the records before the checkpoint. A damaged one is said, and the
-        step runs from step 0 (slower, never wrong).
+        A checkpoint is used only when it is whole as its dry run checks it
+        (:func:`~openclaw_dask.workflows.resume_steps.checkpoint_of`, with ``recorded``, the
+        step's record that says whether one was committed) and its state reads back. A
+        damaged one is said in the dry run's words, and the step runs from step 0 (slower,
+        never wrong).
         """
-        saved = read_checkpoint(ckpt_dir)
-        if saved and self._same(step, saved, fingerprint):
-            damage = self._damage(saved, op.append_dim)
-            state = None
-            if damage is None:
-                stored = zarrio.open_output(ckpt_dir / saved["store"])
-                state = client.persist(op.resumed_state(stored))
-                damage = _unreadable(state, self.check)
+        found = checkpoint_of(step, recorded, fingerprint, self.record, self.config, self.run_dir)
+        saved, damage = found.saved, found.damage
+        if saved is not None:
+            stored = zarrio.open_output(ckpt_dir / saved["store"])
+            state = client.persist(op.resumed_state(stored))
+            damage = _unreadable(state, self.check)
             if damage is None:
                 for name, length in saved["extents"].items():
                     zarrio.truncate(self.run_dir / f"{name}.zarr", op.append_dim, length)
-                rec["resumed_from_step"] = int(saved["step"])
+                at = int(saved["step"])
+                # the checkpoint is this attempt's to continue from until it commits its own:
+                # one interrupted before that had left run.json without it
+                rec.update(resumed_from_step=at, checkpoint_step=at, checkpoint_committed=at)
+                self.save()
                 if self.announce:
                     # continued all the same: the fix of a crash late in a long step; a
                     # change of its numbers would need the step run again from step 0
@@ -235,18 +246,18 @@ class IterativeSteps:
                         else ""
                     )
                     self.announce(
-                        f"{step.name}: continuing from its checkpoint at step "
-                        f"{int(saved['step']):,}{edited}"
+                        f"{step.name}: continuing from its checkpoint at step {at:,}{edited}"
                     )
-                return int(saved["step"]), state
-            rec["checkpoint_damaged"] = damage
-            damaged = f"the checkpoint at step {int(saved['step']):,} is damaged ({damage})"
+                return at, state
+            found = replace(found, damage=damage)
+        if found.damage is not None:
+            rec["checkpoint_damaged"] = found.damage
             # the resume did not check the values of a step it was to continue (another run's
             # state to start from may be gone): starting over needs them, checked before the
             # checkpoint and outputs go
-            self._check_start_over(step, f"; {damaged}, so the step starts over, which needs it")
+            self._check_start_over(step, f"; {found.said}, so the step starts over, which needs it")
             if self.announce:
-                self.announce(f"{step.name}: {damaged}; running the step from step 0")
+                self.announce(f"{step.name}: {found.said}; running the step from step 0")
         shutil.rmtree(ckpt_dir, ignore_errors=True)
         for name in step.zarr_outputs:
             shutil.rmtree(self.run_dir / f"{name}.zarr", ignore_errors=True)
@@ -265,20 +276,6 @@ class IterativeSteps:
         if refused:
             problems = [argument_problem(self.workflow, step.name, *i) for i in refused.items()]
             raise ConfigError([replace(p, message=p.message + why) for p in problems])
-
-    def _damage(self, saved: dict[str, Any], dim: str | None) -> str | None:
-        """What is missing or changed since the checkpoint was committed, or ``None``."""
-        # the state store is never written again; an output's chunk may be (appends)
-        damage = zarrio.manifest_damage(
-            self.run_dir, saved.get("files") or {}, lambda rel: rel.startswith(f"{CHECKPOINTS}/")
-        )
-        if damage is not None:
-            return damage
-        for name, length in saved["extents"].items():
-            have = zarrio.extent(self.run_dir / f"{name}.zarr", dim) if dim else length
-            if have < length:
-                return f"{name}.zarr holds {have} of the {length} records it had"
-        return None
 
     def _commit(
         self,
@@ -303,6 +300,9 @@ class IterativeSteps:
             stores += [self.run_dir / f"{name}.zarr" for name in step.zarr_outputs]
             info["files"] = zarrio.manifest(self.run_dir, stores)
             self._write_checkpoint(ckpt_dir, info)
+            # what a resume expects to find (checkpoint_step also counts the last window's
+            # records, committed without a checkpoint): one gone since is said, not passed over
+            rec["checkpoint_committed"] = info["step"]
         rec["checkpoint_step"] = info["step"]
         self.save()
 

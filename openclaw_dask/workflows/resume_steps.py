@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from openclaw_dask.config import Config
 from openclaw_dask.config.errors import Problem
 from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.fingerprint import code_changed, same_step, step_fingerprint
-from openclaw_dask.workflows.spec import StepSpec, Workflow
+from openclaw_dask.workflows.spec import NAME_RE, StepSpec, Workflow
 
 CHECKPOINTS = ".checkpoints"
 
@@ -97,9 +97,21 @@ def skipped_steps(
     return skipped
 
 
-def checkpointed(run_dir: Path) -> set[str]:
-    """The steps of the run in ``run_dir`` that have a committed checkpoint (of any arguments)."""
-    return {
+def checkpointed(run_dir: Path, record: Mapping[str, Any] | None = None) -> set[str]:
+    """The steps of the run in ``run_dir`` that have a committed checkpoint (of any arguments),
+    or whose record in its run.json (``record``) says they committed one, gone or damaged
+    since: whether the resume continues it is known once the workflow is read
+    (:func:`continued_steps`), and a step it starts over then says why
+    (:func:`starting_over`)."""
+    steps = (record or {}).get("steps")
+    recorded = {
+        name
+        for name, step in (steps.items() if isinstance(steps, Mapping) else ())
+        if isinstance(step, Mapping)
+        and step.get("status") != "completed"
+        and _committed(step) is not None
+    }
+    return recorded | {
         ckpt.name for ckpt in (run_dir / CHECKPOINTS).glob("*") if read_checkpoint(ckpt) is not None
     }
 
@@ -115,7 +127,9 @@ def continued_steps(
     completed, the checkpoint of this step (:func:`same_step`), every step they need
     ``skipped``. Their values were checked when the run started and are not asked again: a
     climate run started from another run's state went on from its checkpoint only while that
-    state was there. A checkpoint found damaged when the step starts asks them then
+    state was there. A damaged checkpoint (:func:`checkpoint_of`) is not continued, so its
+    step's values are checked before anything starts; one whose state does not read back,
+    found only when the step starts, asks them then
     (:meth:`~openclaw_dask.workflows.iterative.IterativeSteps._check_start_over`)."""
     steps = record.get("steps", {})
     continued = set()
@@ -123,21 +137,26 @@ def continued_steps(
         step, recorded = workflow.steps[name], steps.get(name, {})
         if name in skipped or recorded.get("status") == "completed":
             continue
-        saved = read_checkpoint(run_dir / CHECKPOINTS / name)
-        if saved is None or not all(need in skipped for need in step.needs):
+        if not all(need in skipped for need in step.needs):
             continue
-        if same_step(step, saved, step_fingerprint(step, record, config), record, config):
+        fingerprint = step_fingerprint(step, record, config)
+        if checkpoint_of(step, recorded, fingerprint, record, config, run_dir).saved is not None:
             continued.add(name)
     return continued
 
 
 def starting_over(
-    problems: Sequence[Problem], record: Mapping[str, Any], run_dir: Path
+    problems: Sequence[Problem],
+    record: Mapping[str, Any],
+    run_dir: Path,
+    workflow: Workflow | None = None,
+    config: Config | None = None,
 ) -> list[Problem]:
     """``problems`` of a resume's workflow, each one of a step that began in an earlier attempt
     saying that the resume runs it from its start: its values were accepted then, so what is
     refused now is what that needs (another run's state, deleted since), and continuing the
-    step would not have needed it."""
+    step would not have needed it. Given the ``workflow`` and its ``config``, a step whose
+    checkpoint is damaged says so (:func:`checkpoint_of`), as the run would have."""
     steps = record.get("steps", {})
     said = []
     for problem in problems:
@@ -145,14 +164,21 @@ def starting_over(
         name = parts[1] if len(parts) > 2 and parts[0] == "steps" and parts[2] == "with" else ""
         began = steps.get(name)
         if isinstance(began, Mapping) and began.get("status"):
+            found = CheckpointFound()
+            if workflow is not None and config is not None and name in workflow.steps:
+                step = workflow.steps[name]
+                fingerprint = step_fingerprint(step, record, config)
+                found = checkpoint_of(step, began, fingerprint, record, config, run_dir)
+            start = f"the resume runs step {name!r} from its start"
             if began.get("status") == "completed":
-                why = "it completed, but runs again"
+                note = f"{start} (it completed, but runs again)"
+            elif found.damage is not None:
+                note = f"{found.said}, so {start}"
             elif (run_dir / CHECKPOINTS / name / "checkpoint.json").exists():
-                why = "its checkpoint is not continued"
+                note = f"{start} (its checkpoint is not continued)"
             else:
-                why = "it has no checkpoint to continue from"
-            note = f"; the resume runs step {name!r} from its start ({why}), which needs it"
-            problem = replace(problem, message=problem.message + note)
+                note = f"{start} (it has no checkpoint to continue from)"
+            problem = replace(problem, message=f"{problem.message}; {note}, which needs it")
         said.append(problem)
     return said
 
@@ -172,8 +198,10 @@ def resume_plan(
 ) -> dict[str, str]:
     """What a resume of the run in ``run_dir`` would do with each step, said for its dry run.
 
-    As the run decides it (:func:`done_before`, the step's checkpoint); a checkpoint is
-    checked for damage only when the step runs (its state must be read back on a cluster).
+    As the run decides it (:func:`done_before`, :func:`checkpoint_of`): a checkpoint the run
+    will find damaged is said here in the run's words, not promised as a continuation. Only
+    reading its state back (a chunk garbled in place, at its recorded size) waits for the run,
+    which needs a cluster for it.
     A completed step after one that runs again is skipped only if that one's outputs come out
     as before (the run compares their checksums): the plan said "skip" where the run then ran
     it again.
@@ -199,10 +227,12 @@ def resume_plan(
         if recorded.get("status") == "completed":
             plan[name] = f"run again: {rerun_reason(step, recorded, same, run_dir)}"
             continue
-        saved = read_checkpoint(run_dir / CHECKPOINTS / name)
-        if saved is not None and same_step(step, saved, fingerprint, record, config):
-            edited = " (its op's code changed since)" if code_changed(step, saved) else ""
-            plan[name] = f"continue from its checkpoint at step {int(saved['step']):,}{edited}"
+        found = checkpoint_of(step, recorded, fingerprint, record, config, run_dir)
+        if found.saved is not None:
+            edited = " (its op's code changed since)" if code_changed(step, found.saved) else ""
+            plan[name] = f"continue from its checkpoint at step {found.step:,}{edited}"
+        elif found.damage is not None:
+            plan[name] = f"{found.said}; running the step from step 0"
         else:
             plan[name] = "run"
     return plan
@@ -217,3 +247,166 @@ def read_checkpoint(ckpt_dir: Path) -> dict[str, Any] | None:
     if not isinstance(saved, dict) or not isinstance(saved.get("store"), str):
         return None
     return saved if (ckpt_dir / saved["store"]).exists() else None
+
+
+@dataclass(frozen=True)
+class CheckpointFound:
+    """What a resume finds of a step's checkpoint (:func:`checkpoint_of`).
+
+    Parameters
+    ----------
+    saved
+        The checkpoint to continue from (``checkpoint.json``), whole as far as its files tell;
+        ``None`` when there is none to continue from.
+    damage
+        Why the checkpoint the run committed cannot be used (``state-25000.zarr is
+        missing``); ``None`` when it can, or when the run committed none of this step.
+    step
+        The step the checkpoint was committed at, when ``checkpoint.json`` or run.json tells.
+    """
+
+    saved: dict[str, Any] | None = None
+    damage: str | None = None
+    step: int | None = None
+
+    @property
+    def said(self) -> str:
+        """``the checkpoint at step 25,000 is damaged (<damage>)``: as the dry run and the run
+        say it."""
+        at = f"the checkpoint at step {self.step:,}" if self.step is not None else "its checkpoint"
+        return f"{at} is damaged ({self.damage})"
+
+
+def checkpoint_of(
+    step: StepSpec,
+    recorded: Mapping[str, Any],
+    fingerprint: str,
+    record: Mapping[str, Any],
+    config: Config,
+    run_dir: Path,
+) -> CheckpointFound:
+    """The checkpoint a resume continues ``step`` from, or why the one it committed is unusable.
+
+    A checkpoint is continued when its ``checkpoint.json`` reads as one, it is of this step as
+    it is now (:func:`same_step`), and its state store and the outputs it counted are as they
+    were committed (:func:`checkpoint_damage`). One of another step (edited arguments) is
+    passed over in silence: the step runs from step 0 as it would without one. A damaged one
+    is said wherever the run committed one: the file is there, or the step's record in
+    run.json (``recorded``, this step by its fingerprint, not completed) says one was
+    (:func:`_committed`). A resume
+    that found ``checkpoint.json`` cut short or its state store gone had run the step from
+    step 0 and deleted the checkpoint and the step's outputs without a word, and its dry run
+    had said "run", or promised to continue it.
+
+    Parameters
+    ----------
+    step
+        The step as the workflow is now.
+    recorded
+        The step's record in the run's run.json (the earlier attempt's).
+    fingerprint, record, config
+        As :func:`same_step` takes them.
+    run_dir
+        The run directory.
+    """
+    ckpt_dir = run_dir / CHECKPOINTS / step.name
+    saved, why = _load_checkpoint(ckpt_dir)
+    if saved is not None:
+        if not same_step(step, saved, fingerprint, record, config):
+            return CheckpointFound()
+        at = int(saved["step"])
+        dim = getattr(step.info.target, "append_dim", None) if step.info.iterative else None
+        damage = checkpoint_damage(run_dir, ckpt_dir, saved, dim)
+        return CheckpointFound(None, damage, at) if damage else CheckpointFound(saved, None, at)
+    unfinished = recorded.get("status") != "completed" and same_step(
+        step, recorded, fingerprint, record, config
+    )
+    committed = _committed(recorded)
+    if not unfinished or (committed is None and not (ckpt_dir / "checkpoint.json").exists()):
+        return CheckpointFound()  # none committed, or one of another step: run from 0
+    if not ckpt_dir.is_dir():
+        why = f"{CHECKPOINTS}/{step.name} is missing"
+    return CheckpointFound(None, why, committed)
+
+
+def _committed(recorded: Mapping[str, Any]) -> int | None:
+    """The step of the last checkpoint a step's record says was committed, or ``None``.
+
+    ``checkpoint_committed``; a record from before it has ``checkpoint_step`` alone, the steps
+    done, which is a committed checkpoint's while short of ``total_steps`` (the last window
+    commits its records, not a checkpoint).
+    """
+    committed = recorded.get("checkpoint_committed")
+    if _whole(committed):
+        return committed
+    done, total = recorded.get("checkpoint_step"), recorded.get("total_steps")
+    return done if _whole(done) and _whole(total) and 0 < done < total else None
+
+
+def checkpoint_damage(
+    run_dir: Path, ckpt_dir: Path, saved: Mapping[str, Any], dim: str | None
+) -> str | None:
+    """What is missing or changed of a checkpoint's files since it was committed, or ``None``.
+
+    Its state store, every file in its manifest (``files``; the state store's at their sizes:
+    it is never written again, while an output's chunk may be, by an append), and the records
+    each output held then (``extents`` along ``dim``, the op's ``append_dim``). Zarr reads a
+    missing chunk as its fill value: a deleted chunk resumed into NaN fields that the run
+    recorded as its result, and a deleted output lost the records before the checkpoint.
+    """
+    store = ckpt_dir / saved["store"]
+    if not store.is_dir():
+        return f"{store.relative_to(run_dir)} is missing"
+    damage = zarrio.manifest_damage(
+        run_dir, saved.get("files") or {}, lambda rel: rel.startswith(f"{CHECKPOINTS}/")
+    )
+    if damage is not None:
+        return damage
+    for name, length in saved["extents"].items():
+        have = zarrio.extent(run_dir / f"{name}.zarr", dim) if dim else length
+        if have < length:
+            return f"{name}.zarr holds {have} of the {length} records it had"
+    return None
+
+
+def _whole(value: Any) -> bool:
+    """Whether ``value`` is a count as run.json holds one (an int, not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _load_checkpoint(ckpt_dir: Path) -> tuple[dict[str, Any] | None, str]:
+    """A step's ``checkpoint.json`` as a checkpoint, or ``None`` and what is wrong with it.
+
+    The runner writes it whole (atomically), so a file that is not one was cut short or
+    edited since: its state store is not trusted by name (``../..``) nor its counts by type.
+    """
+    file = ckpt_dir / "checkpoint.json"
+    rel = f"{CHECKPOINTS}/{ckpt_dir.name}/checkpoint.json"
+    try:
+        saved = json.loads(file.read_text())
+    except FileNotFoundError:
+        return None, f"{rel} is missing"
+    except OSError as exc:
+        return None, f"{rel} cannot be read: {exc.strerror or exc}"
+    except ValueError:  # (UnicodeDecodeError too)
+        return None, f"{rel} is not JSON: cut short or overwritten"
+    if not isinstance(saved, dict):
+        return None, f"{rel} holds {_json_kind(saved)}, not a checkpoint object"
+    store, extents = saved.get("store"), saved.get("extents")
+    if not _whole(saved.get("step")):
+        return None, f"{rel} has no step count"
+    if not (isinstance(store, str) and store == Path(store).name and store.endswith(".zarr")):
+        return None, f"{rel} names no state store"
+    if not isinstance(extents, dict) or not all(
+        isinstance(name, str) and NAME_RE.match(name) and _whole(n) for name, n in extents.items()
+    ):
+        return None, f"{rel} has no record counts (extents)"
+    if not isinstance(saved.get("files", {}), dict):
+        return None, f"{rel} has no list of its files"
+    return saved, ""
+
+
+def _json_kind(value: Any) -> str:
+    """``an array``, ``a string``: a JSON value's kind, as a message says it."""
+    kinds = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return kinds.get(type(value), "a number")

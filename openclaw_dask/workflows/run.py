@@ -233,7 +233,7 @@ class Run(IterativeSteps):
                 tasks0 = counter.submitted(client)
                 try:
                     if step.info.iterative:
-                        self.run_iterative_step(step, ctx, progress, bar, rec, fingerprint)
+                        self.run_iterative_step(step, ctx, progress, bar, rec, fingerprint, before)
                     else:
                         self.run_map_step(step, ctx, progress, bar, rec)
                     rec["tasks"] = counter.submitted(client) - tasks0

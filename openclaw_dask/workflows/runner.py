@@ -222,7 +222,7 @@ def run_workflow(
     # with a checkpoint, then those sure to be skipped or continued
     settled = completed_steps(previous)
     if resume is not None:
-        settled |= checkpointed(resume_path)
+        settled |= checkpointed(resume_path, previous)
     try:
         workflow = load_workflow(path, param_overrides, given=overrides, settled=settled)
     except ConfigError as exc:
@@ -249,7 +249,8 @@ def run_workflow(
             try:
                 workflow = load_workflow(path, param_overrides, given=overrides, settled=settled)
             except ConfigError as exc:
-                raise ConfigError(starting_over(exc.problems, previous, resume_path)) from None
+                refused = starting_over(exc.problems, previous, resume_path, workflow, cfg)
+                raise ConfigError(refused) from None
     problems = run_problems(workflow, cfg, settled)  # the ops' checks that need the config too
     if problems:
         raise ConfigError(problems)

@@ -84,7 +84,8 @@ def test_a_run_whose_initial_state_was_deleted_continues_from_its_checkpoint(
     # a step that has to start over needs the state: said in one line, nothing lost
     said = f"steps.simulate.with.initial: {start.parent}: no such Zarr store or run directory"
     for copy, why in (
-        (without, "the resume runs step 'simulate' from its start (it has no checkpoint"),
+        # run.json counts a checkpoint: one gone is said as damaged, as the run says it
+        (without, "is damaged (.checkpoints/simulate is missing), so the resume runs step "),
         (damaged, f"the checkpoint at step {killed_at:,} is damaged ("),
     ):
         files = sorted(p for p in copy.rglob("*") if p.name != "run.json")

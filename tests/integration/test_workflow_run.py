@@ -701,6 +701,74 @@ def test_a_checkpoint_is_continued_over_records_made_after_it_but_not_over_lost_
         assert bool((counted == field + 10).all()), directory
 
 
+def test_a_damaged_or_missing_checkpoint_is_said_alike_by_the_dry_run_and_the_resume(
+    tmp_path: Path,
+) -> None:
+    """A checkpoint the run committed and a resume cannot use is said, in the same words by
+    the dry run and the resume, and the step runs from step 0. A checkpoint.json cut short or
+    not an object, or a state store gone, had run the step from step 0 without a word (its
+    checkpoint and outputs deleted), the dry run saying "run"; a chunk gone from the state
+    store had the dry run promise to continue from it (found by an exploratory test)."""
+    wf = _counting(tmp_path, "openclaw_test_damaged_checkpoint_ops", "{steps: 10}")
+    (tmp_path / "BROKEN").touch()
+    run_dir = tmp_path / "run"
+    sets = [QUIET[1], "distributed.sync_interval=5"]
+    with pytest.raises(StepFailedError, match="broken at the end"):
+        run_workflow(wf, overrides=sets, run_dir=run_dir, report=False)
+    (tmp_path / "BROKEN").unlink()
+    count = record_of(run_dir)["steps"]["count"]
+    # the last window counts its records, not a checkpoint: the one to continue is at 5
+    assert (count["checkpoint_committed"], count["checkpoint_step"]) == (5, 10)
+    ckpt, state = ".checkpoints/count", ".checkpoints/count/state-5.zarr"
+    chunk = next(p for p in sorted((run_dir / state).rglob("c/*")) if p.is_file())
+    damages: dict[str, tuple[Callable[[Path], Any], str]] = {
+        "cut-short": (
+            lambda d: (d / ckpt / "checkpoint.json").write_text('{"step": 5, "sto'),
+            f"{ckpt}/checkpoint.json is not JSON: cut short or overwritten",
+        ),
+        "not-an-object": (
+            lambda d: (d / ckpt / "checkpoint.json").write_text("[1]"),
+            f"{ckpt}/checkpoint.json holds an array, not a checkpoint object",
+        ),
+        "state-gone": (lambda d: shutil.rmtree(d / state), f"{state} is missing"),
+        "chunk-gone": (
+            lambda d: (d / chunk.relative_to(run_dir)).unlink(),
+            f"{chunk.relative_to(run_dir)} is missing",
+        ),
+        "folder-gone": (lambda d: shutil.rmtree(d / ckpt), f"{ckpt} is missing"),
+    }
+    copies = {}
+    for kind, (damage, why) in damages.items():
+        copies[kind] = copy = shutil.copytree(run_dir, tmp_path / kind, symlinks=True)
+        damage(copy)
+        plan = run_workflow(wf, overrides=sets, resume=copy, dry_run=True)["resume"]
+        said = f"the checkpoint at step 5 is damaged ({why}); running the step from step 0"
+        assert plan["count"] == said, kind
+    # a record from before checkpoint_committed: checkpoint_step short of total_steps is one
+    old, why = copies["folder-gone"], damages["folder-gone"][1]
+    made = record_of(old)
+    del made["steps"]["count"]["checkpoint_committed"]
+    said = f"the checkpoint at step 5 is damaged ({why}); running the step from step 0"
+    for done, plan_of_count in ((5, said), (10, "run")):  # 10: the last window, no checkpoint
+        made["steps"]["count"]["checkpoint_step"] = done
+        (old / "run.json").write_text(json.dumps(made))
+        plan = run_workflow(wf, overrides=sets, resume=old, dry_run=True)["resume"]
+        assert plan["count"] == plan_of_count, done
+    # the resume says what its dry run said, then runs the step whole from step 0
+    for kind in ("cut-short", "state-gone"):
+        copy, why = copies[kind], damages[kind][1]
+        lines: list[str] = []
+        again = run_workflow(wf, overrides=sets, resume=copy, report=False, announce=lines.append)
+        said = f"the checkpoint at step 5 is damaged ({why}); running the step from step 0"
+        assert f"count: {said}" in lines, (kind, lines)
+        count = again["steps"]["count"]
+        assert count["checkpoint_damaged"] == why and "resumed_from_step" not in count, kind
+        assert zarrio.open_output(copy / "steps.zarr")["n"].values.tolist() == list(range(10))
+        field = zarrio.open_output(copy / "field.zarr")["temperature"]
+        counted = zarrio.open_output(copy / "counted.zarr")["temperature"]
+        assert bool((counted == field + 10).all()), kind
+
+
 def test_a_resume_after_an_upgrade_says_what_changed_and_run_json_keeps_it(
     tmp_path: Path,
 ) -> None:
