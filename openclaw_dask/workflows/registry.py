@@ -199,7 +199,7 @@ def _info(
                 f"{name} does not define {' and '.join(missing)} (an IterativeOp defines "
                 f"{', '.join(ITERATIVE_METHODS)}; finish is optional)"
             )
-        outputs = tuple(target.outputs)
+        outputs = _declared_outputs(name, target.outputs)
         check = check or target.check_args
         check_run = check_run or target.check_run
         step_args = step_args or tuple(target.step_args)
@@ -209,6 +209,60 @@ def _info(
     else:
         _check_signature(name, target, 1)
     return OpInfo(name, target, iterative, outputs, check, folders, step_args, check_run)
+
+
+def _declared_outputs(name: str, outputs: Any) -> tuple[str, ...]:
+    """An :class:`IterativeOp`'s ``outputs`` as names, checked when the workflow is read.
+
+    ``outputs = "rec"`` (a string for a tuple) was read letter by letter, and the workflow's
+    ``rec.zarr`` was told "op has no output 'rec'; it writes r, e, c"; a name that is no output
+    name (``"../rec"``) asked the user to list it, as the output rule then refused.
+
+    Raises
+    ------
+    OpError
+        ``outputs`` is not a tuple or list of names (a letter, then letters, digits, ``-``
+        and ``_``), or lists one twice; the message shows what to write.
+    """
+    from openclaw_dask.workflows.spec import NAME_LIMIT, NAME_RE
+
+    where = f"{name}.outputs"
+    if isinstance(outputs, str):
+        raise OpError(
+            f"{where} must be a tuple of names, got the string {outputs!r} (write ({outputs!r},))"
+        )
+    if not isinstance(outputs, tuple | list):
+        raise OpError(
+            f"{where} must be a tuple of names, got {_plain_type(outputs)} {outputs!r}"
+            " (write ('name', ...))"
+        )
+    for output in outputs:
+        if not isinstance(output, str):
+            raise OpError(
+                f"{where} must be a tuple of names, got {_plain_type(output)} {output!r} in it"
+            )
+        if not NAME_RE.match(output):
+            stem = output.removesuffix(".zarr").rstrip("/")
+            hint = (
+                f" (write {stem!r}: the workflow lists it as {stem}.zarr)"
+                if NAME_RE.match(stem)
+                else ""
+            )
+            raise OpError(
+                f"{where}: {output!r} is not an output name (a letter, then letters, digits, - "
+                f"and _, at most {NAME_LIMIT} characters: the name of NAME.zarr in the run "
+                f"directory){hint}"
+            )
+    twice = sorted({o for o in outputs if outputs.count(o) > 1})
+    if twice:
+        raise OpError(f"{where} lists {', '.join(map(repr, twice))} more than once")
+    return tuple(outputs)
+
+
+def _plain_type(value: Any) -> str:
+    """``a dict``, ``an int``: a value's type, as a message says it."""
+    kind = type(value).__name__
+    return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
 
 
 def _check_signature(name: str, func: Any, leading: int) -> None:

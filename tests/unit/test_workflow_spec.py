@@ -971,6 +971,78 @@ def test_an_iterative_op_without_its_methods_is_refused_at_the_file(tmp_path: Pa
     ), problem
 
 
+class OutputsGiven(IterativeOp):
+    """An iterative op with all it needs but its ``outputs`` (set by the subclasses below)."""
+
+    total_steps = 1
+
+    def initial_state(self) -> Any:
+        return None
+
+    def advance(self, state: Any, step0: int, nsteps: int) -> Any:
+        return state, {}
+
+
+class OutputsString(OutputsGiven):
+    outputs = "rec"  # type: ignore[assignment]  # the slip: ("rec",) meant
+
+
+class OutputsCount(OutputsGiven):
+    outputs = 2  # type: ignore[assignment]
+
+
+class OutputsNumber(OutputsGiven):
+    outputs = ("rec", 3)  # type: ignore[assignment]
+
+
+class OutputsPath(OutputsGiven):
+    outputs = ("../rec",)
+
+
+class OutputsStore(OutputsGiven):
+    outputs = ("rec.zarr",)
+
+
+class OutputsTwice(OutputsGiven):
+    outputs = ("rec", "rec")
+
+
+class OutputsListed(OutputsGiven):
+    outputs = ["a", "b"]  # type: ignore[assignment]  # noqa: RUF012 (a list is fine too)
+
+
+@pytest.mark.parametrize(
+    ("op", "said"),
+    [
+        # had been read letter by letter: "has no output 'rec'; it writes r, e, c"
+        ("OutputsString", "must be a tuple of names, got the string 'rec' (write ('rec',))"),
+        ("OutputsCount", "must be a tuple of names, got an int 2 (write ('name', ...))"),
+        ("OutputsNumber", "must be a tuple of names, got an int 3 in it"),
+        # a name no output may have: had asked the user to list it as NAME.zarr
+        ("OutputsPath", "'../rec' is not an output name (a letter, then letters, digits, - "),
+        ("OutputsStore", "'rec.zarr' is not an output name (a letter, "),
+        ("OutputsStore", "directory) (write 'rec': the workflow lists it as rec.zarr)"),
+        ("OutputsTwice", "lists 'rec' more than once"),
+    ],
+)
+def test_an_iterative_ops_outputs_are_checked_as_names_when_the_workflow_is_read(
+    tmp_path: Path, op: str, said: str
+) -> None:
+    """(found by an exploratory test of workflow submit)"""
+    op = f"{__name__}:{op}"
+    text = f"name: x\nsteps:\n  a:\n    op: {op}\n    outputs: [rec.zarr]\n"
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, text))
+    [problem] = [str(p) for p in info.value.problems]
+    assert f":4: steps.a.op: {op}.outputs" in problem and said in problem, problem
+
+
+def test_an_iterative_ops_outputs_may_be_a_list_of_names(tmp_path: Path) -> None:
+    op = f"{__name__}:OutputsListed"
+    text = f"name: x\nsteps:\n  a:\n    op: {op}\n    outputs: [a.zarr, b.zarr]\n"
+    assert load_workflow(write(tmp_path, text)).steps["a"].info.outputs == ("a", "b")
+
+
 def test_a_broken_op_of_an_installed_package_stops_only_the_workflows_that_name_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
