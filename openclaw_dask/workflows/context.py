@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import dask
 import xarray as xr
 
 from openclaw_dask.config import Config
@@ -208,7 +209,13 @@ class IterativeOp:
         raise NotImplementedError
 
     def initial_state(self) -> xr.Dataset:
-        """The state at step 0 (dask-backed)."""
+        """The state at step 0: a Dataset of dask arrays, in the chunks the op computes in.
+
+        Its chunks are the tasks of every window, and a resume chunks the checkpoint's state
+        as these (:meth:`resumed_state`), so the runner does not choose them: a Dataset of
+        numpy arrays is refused (``ds.chunk({...})`` makes one of dask arrays), not run whole
+        as one task per variable without a word.
+        """
         raise NotImplementedError
 
     def resumed_state(self, stored: xr.Dataset) -> xr.Dataset:
@@ -304,6 +311,35 @@ def _zarr_node_name(name: Any) -> bool:
         and name not in ("", ".", "..")
         and not name.startswith("__")
     )
+
+
+def _state(value: Any, what: str) -> xr.Dataset:
+    """``value``, the state that ``what`` (``Op.initial_state``, ``Op.resumed_state``)
+    returned, checked to be a Dataset with dask arrays, as the runner persists it.
+
+    Raises
+    ------
+    TypeError
+        Saying what came back instead: Dask's own check had failed with an empty
+        ``AssertionError``.
+    """
+    if not isinstance(value, xr.Dataset):
+        hint = " (DataArray.to_dataset(name=...) makes one)" if type(value) is xr.DataArray else ""
+        raise TypeError(
+            f"{what} returned {'None' if value is None else _type_name(value)}; expected the "
+            f"state, an xarray.Dataset of dask arrays{hint}"
+        )
+    if not dask.is_dask_collection(value):
+        names = list(map(str, value.data_vars))
+        raise TypeError(
+            f"{what} returned a Dataset with numpy (not dask) variables {names}; chunk it "
+            "(ds.chunk({dim: size})) or build it with dask.array, in the chunks the op is to "
+            "compute in"
+            if names
+            else f"{what} returned a Dataset without variables; expected the state, an "
+            "xarray.Dataset of dask arrays"
+        )
+    return value
 
 
 def _type_name(value: Any) -> str:

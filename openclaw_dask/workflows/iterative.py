@@ -27,7 +27,7 @@ from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.config import Config, ConfigError
 from openclaw_dask.runtime.cluster import cluster_gone
 from openclaw_dask.workflows import zarrio
-from openclaw_dask.workflows.context import IterativeOp, StepContext, _datasets
+from openclaw_dask.workflows.context import IterativeOp, StepContext, _datasets, _state
 from openclaw_dask.workflows.fingerprint import code_changed
 from openclaw_dask.workflows.progress import ProgressNews, compute_with_progress, wait_checked
 from openclaw_dask.workflows.recovery import (
@@ -226,7 +226,8 @@ class IterativeSteps:
         saved, damage = found.saved, found.damage
         if saved is not None:
             stored = zarrio.open_output(ckpt_dir / saved["store"])
-            state = client.persist(op.resumed_state(stored))
+            resumed = _state(op.resumed_state(stored), f"{type(op).__name__}.resumed_state")
+            state = client.persist(resumed)
             damage = _unreadable(state, self.check)
             if damage is None:
                 for name, length in saved["extents"].items():
@@ -261,7 +262,7 @@ class IterativeSteps:
         shutil.rmtree(ckpt_dir, ignore_errors=True)
         for name in step.zarr_outputs:
             shutil.rmtree(self.run_dir / f"{name}.zarr", ignore_errors=True)
-        return 0, client.persist(op.initial_state())
+        return 0, client.persist(_state(op.initial_state(), f"{type(op).__name__}.initial_state"))
 
     def _check_start_over(self, step: StepSpec, why: str) -> None:
         """Ask the op's own value check of ``step``, which a resume did not, as it was to

@@ -256,6 +256,17 @@ def test_a_task_that_fails_on_a_worker_is_one_line_and_its_traceback_is_kept(
             "TypeError: FinishesWithNothing wrote nothing to nothing: neither advance's records "
             "nor finish returned it",
         ),
+        (  # both were an empty "AssertionError: " from Client.persist
+            "StartsInNumpy",
+            "TypeError: StartsInNumpy.initial_state returned a Dataset with numpy (not dask) "
+            "variables ['temperature']; chunk it (ds.chunk({dim: size})) or build it with "
+            "dask.array",
+        ),
+        (
+            "StartsWithAnArray",
+            "TypeError: StartsWithAnArray.initial_state returned numpy.ndarray; expected the "
+            "state, an xarray.Dataset of dask arrays",
+        ),
     ],
 )
 def test_an_op_that_returns_no_datasets_is_told_what_to_return(

@@ -228,3 +228,17 @@ class FinishesWithAnotherName(_CountsSteps):
 
 class FinishesWithNothing(_CountsSteps):
     """Neither its records nor its ``finish`` write its output."""
+
+
+class StartsInNumpy(_CountsSteps):
+    """Its initial state holds numpy arrays, not dask ones."""
+
+    def initial_state(self) -> xr.Dataset:
+        return self.ctx.input("field").compute()
+
+
+class StartsWithAnArray(_CountsSteps):
+    """Its initial state is the field's values, not a Dataset."""
+
+    def initial_state(self) -> Any:
+        return self.ctx.input("field")["temperature"].values
