@@ -12,6 +12,7 @@ whole), and after a lost worker the step continues from the last checkpoint
 from __future__ import annotations
 
 import json
+import numbers
 import shutil
 import time
 import traceback
@@ -21,13 +22,20 @@ from pathlib import Path
 from typing import Any
 
 import dask
+import xarray as xr
 from distributed import KilledWorker, futures_of
 
 from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.config import Config, ConfigError
 from openclaw_dask.runtime.cluster import cluster_gone
 from openclaw_dask.workflows import zarrio
-from openclaw_dask.workflows.context import IterativeOp, StepContext, _datasets, _state
+from openclaw_dask.workflows.context import (
+    IterativeOp,
+    StepContext,
+    _datasets,
+    _state,
+    _type_name,
+)
 from openclaw_dask.workflows.fingerprint import code_changed
 from openclaw_dask.workflows.progress import ProgressNews, compute_with_progress, wait_checked
 from openclaw_dask.workflows.recovery import (
@@ -130,7 +138,7 @@ class IterativeSteps:
         """The windows from the last checkpoint (or step 0) to the end."""
         op: IterativeOp = step.info.target(ctx, **step.args)
         client = ctx.client
-        total = int(op.total_steps)
+        total = _total_steps(op)
         interval = int(self.config["distributed.sync_interval"])
         ckpt_dir = self.run_dir / CHECKPOINTS / step.name
         start, state = self._resume_point(step, op, ckpt_dir, fingerprint, rec, client, recorded)
@@ -149,6 +157,13 @@ class IterativeSteps:
                     "expected (state, {output: records}), the records may be {}"
                 )
             new_state, records = advanced
+            # a None state had failed only in finish, which was blamed for it
+            if not isinstance(new_state, xr.Dataset):
+                got = "None" if new_state is None else _type_name(new_state)
+                raise TypeError(
+                    f"{type(op).__name__}.advance returned {got} as the new state; expected an "
+                    "xarray.Dataset: return (state, {output: records}), the records may be {}"
+                )
             records = _datasets(records, f"{type(op).__name__}.advance's records", step)
             for name, ds in records.items():
                 # without it, one window's records made an output with no time at all, and
@@ -314,6 +329,33 @@ class IterativeSteps:
         for old in ckpt_dir.glob("state-*.zarr"):
             if old.name != info["store"]:
                 shutil.rmtree(old, ignore_errors=True)
+
+
+def _total_steps(op: IterativeOp) -> int:
+    """``op.total_steps``, checked: a whole number of steps, at least 1.
+
+    10.5 had run 10 steps without a word; 0 or -3 ran none and failed on the outputs that were
+    never written ("wrote nothing to rec"), the cause unnamed.
+
+    Raises
+    ------
+    TypeError
+        Not an int (a float, a bool, text).
+    ValueError
+        Below 1.
+    """
+    total = op.total_steps
+    if isinstance(total, bool) or not isinstance(total, numbers.Integral):
+        raise TypeError(
+            f"{type(op).__name__}.total_steps is {total!r} (a {type(total).__name__}); "
+            "expected the number of steps to run, an int of at least 1"
+        )
+    if total < 1:
+        raise ValueError(
+            f"{type(op).__name__}.total_steps is {total}; expected the number of steps to run, "
+            "an int of at least 1"
+        )
+    return int(total)
 
 
 def _unreadable(state: Any, check: Any) -> str | None:

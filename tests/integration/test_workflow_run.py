@@ -267,6 +267,21 @@ def test_a_task_that_fails_on_a_worker_is_one_line_and_its_traceback_is_kept(
             "TypeError: StartsWithAnArray.initial_state returned numpy.ndarray; expected the "
             "state, an xarray.Dataset of dask arrays",
         ),
+        (  # 10.5 had run 10 steps, and run.json said 10, without a word
+            "StepsInHalves",
+            "TypeError: StepsInHalves.total_steps is 4.5 (a float); expected the number of "
+            "steps to run, an int of at least 1",
+        ),
+        (  # was "StepsNone wrote nothing to nothing", the cause unnamed
+            "StepsNone",
+            "ValueError: StepsNone.total_steps is 0; expected the number of steps to run, an "
+            "int of at least 1",
+        ),
+        (  # was blamed on finish: "AdvancesToNone.finish returned NoneType for output ..."
+            "AdvancesToNone",
+            "TypeError: AdvancesToNone.advance returned None as the new state; expected an "
+            "xarray.Dataset: return (state, {output: records})",
+        ),
     ],
 )
 def test_an_op_that_returns_no_datasets_is_told_what_to_return(

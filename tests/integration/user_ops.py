@@ -242,3 +242,22 @@ class StartsWithAnArray(_CountsSteps):
 
     def initial_state(self) -> Any:
         return self.ctx.input("field")["temperature"].values
+
+
+class StepsInHalves(_CountsSteps):
+    """Its ``total_steps`` is not a whole number."""
+
+    total_steps = 4.5  # type: ignore[assignment]
+
+
+class StepsNone(_CountsSteps):
+    """Its ``total_steps`` is 0."""
+
+    total_steps = 0
+
+
+class AdvancesToNone(_CountsSteps):
+    """Its ``advance`` loses the state."""
+
+    def advance(self, state: xr.Dataset, step0: int, nsteps: int) -> Any:
+        return None, {}
