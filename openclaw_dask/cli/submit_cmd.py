@@ -74,6 +74,7 @@ def submit_cmd(
     from openclaw_dask.runtime.terminal import quiet_after_interrupt
     from openclaw_dask.workflows.mpi_run import MpiRunError
     from openclaw_dask.workflows.recovery import WorkersLostError
+    from openclaw_dask.workflows.resume import dropped_note
     from openclaw_dask.workflows.run import error_text
     from openclaw_dask.workflows.runner import StepFailedError, run_workflow
 
@@ -193,6 +194,8 @@ def submit_cmd(
             out.print(f"mpirun: {record['mpirun']}", markup=False)
         for step, what in record.get("resume", {}).items():
             out.print(f"resume: {step}: {what}", markup=False)
+        if record.get("dropped_steps"):
+            out.print(dropped_note(record["dropped_steps"]), markup=False)
         if record.get("software_changed"):
             changed = ", ".join(record["software_changed"])
             out.print(

@@ -8,6 +8,10 @@ those of an uninterrupted run. The recorded run supplies what the user gave it t
 a resume that forgot a ``--set`` (or changed one) silently re-ran completed steps with other
 values over the run's outputs, or restarted an iterative step from step 0.
 
+Its workflow file may have been edited since (the fix after a failure): a step it no longer has
+(removed, or renamed) has its record moved from ``steps`` to ``dropped_steps``
+(:func:`dropped_steps`), so that ``steps`` holds the steps of the workflow that ran.
+
 Values that only shape the cluster (threads, processes, the dashboard) or how it runs (the
 allocator, transport compression) may change: a run can be continued on another machine.
 """
@@ -87,6 +91,8 @@ RECORD_PARTS: dict[str, tuple[type, ...]] = {
     "config.sources": (dict,),
     "config.sources.*": (str, type(None)),
     "attempts": (int,),
+    # the records of steps an edited workflow dropped, carried on by every later attempt
+    "dropped_steps": (dict,),
     # the summary of a resume with nothing left to run: the completed attempt's
     "wall_seconds": (int, float),
     "finished": (int, float),
@@ -345,6 +351,73 @@ def _start_from_run(workflow: Workflow, run_dir: str | Path) -> dict[str, Any]:
             if params:
                 return params
     return {}
+
+
+def dropped_steps(record: Mapping[str, Any], workflow: Workflow) -> list[str]:
+    """The steps of the recorded run that ``workflow`` lacks, in the record's order.
+
+    A resume with an edited workflow (the fix after a failure) may remove or rename steps.
+    Their records had stayed in ``steps`` beside those of the workflow that ran: a run that
+    completed still said its removed step ``failed``, and a renamed step's old record claimed
+    the outputs its new name had written again. The attempt moves them to ``dropped_steps``
+    (:func:`move_dropped`) and says so (:func:`dropped_note`).
+
+    Parameters
+    ----------
+    record
+        The recorded run.
+    workflow
+        The workflow the resume runs.
+
+    Returns
+    -------
+    list of str
+        The names of the recorded steps that are not in ``workflow``.
+    """
+    steps = record.get("steps", {})
+    return [name for name in steps if name not in workflow.steps]
+
+
+def move_dropped(
+    record: Mapping[str, Any], dropped: Sequence[str], attempt: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``steps`` and ``dropped_steps`` of a resumed attempt's record.
+
+    Parameters
+    ----------
+    record
+        The recorded run.
+    dropped
+        Its steps that the resume's workflow lacks (:func:`dropped_steps`).
+    attempt
+        The resumed attempt's number, kept with each record moved (``dropped_in_attempt``):
+        a step dropped, added back and dropped again keeps its latest record.
+
+    Returns
+    -------
+    steps : dict
+        The recorded steps that the workflow still has, as recorded.
+    dropped_steps : dict
+        The earlier attempts' dropped steps, then those of ``dropped``.
+    """
+    steps = dict(record.get("steps", {}))
+    moved = dict(record.get("dropped_steps", {}))
+    for name in dropped:
+        moved[name] = {**steps.pop(name), "dropped_in_attempt": attempt}
+    return steps, moved
+
+
+def dropped_note(dropped: Sequence[str]) -> str:
+    """The line a resume (and its dry run) says of the steps its workflow no longer has."""
+    if len(dropped) == 1:
+        return (
+            f"resume: step {dropped[0]} of the earlier attempt is not in this workflow: its "
+            "record moves to dropped_steps"
+        )
+    return (
+        f"resume: steps {', '.join(dropped)} of the earlier attempt are not in this workflow: "
+        "their records move to dropped_steps"
+    )
 
 
 def software_changes(record: Mapping[str, Any], now: Mapping[str, str]) -> list[str]:

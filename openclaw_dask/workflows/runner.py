@@ -61,6 +61,9 @@ from openclaw_dask.workflows.registry import ship_modules
 from openclaw_dask.workflows.resume import RUN_RECORD as RUN_RECORD
 from openclaw_dask.workflows.resume import (
     carried_inputs,
+    dropped_note,
+    dropped_steps,
+    move_dropped,
     read_run,
     recorded_workflow,
     resume_problems,
@@ -158,8 +161,11 @@ def run_workflow(
     resume
         A run directory to continue: its ``--set`` values and config file come along, and a
         differing parameter or result-relevant config value is refused
-        (:mod:`~openclaw_dask.workflows.resume`). A completed run with nothing left to run
-        (:func:`nothing_left`) starts no cluster: its record comes back as it is.
+        (:mod:`~openclaw_dask.workflows.resume`). The recorded steps that the workflow no
+        longer has (removed or renamed since) move from the record's ``steps`` to its
+        ``dropped_steps`` (:func:`~openclaw_dask.workflows.resume.dropped_steps`). A completed
+        run with nothing left to run (:func:`nothing_left`) and no step dropped starts no
+        cluster: its record comes back as it is.
     dry_run
         Validate and plan only: no cluster, nothing written. A ``run_dir`` is refused as the
         run would refuse it (:func:`~openclaw_dask.workflows.rundir.check_run_dir`).
@@ -178,7 +184,9 @@ def run_workflow(
     -------
     dict
         The run record (also in ``run_dir/run.json``): ``status`` ``completed``; ``dry-run``
-        (the plan, nothing run) with ``dry_run``. A run that does not complete raises, and its
+        (the plan, nothing run) with ``dry_run``; a resume's dry run also has ``resume`` (what
+        it does with each step) and ``dropped_steps`` (the names of the steps whose records it
+        would move). A run that does not complete raises, and its
         ``run.json`` says ``failed``, ``interrupted`` or ``rejected``.
 
     Raises
@@ -276,9 +284,13 @@ def run_workflow(
         "param_sources": dict(workflow.param_sources),
         "plan": plan.to_dict(),
     }
+    # the run's steps that the (edited) workflow lacks: their records leave `steps`
+    dropped = dropped_steps(previous, workflow) if resume is not None else []
     if resume is not None and not dry_run:
         with run_dir_lock.hold(resume_path):  # not while another run is using it
-            if nothing_left(workflow, cfg, previous, resume_path):
+            # with steps dropped there is a record to rewrite: "run.json is unchanged" had
+            # kept their records in `steps` beside the workflow's
+            if not dropped and nothing_left(workflow, cfg, previous, resume_path):
                 # no cluster to start (on ssh or mpi, nodes and ranks) to skip every step
                 if announce:
                     announce(
@@ -312,6 +324,7 @@ def run_workflow(
             check_run_dir(run_dir)
         if resume is not None:
             summary["resume"] = resume_plan(workflow, cfg, previous, resume_path)
+            summary["dropped_steps"] = dropped
             summary["software_changed"] = changed
         return {"status": "dry-run", **summary}
 
@@ -324,6 +337,8 @@ def run_workflow(
         # (not Path.exists, which raises for a name too long: the run dir's refusal says it)
         made = run_dir is None or outermost is not None
         directory = _new_run_dir(workflow, run_dir)
+    attempt = previous.get("attempts", 0) + 1
+    steps, moved = move_dropped(previous, dropped, attempt)
     record: dict[str, Any] = {
         "workflow": {
             "name": workflow.name,
@@ -349,7 +364,7 @@ def run_workflow(
         # every attempt's changes (the versions above are the last attempt's alone)
         "software_changed": [
             *(earlier if isinstance(earlier := previous.get("software_changed"), list) else []),
-            *(f"attempt {previous.get('attempts', 0) + 1}: {c}" for c in changed),
+            *(f"attempt {attempt}: {c}" for c in changed),
         ],
         "hardware": detect_hardware().to_dict(),
         "plan": {
@@ -359,13 +374,15 @@ def run_workflow(
             "unapplied": plan.unapplied,
         },
         "order": list(workflow.order),
-        "steps": previous.get("steps", {}),
-        "attempts": previous.get("attempts", 0) + 1,
+        "steps": steps,
+        "attempts": attempt,
         "report": report,
         "performance_report": None,
         "started": time.time(),
         "status": "running",
     }
+    if moved:  # (a run that never dropped a step has none)
+        record["dropped_steps"] = moved
     run = Run(workflow, cfg, plan, directory, record, progress, announce)
     # from before the first save to after the last: a SIGTERM or hangup in between had
     # ended the process where it stood, run.json still saying "running"
@@ -376,6 +393,8 @@ def run_workflow(
             run.save()
             if announce:  # before the cluster starts: an interrupted start can be resumed too
                 announce(f"run directory: {directory}")
+                if dropped:
+                    announce(dropped_note(dropped))
                 if changed:
                     announce(
                         f"note: the software changed since the run's last attempt "

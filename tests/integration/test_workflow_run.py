@@ -626,6 +626,82 @@ def test_a_resume_runs_again_the_steps_after_one_whose_outputs_changed(tmp_path:
     assert field.attrs["units"] == "K" and bool((doubled == 3.0 * field).all())
 
 
+#: the steps an edited workflow is made of, by name: ``base`` is ``field`` renamed
+EDITED_STEPS = {
+    "field": "op: example.field\n    with: {size: 16, chunk: 8}\n    outputs: [field.zarr]",
+    "base": "op: example.field\n    with: {size: 16, chunk: 8}\n    outputs: [field.zarr]",
+    "double": "op: tests.integration.user_ops:double\n    needs: [field]\n"
+    "    outputs: [doubled.zarr]",
+    "bad": "op: tests.integration.user_ops:explode\n    needs: [field]\n    outputs: [no.zarr]",
+}
+
+
+def test_a_resume_whose_workflow_dropped_or_renamed_steps_moves_their_records(
+    tmp_path: Path,
+) -> None:
+    """The fix after a failure may remove or rename steps: their records leave run.json's
+    ``steps`` for ``dropped_steps``, and the resume (and its dry run) says so. They had stayed:
+    a run that completed still said its removed step ``failed``, and a renamed step's old record
+    claimed the output its new name wrote again (found by an exploratory test of workflow
+    submit)."""
+    wf = tmp_path / "edited.yaml"
+    run_dir = tmp_path / "run"
+
+    def edit(*steps: str) -> None:
+        wf.write_text(
+            "name: edited\nsteps:\n" + "".join(f"  {n}:\n    {EDITED_STEPS[n]}\n" for n in steps)
+        )
+
+    def resume(*steps: str, dry: bool = False) -> subprocess.CompletedProcess[str]:
+        edit(*steps)
+        args = ["--dry-run"] if dry else ["--no-report", *QUIET]
+        return submit(str(wf), "--resume", str(run_dir), *args)
+
+    edit("field", "double", "bad")
+    failed = submit(str(wf), "--run-dir", str(run_dir), "--no-report", *QUIET)
+    assert failed.returncode == 1, failed.stderr
+    field_files = record_of(run_dir)["steps"]["field"]["files"]
+    # `bad` removed: its dry run says so, and writes nothing
+    before = (run_dir / "run.json").read_text()
+    said = "resume: step bad of the earlier attempt is not in this workflow: its record moves "
+    dry = resume("field", "double", dry=True)
+    assert dry.returncode == 0, dry.stderr
+    assert f"{said}to dropped_steps\n" in dry.stdout
+    assert (run_dir / "run.json").read_text() == before
+    done = resume("field", "double")
+    assert done.returncode == 0, done.stderr
+    assert f"{said}to dropped_steps\n" in done.stderr
+    rec = record_of(run_dir)
+    assert rec["status"] == "completed" and list(rec["steps"]) == ["field", "double"]
+    assert all("skipped" in step for step in rec["steps"].values())
+    dropped = rec["dropped_steps"]["bad"]
+    assert dropped["status"] == "failed" and dropped["dropped_in_attempt"] == 2
+    # `double` removed from the completed run, whose other steps are all skipped: its record
+    # moves too (it had been "nothing to run", run.json left with `double` in its steps)
+    done = resume("field")
+    assert done.returncode == 0, done.stderr
+    assert "nothing to run" not in done.stderr
+    rec = record_of(run_dir)
+    assert list(rec["steps"]) == ["field"] and rec["attempts"] == 3
+    assert sorted(rec["dropped_steps"]) == ["bad", "double"]
+    assert rec["dropped_steps"]["bad"]["dropped_in_attempt"] == 2  # kept as it was
+    assert (run_dir / "doubled.zarr").is_dir()  # its output stays on disk
+    # `field` renamed `base`: `base` writes field.zarr again, and `steps` claims it once
+    said = "resume: step field of the earlier attempt is not in this workflow: its record moves "
+    renamed = resume("base")
+    assert renamed.returncode == 0, renamed.stderr
+    assert f"{said}to dropped_steps\n" in renamed.stderr
+    rec = record_of(run_dir)
+    assert rec["status"] == "completed" and list(rec["steps"]) == ["base"]
+    assert "skipped" not in rec["steps"]["base"] and rec["steps"]["base"]["files"] == field_files
+    assert sorted(rec["dropped_steps"]) == ["bad", "double", "field"]
+    assert rec["dropped_steps"]["field"]["dropped_in_attempt"] == 4
+    # and the record it leaves is one a resume reads: nothing left to run
+    again = resume("base")
+    assert again.returncode == 0, again.stderr
+    assert "nothing to run" in again.stderr and "dropped_steps" not in again.stderr
+
+
 #: an iterative op (beside the workflow) whose arguments say what it adds and where it fails; it
 #: records each step it made, and fails at its end while a file BROKEN lies beside it
 COUNTING_OPS = """

@@ -65,6 +65,8 @@ def refusal(run_dir: Path) -> str:
         (lambda r: {**r, "attempts": "x"}, "attempts is a string, not a whole number"),
         (lambda r: {**r, "attempts": 1.5}, "attempts is 1.5, not a whole number"),
         (lambda r: {**r, "attempts": True}, "attempts is a boolean, not a whole number"),
+        # the records of dropped steps, which a resume carries on
+        (lambda r: {**r, "dropped_steps": ["a"]}, "dropped_steps is an array, not an object"),
         (
             lambda r: {**r, "steps": {"a": {"status": "completed", "files": ["x"]}}},
             "steps.a.files is an array, not an object",
@@ -95,6 +97,7 @@ def test_a_record_whose_parts_a_resume_reads_are_as_the_runner_writes_them_is_ta
     record["config"]["file"] = None
     record.update(attempts=2, wall_seconds=3, finished=1.5e9, status="completed")
     record["steps"]["a"].update(files={"a.zarr/zarr.json": 9}, metrics={"plots": None})
+    record["dropped_steps"] = {"b": {"status": "failed", "dropped_in_attempt": 2}}
     (tmp_path / RUN_RECORD).write_text(json.dumps(record))
     assert read_run(tmp_path)[1] == record
 
