@@ -6,6 +6,7 @@ import contextlib
 import errno
 import logging
 import os
+import re
 import select
 import shutil
 import sys
@@ -173,6 +174,25 @@ def _size(nbytes: float) -> str:
 #: 80-column terminal); run.json keeps all of it.
 MESSAGE_CHARS = 1000
 MESSAGE_LINES = 15
+
+
+#: control characters a terminal would act on (colours, cursor moves, a title): all of C0 but
+#: tab and newline, DEL and C1
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    r"""``text`` with the control characters a terminal acts on shown as ``\x1b`` and alike.
+
+    An op's own message is printed as it is; escape sequences in it (``\x1b[31m``) reached
+    the terminal and coloured, moved or retitled it. Tabs and newlines stay.
+
+    Examples
+    --------
+    >>> print(visible("\x1b[31mred\x1b[0m"))
+    \x1b[31mred\x1b[0m
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def clipped(text: str, chars: int = MESSAGE_CHARS, lines: int = MESSAGE_LINES) -> tuple[str, int]:

@@ -23,6 +23,7 @@ from openclaw_dask.cli.output import (
     no_space,
     out,
     run_announcer,
+    visible,
 )
 from openclaw_dask.config.render import yaml_value
 from openclaw_dask.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_STDOUT_CLOSED
@@ -131,7 +132,7 @@ def submit_cmd(
             )
             sys.exit(EXIT_FAILED)
         # the op's own words, which may be a whole array's repr: bounded here, whole in run.json
-        message, cut = clipped(error_text(exc.error))
+        message, cut = clipped(visible(error_text(exc.error)))
         err.print(
             f"[red]failed:[/] step {exc.step!r} (op {exc.op}): {escape(message)}", markup=True
         )

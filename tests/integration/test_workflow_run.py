@@ -387,6 +387,22 @@ def test_a_folder_the_op_left_empty_is_still_made_so_a_resume_agrees(tmp_path: P
     assert "resume: bad: skip: completed in an earlier attempt" in again.stdout
 
 
+def test_an_op_s_message_cannot_drive_the_terminal(tmp_path: Path) -> None:
+    """Escape sequences in an op's message reached the terminal (colours, cursor moves, a
+    window title); they are shown as text, and run.json keeps the message as raised
+    (exploratory test, 2026-12-05)."""
+    wf = tmp_path / "ansi.yaml"
+    wf.write_text(
+        FAILING_WORKFLOW.replace("{message: kaboom}", '{message: "\\e[31mred\\e]0;title\\a"}')
+    )
+    run_dir = tmp_path / "run"
+    result = submit(str(wf), "--run-dir", str(run_dir), "--no-report", *QUIET)
+    assert result.returncode == 1
+    assert "\x1b" not in result.stderr and "\x07" not in result.stderr
+    assert "the op's own error: \\x1b[31mred\\x1b]0;title\\x07" in result.stderr
+    assert "\x1b[31mred" in record_of(run_dir)["steps"]["bad"]["error"]
+
+
 def test_failing_op_reports_and_keeps_completed_outputs(tmp_path: Path) -> None:
     wf = tmp_path / "fails.yaml"
     wf.write_text(FAILING_WORKFLOW)
