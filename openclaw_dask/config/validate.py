@@ -24,6 +24,7 @@ from openclaw_dask.config.dask_section import (
 from openclaw_dask.config.errors import Problem, did_you_mean, not_a_file, quote
 from openclaw_dask.config.hardware import ALLOCATOR_INSTALL, Hardware, format_cpu_list
 from openclaw_dask.config.layout import (
+    MAX_THREADS_PER_CORE,
     Layout,
     max_threads,
     resolve_backend,
@@ -484,6 +485,17 @@ def _affinity_problems(
             f"{len(affinity)} core lists for {layout.processes} worker process"
             f"{'' if layout.processes == 1 else 'es'}; give one list per worker",
         )
+    elif layout is not None and backend != "cuda":
+        # the thread bound of the whole machine, per pinned worker: 16 threads pinned to one
+        # core passed, although the machine may hold at most 8 a core
+        per_worker = layout.threads // layout.processes
+        for i, cores in enumerate(affinity):
+            if cores and per_worker > MAX_THREADS_PER_CORE * len(set(cores)):
+                bad(
+                    f"parallel.thread_affinity[{i}]",
+                    f"{per_worker} threads a worker pinned to {len(set(cores))} core(s): at "
+                    f"most {MAX_THREADS_PER_CORE} a core; give it more cores or fewer threads",
+                )
     # counted in one pass: a core list may hold thousands of ids
     counts = Counter(c for cores in affinity for c in cores)
     dup = [c for c, n in counts.items() if n > 1]

@@ -498,3 +498,21 @@ def test_core_lists_are_not_counted_against_a_cuda_cluster_s_workers() -> None:
     assert not any("core lists for" in m for m in hardware(hw, "cuda", **lists))
     local = hardware(hw, "local", parallel__thread_affinity=[[0], [1], [2]], parallel__processes=2)
     assert any("3 core lists for 2 worker processes" in m for m in local), local
+
+
+def test_a_pinned_worker_holds_at_most_the_machine_s_threads_a_core() -> None:
+    """16 threads pinned to one core passed, though the machine may hold at most
+    MAX_THREADS_PER_CORE a core (exploratory test, 2026-12-05)."""
+    from openclaw_dask.config.layout import MAX_THREADS_PER_CORE
+
+    hw = make_hardware(cores=4)
+    most = MAX_THREADS_PER_CORE
+    one = {"parallel__processes": 1, "parallel__thread_affinity": [[0]]}
+    assert hardware(hw, None, parallel__thread_pool_size=most, **one) == []
+    [msg] = hardware(hw, None, parallel__thread_pool_size=most + 1, **one)
+    assert msg == (
+        f"parallel.thread_affinity[0]: {most + 1} threads a worker pinned to 1 core(s): at most "
+        f"{most} a core; give it more cores or fewer threads"
+    )
+    two = {"parallel__processes": 1, "parallel__thread_affinity": [[0, 1]]}
+    assert hardware(hw, None, parallel__thread_pool_size=2 * most, **two) == []
