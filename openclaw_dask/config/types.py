@@ -267,6 +267,9 @@ class HostPort(ValueType):
         if not isinstance(value, str) or ":" not in value:
             raise _fail(f"expected {self.describe()}, got {_show(value)}")
         host, _, port = value.rpartition(":")
+        if ":" in host and not (host.startswith("[") and host.endswith("]")):
+            # Dask refuses it at the start ("ipv6 needs brackets"), after the check had passed
+            raise _fail(f"an IPv6 address takes brackets: [{host}]:{port}, got {_show(value)}")
         if host:
             check_host(host)
         if not port.isdigit() or not 0 <= int(port) <= 65535:
@@ -348,7 +351,10 @@ class Nullable(ValueType):
         try:
             return self.inner.check(value)
         except InvalidValueError as exc:
-            if len(exc.issues) == 1 and not exc.issues[0][0]:
+            # the inner type's plain "expected X" becomes "expected null or X"; a message of
+            # its own (a port out of range, an IPv6 host without brackets) is kept as it is
+            generic = exc.issues[0][1].startswith(f"expected {self.inner.describe()}, got ")
+            if len(exc.issues) == 1 and not exc.issues[0][0] and generic:
                 raise _fail(
                     f"expected null or {self.inner.describe()}, got {_show(value)}"
                 ) from None

@@ -263,6 +263,16 @@ def test_raw_dask_keys_near_a_known_one_are_refused_others_are_not(tmp_path: Pat
             "dask:\n  distributed.worker.memory.pause: 0.5\n",
             "c.config:2: dask.distributed.worker.memory.pause: 0.5 is below memory.spill.spill",
         ),
+        (  # passed the check, and Dask refused it at the start ("ipv6 needs brackets")
+            "cluster:\n  dashboard_address: '::1:8787'\n",
+            "c.config:2: cluster.dashboard_address: an IPv6 address takes brackets: "
+            "[::1]:8787, got '::1:8787'",
+        ),
+        (  # a nullable key's own message had been replaced by "expected null or host:port"
+            "cluster:\n  dashboard_address: 127.0.0.1:99999\n",
+            "c.config:2: cluster.dashboard_address: expected a port from 0 to 65535 in "
+            "'127.0.0.1:99999'",
+        ),
         (  # dotted and nested forms of one key: the later one had won without a word
             "memory.allocator: jemalloc\nmemory:\n  allocator: tcmalloc\n",
             "c.config:3: memory.allocator: duplicate key (first defined on line 1, dotted "
