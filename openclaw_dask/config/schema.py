@@ -31,6 +31,7 @@ from openclaw_dask.config.types import (
     SchedulerAddress,
     Size,
     Text,
+    UserName,
     ValueType,
 )
 
@@ -74,7 +75,7 @@ NODE = Record(
         "host": FieldSpec(Host(), required=True, doc="host name or address to ssh to"),
         "ssh_port": FieldSpec(Int(1, 65535), 22, doc="sshd port"),
         "port": FieldSpec(Nullable(Int(0, 65535)), None, doc="worker port (null: any)"),
-        "user": FieldSpec(Nullable(Text()), None, doc="login user (null: current user)"),
+        "user": FieldSpec(Nullable(UserName()), None, doc="login user (null: current user)"),
         "python": FieldSpec(Nullable(Text()), None, doc="remote python executable"),
         "scheduler": FieldSpec(Bool(), False, doc="run the scheduler on this node"),
         "resources": FieldSpec(

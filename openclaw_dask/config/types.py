@@ -318,6 +318,25 @@ class Text(ValueType):
         return "a string"
 
 
+#: a login name as POSIX systems allow one (useradd's rule, with upper case): no spaces and
+#: nothing a shell or ssh_config would read as something else
+_USER_RE = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._-]{0,31}\$?$")
+
+
+@dataclass(frozen=True)
+class UserName(Text):
+    """A login name (``alice``); ``al ice`` and ``root; rm -rf /`` had passed as users."""
+
+    def check(self, value: Any) -> str:
+        name = super().check(value)
+        if not _USER_RE.match(name):
+            raise _fail(f"expected {self.describe()}, got {_show(value)}")
+        return name
+
+    def describe(self) -> str:
+        return "a login name (letters, digits, '.', '_', '-')"
+
+
 @dataclass(frozen=True)
 class FilePath(Text):
     """A file's path: the loader makes it absolute (:func:`absolute_path`)."""

@@ -263,6 +263,11 @@ def test_raw_dask_keys_near_a_known_one_are_refused_others_are_not(tmp_path: Pat
             "dask:\n  distributed.worker.memory.pause: 0.5\n",
             "c.config:2: dask.distributed.worker.memory.pause: 0.5 is below memory.spill.spill",
         ),
+        (  # a login name with a space (or "root; rm -rf /") had passed
+            "distributed:\n  nodes:\n    - {host: a, user: al ice}\n",
+            "c.config:3: distributed.nodes[0].user: expected null or a login name (letters, "
+            "digits, '.', '_', '-'), got 'al ice'",
+        ),
         (  # passed the check, and Dask refused it at the start ("ipv6 needs brackets")
             "cluster:\n  dashboard_address: '::1:8787'\n",
             "c.config:2: cluster.dashboard_address: an IPv6 address takes brackets: "
