@@ -239,6 +239,14 @@ def common_dask_config(config: Config, env: Mapping[str, Any]) -> tuple[dict[str
             f"{', '.join(unused)} not used: distributed.communication_backend is "
             f"{v['distributed.communication_backend']}, not tls"
         )
+    # a level given for a compressor that is not used: it had been ignored without a word
+    if user_set(config, "distributed.compression_level") and v["distributed.compression"] != "zstd":
+        notes.append(
+            "distributed.compression_level not used: it is zstd's, and distributed.compression "
+            f"is {v['distributed.compression']}"
+        )
+    if user_set(config, "storage.level") and v["storage.codec"] == "none":
+        notes.append("storage.level not used: storage.codec is none")
     unused = [f"distributed.ssh.{p}" for p in ("known_hosts", "identity_file")]
     unused = [key for key in unused if v[key]]
     if unused and not v["distributed.nodes"]:  # without nodes: not an ssh plan

@@ -289,6 +289,25 @@ def test_a_raw_key_inside_one_of_ours_is_laid_into_it_and_said() -> None:
     assert not any("SITE_VAR" in n for n in p.notes)  # added, not overridden
 
 
+def test_a_compression_level_without_its_compressor_is_said_unused() -> None:
+    """Levels given for a compressor not in use were ignored without a word (exploratory
+    test, 2026-12-05); Dask's auto never picks zstd."""
+    said = "distributed.compression_level not used: it is zstd's, and distributed.compression is"
+    assert f"{said} auto" in plan("distributed.compression_level=9").notes
+    assert (
+        f"{said} lz4"
+        in plan("distributed.compression_level=9", "distributed.compression=lz4").notes
+    )
+    zstd = plan("distributed.compression_level=9", "distributed.compression=zstd").notes
+    assert not any("compression_level" in n for n in zstd)
+    assert not any("level" in n for n in plan().notes)  # the defaults are nobody's choice
+    assert (
+        "storage.level not used: storage.codec is none"
+        in plan("storage.level=5", "storage.codec=none").notes
+    )
+    assert not any("storage.level" in n for n in plan("storage.level=5").notes)
+
+
 def test_tls_files_under_another_transport_are_said_unused() -> None:
     # tls files are checked only for tls, so one that went missing would pass unseen
     p = plan("distributed.tls.ca_file=/nope/ca.pem", "distributed.tls.key=/nope/key.pem")
