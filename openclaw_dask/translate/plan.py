@@ -17,7 +17,7 @@ from typing import Any
 from openclaw_dask.config.hardware import ALLOCATOR_LIBS, Hardware
 from openclaw_dask.config.layout import Layout
 from openclaw_dask.config.loader import Config
-from openclaw_dask.config.schema import BACKEND_ALIASES
+from openclaw_dask.config.schema import BACKEND_ALIASES, KEYS_BY_PATH
 from openclaw_dask.config.validate import transport
 
 #: Environment variable that carries the per-worker core lists into worker processes. It does
@@ -239,13 +239,17 @@ def common_dask_config(config: Config, env: Mapping[str, Any]) -> tuple[dict[str
             f"{', '.join(unused)} not used: distributed.communication_backend is "
             f"{v['distributed.communication_backend']}, not tls"
         )
-    # a level given for a compressor that is not used: it had been ignored without a word
-    if user_set(config, "distributed.compression_level") and v["distributed.compression"] != "zstd":
+    # a level chosen for a compressor that is not used had been ignored without a word (the
+    # default level is no choice: config init's starter file writes every key out)
+    if (
+        v["distributed.compression_level"] != KEYS_BY_PATH["distributed.compression_level"].default
+        and v["distributed.compression"] != "zstd"
+    ):
         notes.append(
             "distributed.compression_level not used: it is zstd's, and distributed.compression "
             f"is {v['distributed.compression']}"
         )
-    if user_set(config, "storage.level") and v["storage.codec"] == "none":
+    if v["storage.level"] != KEYS_BY_PATH["storage.level"].default and v["storage.codec"] == "none":
         notes.append("storage.level not used: storage.codec is none")
     unused = [f"distributed.ssh.{p}" for p in ("known_hosts", "identity_file")]
     unused = [key for key in unused if v[key]]
