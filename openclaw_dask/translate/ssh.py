@@ -223,7 +223,8 @@ def plan_ssh(config: Config, hw: Hardware) -> ClusterPlan:
         # them here) must exist on every node too
         kwargs["security"] = security
     notes.append(
-        f"scheduler on {sched_node['host']}:{sched_node['ssh_port']}; "
+        # host:22 read as the scheduler's own address, which is any free port there
+        f"scheduler on {sched_node['host']} (ssh port {sched_node['ssh_port']}); "
         f"{len(workers)} worker process(es) on {len(nodes)} node(s)"
     )
     return ClusterPlan(

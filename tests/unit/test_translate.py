@@ -542,6 +542,13 @@ def test_ssh_says_what_its_nodes_do_not_apply() -> None:
     assert "(ssh: 1 per node)" in KEYS_BY_PATH["parallel.processes"].doc
 
 
+def test_the_ssh_plan_names_the_scheduler_s_node_and_its_ssh_port_as_such() -> None:
+    """ "scheduler on host:2222" read as the scheduler's address (exploratory test, 2026-12-05)."""
+    assert "scheduler on 10.0.0.2 (ssh port 2222); 2 worker process(es) on 2 node(s)" in (
+        plan(NODES).notes
+    )
+
+
 def test_ssh_scheduler_binds_to_the_interface_too() -> None:
     """``cluster.interface`` had reached the workers only; the scheduler bound to its host."""
     p = plan(NODES, "cluster.interface=lo", "cluster.dashboard_address=null")
