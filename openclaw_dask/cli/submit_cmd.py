@@ -44,7 +44,7 @@ from openclaw_dask.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_STDOUT_C
 @click.option("--run-dir", type=click.Path(file_okay=False), help="Where the run writes.")
 @click.option(
     "--resume",
-    type=click.Path(file_okay=False, exists=False),
+    type=click.Path(exists=False),
     help="Continue the run in this directory (WORKFLOW may then be left out).",
 )
 @click.option("--dry-run", is_flag=True, help="Validate and print the plan; start nothing.")
@@ -79,6 +79,8 @@ def submit_cmd(
     from openclaw_dask.workflows.run import error_text
     from openclaw_dask.workflows.runner import StepFailedError, run_workflow
 
+    if resume and Path(resume).name == "run.json" and Path(resume).is_file():
+        resume = str(Path(resume).parent)  # the run's record, given for its directory
     if resume and run_dir:
         raise click.UsageError("--resume continues a run in its own directory; drop --run-dir")
     if workflow is None and resume is None:

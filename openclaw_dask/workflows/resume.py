@@ -52,10 +52,18 @@ def read_run(resume: str | Path) -> tuple[Path, dict[str, Any]]:
 
     if not path.exists():
         raise refuse("no such directory: give the run directory that submit printed")
+    if path.name == RUN_RECORD and path.is_file():  # the record itself: its run directory
+        path = path.parent
     try:
         text = (path / RUN_RECORD).read_text()
     except FileNotFoundError:
-        raise refuse(f"no {RUN_RECORD} here: not a run directory") from None
+        # the folder of a workflow's runs (runs/NAME) given for one of them: name them
+        runs = sorted(p.parent.name for p in path.glob(f"*/{RUN_RECORD}")) if path.is_dir() else []
+        hint = ""
+        if runs:
+            more = "..., " if len(runs) > 5 else ""
+            hint = f"; it holds the runs {more}{', '.join(runs[-5:])}: give one of them"
+        raise refuse(f"no {RUN_RECORD} here: not a run directory{hint}") from None
     except OSError as exc:  # a directory where run.json should be, no permission...
         raise refuse(f"cannot read {RUN_RECORD}: {exc.strerror or exc}") from None
     try:

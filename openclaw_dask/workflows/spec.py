@@ -139,7 +139,8 @@ class ParamSpec:
             return f"expected int{_range(*within)} (a 64-bit integer), got {_said(value)}"
         if self.choices and value not in self.choices:
             listed = shorten(", ".join(map(str, self.choices)), QUOTE_LIMIT * 4)
-            return f"expected one of {listed}, got {_said(value)}"
+            near = did_you_mean(str(value), [str(c) for c in self.choices])
+            return f"expected one of {listed}, got {_said(value)}{near}"
         return None
 
 

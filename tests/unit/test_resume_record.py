@@ -127,6 +127,31 @@ def test_submit_resume_of_a_record_with_a_part_of_the_wrong_type_is_bad_input(
     assert [p.name for p in run_dir.iterdir()] == [RUN_RECORD]
 
 
+def test_the_folder_of_a_workflow_s_runs_names_them_and_a_record_stands_for_its_run(
+    tmp_path: Path,
+) -> None:
+    """``--resume runs/NAME`` said only "not a run directory"; ``--resume RUN/run.json`` was a
+    click usage error (exploratory test, 2026-12-05)."""
+    from tests.unit.test_cli import invoke
+
+    record = a_record(tmp_path / "w.yaml")
+    names = [f"20261205-2100{i:02d}" for i in range(7)]
+    for name in names:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / RUN_RECORD).write_text(json.dumps(record))
+    assert refusal(tmp_path) == (
+        f"no {RUN_RECORD} here: not a run directory; it holds the runs ..., "
+        f"{', '.join(names[-5:])}: give one of them"
+    )
+    assert read_run(tmp_path / names[0] / RUN_RECORD) == (tmp_path / names[0], record)
+    workflow = Path(__file__).parents[2] / "workflows" / "example.yaml"
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / RUN_RECORD).write_text(json.dumps({**a_record(workflow), "attempts": "x"}))
+    given = invoke("submit", "--resume", str(run / RUN_RECORD), "--dry-run")
+    assert given.exit_code == 2 and given.stderr.startswith(f"error: {run}: {RUN_RECORD} is")
+
+
 def test_a_record_that_is_no_file_or_no_directory_at_all(tmp_path: Path) -> None:
     assert refusal(tmp_path / "nowhere").startswith("no such directory")
     assert refusal(tmp_path).startswith(f"no {RUN_RECORD} here")

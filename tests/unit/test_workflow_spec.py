@@ -1274,3 +1274,18 @@ def test_a_b_and_d_are_checked_where_they_are_written(tmp_path: Path) -> None:
     chosen = load_workflow(CLIMATE, {"olr_slope": "1.8", "diffusivity": "0"})
     assert chosen.steps["forcing"].args["olr_slope"] == 1.8
     assert chosen.steps["forcing"].args["diffusivity"] == 0.0
+
+
+def test_a_value_near_one_of_the_choices_is_pointed_at_it(tmp_path: Path) -> None:
+    """``--set params.mode=acurate`` listed the choices but named none (exploratory test,
+    2026-12-05)."""
+    text = GOOD.replace(
+        "label: {type: str, default: run}",
+        "mode: {type: str, default: fast, choices: [fast, accurate]}",
+    )
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, text), {"mode": "acurate"})
+    [problem] = info.value.problems
+    assert str(problem).endswith(
+        "params.mode: expected one of fast, accurate, got 'acurate'; did you mean 'accurate'?"
+    )
