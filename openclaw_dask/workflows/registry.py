@@ -422,8 +422,11 @@ def resolve_op(name: str, beside: Path | None = None) -> OpInfo:
         return ops[name]
     if name in _BROKEN:
         raise OpError(_BROKEN[name])
+    # the family left out ("field" for example.field): the op whose own name it is
+    by_leaf = [op for op in ops if op.rpartition(".")[2] == name]
+    near = f"; did you mean {by_leaf[0]!r}?" if len(by_leaf) == 1 else did_you_mean(name, ops)
     raise OpError(
-        f"unknown op {name!r}{did_you_mean(name, ops)}; available: "
+        f"unknown op {name!r}{near}; available: "
         f"{', '.join(ops)} (or a user op as pkg.module:function)"
     )
 

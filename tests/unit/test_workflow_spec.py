@@ -92,6 +92,11 @@ BAD: dict[str, tuple[str, int | None, str]] = {
         7,
         "unknown op 'example.feild'; did you mean 'example.field'?; available:",
     ),
+    "op-without-its-family": (  # no hint had been given: too far by spelling
+        GOOD.replace("op: example.diffuse", "op: diffuse"),
+        11,
+        "unknown op 'diffuse'; did you mean 'example.diffuse'?; available:",
+    ),
     "bad-import-path": (
         GOOD.replace("example.field", "no_such_pkg.mod:fn"),
         7,
