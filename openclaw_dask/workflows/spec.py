@@ -809,12 +809,14 @@ def load_workflow(
             for ref in _malformed_references(value):
                 chk.bad(f"{path}.with.{arg}", malformed_reference_problem(ref, named))
                 malformed = True
-        for ref in _references(args):
-            if ref not in declared:
-                chk.bad(
-                    f"{path}.with",
-                    f"${{params.{ref}}} is not a parameter" + did_you_mean(ref, named),
-                )
+        for arg, value in args.items():
+            # at the argument (its own line in block style), not at "with"
+            for ref in dict.fromkeys(_references(value)):
+                if ref not in declared:
+                    chk.bad(
+                        f"{path}.with.{arg}",
+                        f"${{params.{ref}}} is not a parameter" + did_you_mean(ref, named),
+                    )
         needs = raw.get("needs") or []
         if isinstance(needs, str):
             needs = [needs]

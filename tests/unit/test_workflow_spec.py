@@ -122,6 +122,14 @@ BAD: dict[str, tuple[str, int | None, str]] = {
         8,
         "${params.sise} is not a parameter; did you mean 'size'?",
     ),
+    "unknown-param-ref-in-block-style": (  # was said at with:, a line above the argument
+        GOOD.replace(
+            '    with: {size: "${params.size}", chunk: 32}',
+            '    with:\n      chunk: 32\n      size: "${params.sise}"',
+        ),
+        10,
+        "steps.field.with.size: ${params.sise} is not a parameter; did you mean 'size'?",
+    ),
     "param-wrong-default": (
         GOOD.replace("default: 64, min: 16", "default: many"),
         3,
