@@ -525,7 +525,10 @@ def _origin(raw: Any, sources: Mapping[str, str]) -> str:
     parameter; else nothing."""
     ref = REF_RE.fullmatch(str(raw if raw is not None else "").strip())
     if not ref:
-        return ""
+        # "${params.size}0" is text with the value inside: 'expected int, got "640"' did not
+        # say where the text came from
+        inside = isinstance(raw, str) and REF_RE.search(raw)
+        return f" (the text {raw!r}, with the parameter's value in it)" if inside else ""
     set_by = ", set by --set" if is_set_source(sources.get(ref.group(1))) else ""
     return f" (from params.{ref.group(1)}{set_by})"
 

@@ -130,6 +130,12 @@ BAD: dict[str, tuple[str, int | None, str]] = {
         10,
         "steps.field.with.size: ${params.sise} is not a parameter; did you mean 'size'?",
     ),
+    "param-inside-text": (  # 'expected int, got "640"' had not said where the text came from
+        GOOD.replace('"${params.size}"', '"${params.size}0"'),
+        8,
+        "steps.field.with.size: expected int, got '640' (the text '${params.size}0', with the "
+        "parameter's value in it)",
+    ),
     "param-wrong-default": (
         GOOD.replace("default: 64, min: 16", "default: many"),
         3,
