@@ -33,6 +33,7 @@ from openclaw_dask.config.render import yaml_value
 from openclaw_dask.config.yamlsource import read_yaml
 from openclaw_dask.translate.plan import flatten
 from openclaw_dask.workflows.spec import REF_RE, Workflow
+from openclaw_dask.workflows.strictjson import json_kind
 
 RUN_RECORD = "run.json"
 
@@ -120,26 +121,26 @@ def record_damage(record: Any) -> str | None:
     config file or a string for ``attempts`` had ended in an internal error, exit 1.
     """
     if not isinstance(record, dict):
-        return f"it holds {_json_kind(record)}, not an object"
+        return f"it holds {json_kind(record)}, not an object"
     for dotted, kind in RECORD_SHAPE.items():
         value: Any = record
         for part in dotted.split("."):
             value = value.get(part) if isinstance(value, dict) else None
         if not isinstance(value, kind):
-            found = "missing" if value is None else _json_kind(value)
-            return f"{dotted} is {found}, not {_json_kind(kind())}"
+            found = "missing" if value is None else json_kind(value)
+            return f"{dotted} is {found}, not {json_kind(kind())}"
     bad = [name for name, step in record["steps"].items() if not isinstance(step, dict)]
     if bad:
-        return f"steps.{bad[0]} is {_json_kind(record['steps'][bad[0]])}, not an object"
+        return f"steps.{bad[0]} is {json_kind(record['steps'][bad[0]])}, not an object"
     for dotted, kinds in RECORD_PARTS.items():
         for name, value in _parts(record, dotted):
             # (JSON's true and false are no numbers, though Python's bool is an int)
             if isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds):
                 continue
             if kinds == (int,):  # (a number that is not whole is said by its value)
-                found = repr(value) if isinstance(value, float) else _json_kind(value)
+                found = repr(value) if isinstance(value, float) else json_kind(value)
                 return f"{name} is {found}, not a whole number"
-            return f"{name} is {_json_kind(value)}, not {_json_kind(kinds[0]())}"
+            return f"{name} is {json_kind(value)}, not {json_kind(kinds[0]())}"
     if record["status"] == "completed" and "wall_seconds" not in record:
         # every attempt that ends records it: a completed run's summary says it
         return "wall_seconds is missing, not a number"
@@ -158,12 +159,6 @@ def _parts(record: dict[str, Any], dotted: str) -> list[tuple[str, Any]]:
             for key in (value if part == "*" else [part] if part in value else [])
         ]
     return found
-
-
-def _json_kind(value: Any) -> str:
-    """What JSON calls ``value``'s type, with its article."""
-    kinds = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
-    return kinds.get(type(value), "a number" if isinstance(value, int | float) else "null")
 
 
 def recorded_workflow(record: Mapping[str, Any], directory: Path) -> str:

@@ -22,6 +22,7 @@ from openclaw_dask.config.errors import Problem
 from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.fingerprint import code_changed, same_step, step_fingerprint
 from openclaw_dask.workflows.spec import NAME_RE, StepSpec, Workflow
+from openclaw_dask.workflows.strictjson import json_kind
 
 CHECKPOINTS = ".checkpoints"
 
@@ -391,7 +392,7 @@ def _load_checkpoint(ckpt_dir: Path) -> tuple[dict[str, Any] | None, str]:
     except ValueError:  # (UnicodeDecodeError too)
         return None, f"{rel} is not JSON: cut short or overwritten"
     if not isinstance(saved, dict):
-        return None, f"{rel} holds {_json_kind(saved)}, not a checkpoint object"
+        return None, f"{rel} holds {json_kind(saved)}, not a checkpoint object"
     store, extents = saved.get("store"), saved.get("extents")
     if not _whole(saved.get("step")):
         return None, f"{rel} has no step count"
@@ -404,9 +405,3 @@ def _load_checkpoint(ckpt_dir: Path) -> tuple[dict[str, Any] | None, str]:
     if not isinstance(saved.get("files", {}), dict):
         return None, f"{rel} has no list of its files"
     return saved, ""
-
-
-def _json_kind(value: Any) -> str:
-    """``an array``, ``a string``: a JSON value's kind, as a message says it."""
-    kinds = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
-    return kinds.get(type(value), "a number")

@@ -31,3 +31,10 @@ def finite(value: Any) -> Any:
 def dumps(value: Any, indent: int | None = 2) -> str:
     """Strict JSON of ``value`` (non-finite floats as null, other objects as ``str``)."""
     return json.dumps(finite(value), indent=indent, default=str, allow_nan=False)
+
+
+def json_kind(value: Any) -> str:
+    """What JSON calls ``value``'s type, with its article (``an object``, ``null``), as a
+    message about a damaged record or checkpoint says it."""
+    kinds = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    return kinds.get(type(value), "a number" if isinstance(value, int | float) else "null")
