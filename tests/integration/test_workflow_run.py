@@ -788,6 +788,19 @@ def test_a_checkpoint_made_with_other_arguments_is_not_continued(tmp_path: Path)
     assert bool((counted == field + 2 * 6).all())  # not field + 1 * 2 + 2 * 4
 
 
+def _failed_after_a_checkpoint(tmp_path: Path, module: str) -> tuple[Path, Path, list[str]]:
+    """A counting step of 10 run with a checkpoint every 5 steps that fails at its end (the
+    file BROKEN there meanwhile): the workflow, its run directory and the ``--set`` items."""
+    wf = _counting(tmp_path, module, "{steps: 10}")
+    (tmp_path / "BROKEN").touch()
+    run_dir = tmp_path / "run"
+    sets = [QUIET[1], "distributed.sync_interval=5"]
+    with pytest.raises(StepFailedError, match="broken at the end"):
+        run_workflow(wf, overrides=sets, run_dir=run_dir, report=False)
+    (tmp_path / "BROKEN").unlink()
+    return wf, run_dir, sets
+
+
 def test_a_checkpoint_is_continued_over_records_made_after_it_but_not_over_lost_ones(
     tmp_path: Path,
 ) -> None:
@@ -797,13 +810,7 @@ def test_a_checkpoint_is_continued_over_records_made_after_it_but_not_over_lost_
     fill value) is damage: the step runs from step 0 and no record is lost (mutation audit: a
     checkpoint whose outputs merely grew was called damaged, and one without its outputs'
     files in its manifest continued over a lost chunk, both unseen)."""
-    wf = _counting(tmp_path, "openclaw_test_recording_ops", "{steps: 10}")
-    (tmp_path / "BROKEN").touch()
-    run_dir = tmp_path / "run"
-    sets = [QUIET[1], "distributed.sync_interval=5"]
-    with pytest.raises(StepFailedError, match="broken at the end"):
-        run_workflow(wf, overrides=sets, run_dir=run_dir, report=False)
-    (tmp_path / "BROKEN").unlink()
+    wf, run_dir, sets = _failed_after_a_checkpoint(tmp_path, "openclaw_test_recording_ops")
     assert json.loads((run_dir / ".checkpoints/count/checkpoint.json").read_text())["step"] == 5
     assert zarrio.extent(run_dir / "steps.zarr", "time") == 10  # the records after it, too
     lost = shutil.copytree(run_dir, tmp_path / "lost", symlinks=True)
@@ -827,13 +834,7 @@ def test_a_damaged_or_missing_checkpoint_is_said_alike_by_the_dry_run_and_the_re
     not an object, or a state store gone, had run the step from step 0 without a word (its
     checkpoint and outputs deleted), the dry run saying "run"; a chunk gone from the state
     store had the dry run promise to continue from it (found by an exploratory test)."""
-    wf = _counting(tmp_path, "openclaw_test_damaged_checkpoint_ops", "{steps: 10}")
-    (tmp_path / "BROKEN").touch()
-    run_dir = tmp_path / "run"
-    sets = [QUIET[1], "distributed.sync_interval=5"]
-    with pytest.raises(StepFailedError, match="broken at the end"):
-        run_workflow(wf, overrides=sets, run_dir=run_dir, report=False)
-    (tmp_path / "BROKEN").unlink()
+    wf, run_dir, sets = _failed_after_a_checkpoint(tmp_path, "openclaw_test_damaged_checkpoint_ops")
     count = record_of(run_dir)["steps"]["count"]
     # the last window counts its records, not a checkpoint: the one to continue is at 5
     assert (count["checkpoint_committed"], count["checkpoint_step"]) == (5, 10)
