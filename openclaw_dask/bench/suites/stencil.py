@@ -122,7 +122,11 @@ def run(ctx: BenchContext) -> SuiteResult:
         with threadpool_limits(limits=1):
             run_reference(params, grid, nsteps, start, capacity=capacity)
 
-    [start_on_cluster, capacity_on_cluster] = client.scatter([start, capacity], broadcast=True)
+    # fresh keys (hash=False): a second try after a worker death scatters the same data, and
+    # content-hashed keys would share the first try's, which its release then forgets
+    [start_on_cluster, capacity_on_cluster] = client.scatter(
+        [start, capacity], broadcast=True, hash=False
+    )
 
     def reference_everywhere() -> None:
         runs = [

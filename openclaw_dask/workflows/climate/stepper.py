@@ -196,10 +196,13 @@ def place_bands(client: Any, field: Any, homes: Sequence[str]) -> da.Array:
     from distributed import wait
 
     heights = band_chunks(field.shape[0], len(homes))
+    # fresh keys (hash=False), not Dask's content hash: placing the same field again (the
+    # second try after a worker death) gave the old placement's keys, and its release,
+    # reaching the scheduler after the new scatter, forgot the new bands ("lost dependencies")
     edges = (*_row_starts(heights), field.shape[0])
     parts = [
         da.from_delayed(
-            client.scatter(field[edges[i] : edges[i + 1]], workers=[home]),
+            client.scatter(field[edges[i] : edges[i + 1]], workers=[home], hash=False),
             (heights[i], field.shape[1]),
             dtype=field.dtype,
         )
