@@ -296,6 +296,16 @@ class _Checker:
     def bad(self, path: str, message: str) -> None:
         self.problems.append(Problem(message, path, self.doc.file, self.doc.line_of(path)))
 
+    def text(self, path: str, value: Any) -> str:
+        """A free-text field (``description``, a parameter's ``doc`` and ``unit``): text, or
+        nothing (``null``); a list or a mapping had been kept as its Python repr."""
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            return value
+        self.bad(path, f"expected text (quote it if it is meant as text), got {_said(value)}")
+        return ""
+
     def unknown(self, path: str, key: str, allowed: Iterable[str]) -> None:
         self.bad(f"{path}.{key}" if path else key, "unknown field" + did_you_mean(key, allowed))
 
@@ -355,8 +365,8 @@ def _params(chk: _Checker, raw: Any) -> tuple[dict[str, ParamSpec], list[str]]:
             name,
             kind,
             default,
-            str(spec.get("doc", "")),
-            str(spec.get("unit", "")),
+            chk.text(f"{path}.doc", spec.get("doc")),
+            chk.text(f"{path}.unit", spec.get("unit")),
             spec.get("min"),
             spec.get("max"),
             tuple(choices),
@@ -735,7 +745,7 @@ def load_workflow(
             f"expected a name of letters, digits, - and _ (at most {NAME_LIMIT}), got "
             + quote(name),
         )
-    description = data.get("description", "")
+    description = chk.text("description", data.get("description"))
     config_path = data.get("config")
     if config_path is not None:
         if not isinstance(config_path, str):
@@ -864,7 +874,7 @@ def load_workflow(
             resolved_args,  # type: ignore[arg-type]
             tuple(needs),
             outputs,
-            str(raw.get("description", "")),
+            chk.text(f"{path}.description", raw.get("description")),
             args,
         )
 
@@ -884,7 +894,7 @@ def load_workflow(
         raise ConfigError(chk.problems)
     return Workflow(
         str(name),
-        str(description),
+        description,
         file,
         config_path,
         param_specs,

@@ -417,6 +417,41 @@ def test_a_bad_param_spec_is_one_problem(spec: str, tmp_path: Path) -> None:
     assert problem.key.startswith("params.size") and problem.line == 3, problem
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "key", "line"),
+    [
+        ("name: demo\n", "name: demo\ndescription: [a, b]\n", "description", 2),
+        (
+            "    outputs: [field.zarr]\n",
+            "    outputs: [field.zarr]\n    description: {x: 1}\n",
+            "steps.field.description",
+            10,
+        ),
+        ("default: run}", "default: run, doc: [one, two]}", "params.label.doc", 4),
+        ("min: 16}", "min: 16, unit: 3}", "params.size.unit", 3),
+    ],
+)
+def test_free_text_that_is_not_text_is_refused(
+    old: str, new: str, key: str, line: int, tmp_path: Path
+) -> None:
+    """A description, doc or unit written as a list, mapping or number had been kept as its
+    Python repr ("['a', 'b']")."""
+    with pytest.raises(ConfigError) as info:
+        load_workflow(write(tmp_path, GOOD.replace(old, new, 1)))
+    [problem] = info.value.problems
+    assert (problem.key, problem.line) == (key, line), problem
+    assert "expected text (quote it if it is meant as text), got " in str(problem)
+
+
+def test_free_text_is_kept_and_null_is_none(tmp_path: Path) -> None:
+    text = GOOD.replace("name: demo\n", "name: demo\ndescription: a demo\n").replace(
+        "default: run}", "default: run, doc: null, unit: K}"
+    )
+    wf = load_workflow(write(tmp_path, text))
+    assert wf.description == "a demo"
+    assert (wf.params["label"].doc, wf.params["label"].unit) == ("", "K")
+
+
 def test_a_long_value_is_shortened_in_the_message(tmp_path: Path) -> None:
     text = GOOD.replace("chunk: 32", "chunk: " + "x" * 100_000)
     with pytest.raises(ConfigError) as info:
