@@ -297,10 +297,22 @@ def hardware_issues(d: Any) -> list[tuple[str, str]]:
     if "usable_cores" in present:
         if problem := _core_list_issue(present["usable_cores"]):
             issues.append(("usable_cores", problem))
+        elif not present["usable_cores"]:
+            # (it had meant every core: `or range(logical_cores)` below)
+            issues.append(
+                ("usable_cores", "expected at least one core id; leave it out for every core")
+            )
         elif _is_int(logical := present.get("logical_cores"), 1) and (
             len(set(present["usable_cores"])) > logical
         ):
             issues.append(("usable_cores", f"more cores than logical_cores ({logical})"))
+    if (
+        _is_int(physical := present.get("physical_cores"), 1)
+        and _is_int(logical := present.get("logical_cores"), 1)
+        and physical > logical
+    ):
+        # a physical core has one logical CPU at least (the plan had printed "4 physical" of 2)
+        issues.append(("physical_cores", f"more than logical_cores ({logical})"))
     for key in ("numa_nodes", "siblings"):
         if key in present:
             issues += _core_map_issues(key, present[key])

@@ -119,6 +119,14 @@ def _plan_with(tmp_path: Path, text: str) -> tuple[int, str]:
             "hw.json: usable_cores: more cores than logical_cores (2)",
         ),
         (
+            '{"logical_cores": 2, "memory": 1, "usable_cores": []}',
+            "hw.json: usable_cores: expected at least one core id; leave it out for every core",
+        ),
+        (
+            '{"logical_cores": 2, "memory": 1, "physical_cores": 4}',
+            "hw.json: physical_cores: more than logical_cores (2)",
+        ),
+        (
             '{"logical_cores": 2, "memory": 1, "siblings": {"0": [0, -1]}}',
             "hw.json: siblings.0: expected a list of core ids (integers >= 0), got [0, -1]",
         ),
