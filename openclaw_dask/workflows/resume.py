@@ -19,6 +19,7 @@ allocator, transport compression) may change: a run can be continued on another 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shlex
@@ -227,6 +228,36 @@ def carried_inputs(
     now = {item.partition("=")[0].strip() for item in overrides}
     carried = [item for item in carried if item.partition("=")[0] not in now]
     return config, [*carried, *overrides]
+
+
+def carried_origin(
+    problems: Sequence[Problem], given: Sequence[str], overrides: Sequence[str], directory: Path
+) -> list[Problem]:
+    """``problems`` with those of a carried ``--set`` value said as the recorded run's.
+
+    A value the run was started with, refused now (its workflow or config edited since), had
+    read ``--set: params.size: ...`` as if typed with this command.
+
+    Parameters
+    ----------
+    problems
+        What loading the workflow and config found.
+    given
+        The ``--set`` items given now.
+    overrides
+        Those and the carried ones (:func:`carried_inputs`).
+    directory
+        The run being resumed.
+    """
+    now = {item.partition("=")[0].strip() for item in given}
+    carried = {item.partition("=")[0].strip() for item in overrides} - now
+    label = f"{directory / 'run.json'} (a --set of the run being resumed)"
+    return [
+        dataclasses.replace(p, origin=label)
+        if is_set_source(p.origin) and any(p.key == k or p.key.startswith(f"{k}.") for k in carried)
+        else p
+        for p in problems
+    ]
 
 
 def resume_problems(

@@ -61,6 +61,7 @@ from openclaw_dask.workflows.registry import ship_modules
 from openclaw_dask.workflows.resume import RUN_RECORD as RUN_RECORD
 from openclaw_dask.workflows.resume import (
     carried_inputs,
+    carried_origin,
     dropped_note,
     dropped_steps,
     move_dropped,
@@ -243,6 +244,8 @@ def run_workflow(
     except ConfigError as exc:
         problems += exc.problems
     if problems or workflow is None or cfg is None:
+        if resume is not None:
+            problems = carried_origin(problems, given, overrides or (), resume_path)
         raise ConfigError(problems)
     if resume is not None:
         # first: a changed value is the resume's mistake, whatever a step it changes now needs
@@ -258,7 +261,9 @@ def run_workflow(
                 workflow = load_workflow(path, param_overrides, given=overrides, settled=settled)
             except ConfigError as exc:
                 refused = starting_over(exc.problems, previous, resume_path, workflow, cfg)
-                raise ConfigError(refused) from None
+                raise ConfigError(
+                    carried_origin(refused, given, overrides or (), resume_path)
+                ) from None
     problems = run_problems(workflow, cfg, settled)  # the ops' checks that need the config too
     if problems:
         raise ConfigError(problems)

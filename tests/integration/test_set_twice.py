@@ -30,3 +30,28 @@ def test_run_json_records_a_value_set_twice_and_a_resume_keeps_it_once(tmp_path:
     resumed = submit("--resume", str(run_dir), "--dry-run")
     assert resumed.returncode == 0, resumed.stderr
     assert "steps=60 (--set)" in resumed.stdout
+
+
+def test_a_carried_value_that_the_edited_workflow_refuses_is_said_as_the_runs(
+    tmp_path: Path,
+) -> None:
+    """A value the run was started with, refused after the workflow's edit: the resume said
+    "--set: params.size: ..." though nothing was given with --set now."""
+    workflow = tmp_path / "wf.yaml"
+    workflow.write_text(EXAMPLE.read_text())
+    run_dir = tmp_path / "run"
+    args = [str(workflow), "--run-dir", str(run_dir), "--no-report", *QUIET, *SMALL]
+    started = submit(*args)
+    assert started.returncode == 0, started.stderr
+    workflow.write_text(workflow.read_text().replace("min: 16, doc: grid", "min: 200, doc: grid"))
+    resumed = submit("--resume", str(run_dir), "--dry-run")
+    assert resumed.returncode == 2, resumed.stderr
+    assert resumed.stderr.startswith(
+        f"error: {run_dir / 'run.json'} (a --set of the run being resumed): params.size: "
+        "expected int >= 200, got 128"
+    ), resumed.stderr
+    # given now, the value is this command's own
+    resumed = submit("--resume", str(run_dir), "--dry-run", "--set", "params.size=128")
+    assert resumed.stderr.startswith("error: --set: params.size: expected int >= 200"), (
+        resumed.stderr
+    )
