@@ -68,6 +68,25 @@ def check_run_dir(run_dir: str | os.PathLike[str]) -> None:
         _unmake(path, outermost)
 
 
+def check_runs_folder(workflow: Workflow) -> None:
+    """Refuse ``runs/<workflow>`` as a first run without ``--run-dir`` would (a ``runs`` that
+    is a file, a folder it may not write in), leaving nothing behind: the dry run had said
+    nothing, and the run was then refused.
+
+    Raises
+    ------
+    ConfigError
+        What :func:`_new_run_dir` would raise there.
+    """
+    base = Path("runs") / workflow.name
+    outermost = _outermost_missing(base)
+    try:
+        _write_test(base)
+    finally:
+        if outermost is not None:
+            _unmake(base, outermost)
+
+
 def _given_run_dir(run_dir: str | os.PathLike[str]) -> Path:
     """``run_dir`` as a path, unless it is no folder a new run may write in (what is there is
     only looked at)."""

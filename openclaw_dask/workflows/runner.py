@@ -87,6 +87,7 @@ from openclaw_dask.workflows.rundir import (
     _new_run_dir,
     _outermost_missing,
     check_run_dir,
+    check_runs_folder,
     report_path,
 )
 from openclaw_dask.workflows.spec import Workflow, load_workflow, run_problems
@@ -325,7 +326,9 @@ def run_workflow(
     versions = software_versions()
     changed = software_changes(previous, versions) if resume is not None else []
     if dry_run:
-        if resume is None and run_dir is not None:  # what the run would refuse, refused now
+        if resume is None and run_dir is None:  # what the run would refuse, refused now
+            check_runs_folder(workflow)
+        elif resume is None:
             check_run_dir(run_dir)
         if resume is not None:
             summary["resume"] = resume_plan(workflow, cfg, previous, resume_path)

@@ -515,3 +515,23 @@ def test_yaml_nested_as_deep_as_allowed_is_read() -> None:
     for _ in range(inner - 1):
         [data] = data
     assert data == []
+
+
+def test_a_dry_run_without_run_dir_refuses_the_runs_folder_the_run_refuses(
+    tmp_path: Path,
+) -> None:
+    """A ``runs`` that is a file: the dry run had said "nothing started" with exit 0, and the
+    run then refused ``runs/<workflow>/<time>``. Without ``runs``, the dry run leaves none."""
+    args = ["submit", str(ROOT / "workflows/example.yaml"), "--no-report"]
+    accepted = run(*args, "--dry-run")
+    assert accepted.exit_code == 0, accepted.output
+    assert not (tmp_path / "runs").exists()
+    (tmp_path / "runs").write_text("mine")
+    before = _snapshot(tmp_path)
+    [dry] = refused(run(*args, "--dry-run"))
+    [real] = refused(run(*args))
+    assert (
+        dry == "error: runs/example-smoothing: cannot write a run directory here: Not a directory"
+    )
+    assert real.startswith("error: runs/example-smoothing/") and real.endswith(": Not a directory")
+    assert _snapshot(tmp_path) == before
