@@ -86,7 +86,8 @@ class Hardware:
     siblings
         ``{core id: its hyper-thread siblings}``, used to pin to physical cores.
     interfaces
-        Network interface names (``lo``, ``eth0``, ``ib0``).
+        Names of the network interfaces with an IPv4 address (``lo``, ``eth0``, ``ib0``):
+        those ``cluster.interface`` may name, as Dask listens on an interface's IPv4 address.
     addresses
         IP addresses of those interfaces (what a server here can bind to); empty: not known.
         Left out of :meth:`to_dict`; a hand-written description may give them.
@@ -503,8 +504,27 @@ def detect_hardware(sys_root: str = "/sys") -> Hardware:
         packages=_packages(),
         allocators=find_allocators(),
         siblings=siblings,
-        interfaces=tuple(name for _, name in socket.if_nameindex()),
+        interfaces=_ipv4_interfaces(),
         addresses=_addresses(),
+    )
+
+
+def _ipv4_interfaces() -> tuple[str, ...]:
+    """The names of the interfaces that have an IPv4 address, in the kernel's order.
+
+    Dask's ``interface=`` takes an interface's IPv4 address (``get_ip_interface``): an
+    ``ifb0`` without one had passed the config's check and failed the cluster's start. All
+    interfaces when psutil cannot tell.
+    """
+    names = tuple(name for _, name in socket.if_nameindex())
+    try:
+        import psutil
+
+        found = psutil.net_if_addrs()
+    except (ImportError, OSError):
+        return names
+    return tuple(
+        name for name in names if any(a.family == socket.AF_INET for a in found.get(name, ()))
     )
 
 

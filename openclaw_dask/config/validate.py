@@ -311,7 +311,8 @@ def check_hardware(
     if interface and hw.interfaces and interface not in hw.interfaces:
         bad(
             "cluster.interface",
-            f"no network interface {quote(interface)} here (have: {', '.join(hw.interfaces)})"
+            f"no network interface {quote(interface)} with an IPv4 address here, which Dask "
+            f"listens on (have: {', '.join(hw.interfaces)})"
             + did_you_mean(interface, hw.interfaces),
         )
     if backend in ("local", "cuda"):  # served here (ssh: on the scheduler's node)

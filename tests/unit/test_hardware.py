@@ -26,6 +26,29 @@ def test_this_machine() -> None:
         assert os.path.isfile(path), (allocator, path)
 
 
+def test_only_interfaces_with_an_ipv4_address_are_listed() -> None:
+    """Dask listens on an interface's IPv4 address: ``cluster.interface: ifb0`` (this VM has
+    one, without an address) had passed the check and failed the cluster's start with
+    "interface 'ifb0' doesn't have an IPv4 address"."""
+    import socket
+
+    import psutil
+    from distributed.utils import get_ip_interface
+
+    have = psutil.net_if_addrs()
+    every = [name for _, name in socket.if_nameindex()]
+    listed = detect_hardware().interfaces
+    assert listed == tuple(
+        n for n in every if any(a.family == socket.AF_INET for a in have.get(n, ()))
+    )
+    for name in every:
+        if name in listed:
+            get_ip_interface(name)
+        else:
+            with pytest.raises(ValueError, match="doesn't have an IPv4 address"):
+                get_ip_interface(name)
+
+
 def test_allocators_installed_by_ci_are_found() -> None:
     # .ci/run installs libjemalloc2 and libgoogle-perftools4; say so if they are missing
     hw = detect_hardware()
