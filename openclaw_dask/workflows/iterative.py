@@ -274,6 +274,8 @@ class IterativeSteps:
             self._check_start_over(step, f"; {found.said}, so the step starts over, which needs it")
             if self.announce:
                 self.announce(f"{step.name}: {found.said}; running the step from step 0")
+        elif found.edited and self.announce:
+            self.announce(f"{step.name}: {found.passed_over}; running the step from step 0")
         shutil.rmtree(ckpt_dir, ignore_errors=True)
         for name in step.zarr_outputs:
             shutil.rmtree(self.run_dir / f"{name}.zarr", ignore_errors=True)

@@ -234,6 +234,8 @@ def resume_plan(
             plan[name] = f"continue from its checkpoint at step {found.step:,}{edited}"
         elif found.damage is not None:
             plan[name] = f"{found.said}; running the step from step 0"
+        elif found.edited:
+            plan[name] = f"{found.passed_over}; running the step from step 0"
         else:
             plan[name] = "run"
     return plan
@@ -264,11 +266,15 @@ class CheckpointFound:
         missing``); ``None`` when it can, or when the run committed none of this step.
     step
         The step the checkpoint was committed at, when ``checkpoint.json`` or run.json tells.
+    edited
+        The checkpoint is whole but of the step before an edit (:func:`same_step` says no):
+        not continued, and said, as a resume had run such a step from step 0 without a word.
     """
 
     saved: dict[str, Any] | None = None
     damage: str | None = None
     step: int | None = None
+    edited: bool = False
 
     @property
     def said(self) -> str:
@@ -276,6 +282,14 @@ class CheckpointFound:
         say it."""
         at = f"the checkpoint at step {self.step:,}" if self.step is not None else "its checkpoint"
         return f"{at} is damaged ({self.damage})"
+
+    @property
+    def passed_over(self) -> str:
+        """Why an ``edited`` checkpoint is not continued, as the dry run and the run say it."""
+        return (
+            f"its checkpoint at step {self.step:,} is of the step before its op, arguments or "
+            "inputs changed"
+        )
 
 
 def checkpoint_of(
@@ -291,8 +305,8 @@ def checkpoint_of(
     A checkpoint is continued when its ``checkpoint.json`` reads as one, it is of this step as
     it is now (:func:`same_step`), and its state store and the outputs it counted are as they
     were committed (:func:`checkpoint_damage`). One of another step (edited arguments) is
-    passed over in silence: the step runs from step 0 as it would without one. A damaged one
-    is said wherever the run committed one: the file is there, or the step's record in
+    passed over (``edited``, said by the dry run and the run): the step runs from step 0. A
+    damaged one is said wherever the run committed one: the file is there, or the step's record in
     run.json (``recorded``, this step by its fingerprint, not completed) says one was
     (:func:`_committed`). A resume
     that found ``checkpoint.json`` cut short or its state store gone had run the step from
@@ -313,9 +327,9 @@ def checkpoint_of(
     ckpt_dir = run_dir / CHECKPOINTS / step.name
     saved, why = _load_checkpoint(ckpt_dir)
     if saved is not None:
-        if not same_step(step, saved, fingerprint, record, config):
-            return CheckpointFound()
         at = int(saved["step"])
+        if not same_step(step, saved, fingerprint, record, config):
+            return CheckpointFound(step=at, edited=True)
         dim = getattr(step.info.target, "append_dim", None) if step.info.iterative else None
         damage = checkpoint_damage(run_dir, ckpt_dir, saved, dim)
         return CheckpointFound(None, damage, at) if damage else CheckpointFound(saved, None, at)

@@ -780,8 +780,14 @@ def test_a_checkpoint_made_with_other_arguments_is_not_continued(tmp_path: Path)
     assert (run_dir / ".checkpoints/count/checkpoint.json").is_file()  # at step 2, add 1
     wf.write_text(wf.read_text().replace("{add: 1, fail_at: 4}", "{add: 2}"))
     plan = run_workflow(wf, overrides=sets, resume=run_dir, dry_run=True)["resume"]
-    assert plan == {"field": "skip: completed in an earlier attempt", "count": "run"}
-    again = run_workflow(wf, overrides=sets, resume=run_dir)
+    passed_over = (
+        "its checkpoint at step 2 is of the step before its op, arguments or inputs changed; "
+        "running the step from step 0"
+    )  # it had said "run", and the run nothing at all
+    assert plan == {"field": "skip: completed in an earlier attempt", "count": passed_over}
+    said: list[str] = []
+    again = run_workflow(wf, overrides=sets, resume=run_dir, announce=said.append)
+    assert f"count: {passed_over}" in said, said
     assert "resumed_from_step" not in again["steps"]["count"]
     field = xr.open_zarr(run_dir / "field.zarr")["temperature"]
     counted = xr.open_zarr(run_dir / "counted.zarr")["temperature"]
