@@ -245,12 +245,60 @@ def _make_ca(days: int) -> tuple[Any, Any]:
     return cert, key
 
 
+def _public_der(key: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    return key.public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+
+
 def _load_ca(directory: Path) -> tuple[Any, Any]:
+    """The CA of ``directory``, checked: a CA certificate and its own private key.
+
+    A damaged file ended in cryptography's "Unable to load PEM file ... MalformedFraming",
+    naming neither file; a ``ca-key.pem`` of another CA, or a node's pair in the CA's place,
+    signed node certificates that every peer refuses, and the command said nothing.
+
+    Raises
+    ------
+    ValueError
+        A file that cannot be read, is not PEM of its kind, is not a CA, or a key that is not
+        the CA's. Nothing is written then.
+    """
     from cryptography import x509
     from cryptography.hazmat.primitives import serialization
 
-    cert = x509.load_pem_x509_certificate((directory / CA_CERT).read_bytes())
-    key = serialization.load_pem_private_key((directory / CA_KEY).read_bytes(), password=None)
+    cert_path, key_path = directory / CA_CERT, directory / CA_KEY
+    # what to do is the same for each: the CA cannot be repaired, only replaced
+    todo = (
+        "restore the CA's files, or move ca.pem and ca-key.pem away to make a new CA (every "
+        "node then needs a new certificate)"
+    )
+    texts = {path: _read(str(path)) for path in (cert_path, key_path)}
+    for path, data in texts.items():
+        if isinstance(data, str):
+            raise ValueError(f"{path} {data}; {todo}")
+    try:
+        cert = x509.load_pem_x509_certificate(texts[cert_path])
+    except ValueError:
+        raise ValueError(f"{cert_path} is not a PEM certificate; {todo}") from None
+    try:
+        key = serialization.load_pem_private_key(texts[key_path], password=None)
+    except TypeError:  # encrypted
+        raise ValueError(
+            f"{key_path} is an encrypted private key; certs create signs with an unencrypted one"
+        ) from None
+    except ValueError:
+        raise ValueError(f"{key_path} is not a PEM private key; {todo}") from None
+    try:
+        is_ca = cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    except x509.ExtensionNotFound:
+        is_ca = False
+    if not is_ca:
+        raise ValueError(f"{cert_path} is not a CA certificate (a node's?); {todo}")
+    if _public_der(cert.public_key()) != _public_der(key.public_key()):
+        raise ValueError(f"{key_path} is not the key of {cert_path}; {todo}")
     return cert, key
 
 
@@ -361,7 +409,8 @@ def create_certificates(
     ValueError
         A name that is not a plain file name, a host that is neither an IP address nor a DNS
         host name, ``days`` beyond what a certificate can encode, or ``ca.pem`` without
-        ``ca-key.pem``. Nothing is written then.
+        ``ca-key.pem``, or a CA that cannot be read, is not a CA or whose key is not its own.
+        Nothing is written then.
     """
     from cryptography.hazmat.primitives import serialization
 
@@ -469,19 +518,12 @@ def _check_pair(
 ) -> None:
     """Key matches certificate; certificate issued by the CA and valid now."""
     from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives import serialization
 
     cert, key, ca = loaded.get("cert"), loaded.get("key"), loaded.get("ca_file")
-
-    def public(k: Any) -> bytes:
-        return k.public_bytes(
-            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-
     if (
         cert is not None
         and key is not None
-        and public(cert.public_key()) != public(key.public_key())
+        and _public_der(cert.public_key()) != _public_der(key.public_key())
     ):
         bad("distributed.tls.key", f"{paths['key']} is not the key of {paths['cert']}")
     if cert is not None and ca is not None:

@@ -187,3 +187,44 @@ def test_a_failed_write_leaves_no_files(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         create_certificates(target, overwrite=True)
     assert sorted(p.name for p in target.iterdir()) == ["node-key.pem"]
+
+
+def _break_ca(folder: Path, how: str, other: Path) -> str:
+    """Damage the CA in ``folder`` as ``how`` says; the file the message must name."""
+    if how == "garbage cert":
+        (folder / "ca.pem").write_text("garbage\n")
+        return f"{folder / 'ca.pem'} is not a PEM certificate"
+    if how == "empty key":
+        (folder / "ca-key.pem").write_text("")
+        return f"{folder / 'ca-key.pem'} is not a PEM private key"
+    if how == "cert is a folder":
+        (folder / "ca.pem").unlink()
+        (folder / "ca.pem").mkdir()
+        return f"{folder / 'ca.pem'} cannot be read: Is a directory"
+    if how == "key of another CA":
+        (folder / "ca-key.pem").write_bytes((other / "ca-key.pem").read_bytes())
+        return f"{folder / 'ca-key.pem'} is not the key of {folder / 'ca.pem'}"
+    # a node's pair copied into the CA's place
+    (folder / "ca.pem").write_bytes((other / "node.pem").read_bytes())
+    (folder / "ca-key.pem").write_bytes((other / "node-key.pem").read_bytes())
+    return f"{folder / 'ca.pem'} is not a CA certificate"
+
+
+@pytest.mark.parametrize(
+    "how", ["garbage cert", "empty key", "cert is a folder", "key of another CA", "node as CA"]
+)
+def test_a_damaged_or_mismatched_ca_is_named_and_signs_nothing(tmp_path: Path, how: str) -> None:
+    """A damaged CA file ended in cryptography's "Unable to load PEM file ... MalformedFraming"
+    naming no file; another CA's key, or a node's pair as the CA, signed node certificates that
+    every peer refuses, with exit 0 and nothing said."""
+    folder, other = tmp_path / "certs", tmp_path / "other"
+    create_certificates(folder)
+    create_certificates(other)
+    (folder / "node.pem").unlink()
+    (folder / "node-key.pem").unlink()
+    said = _break_ca(folder, how, other)
+    result = CliRunner().invoke(cli, ["certs", "create", str(folder), "--days", "30"])
+    assert result.exit_code == 2, result.output
+    assert said in result.output and "move ca.pem and ca-key.pem away" in result.output
+    assert "Traceback" not in result.output and "MalformedFraming" not in result.output
+    assert sorted(p.name for p in folder.iterdir()) == ["ca-key.pem", "ca.pem"]
