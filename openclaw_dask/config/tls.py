@@ -71,11 +71,14 @@ def _yaml_path(path: str | os.PathLike[str]) -> str:
     """``path`` as a YAML value: plain where YAML reads it back as written, else quoted.
 
     A folder such as ``my: certs`` or ``certs #2`` printed plain made the pasted lines a
-    YAML error (a mapping inside a value) or cut the path at the ``#`` (a comment).
+    YAML error (a mapping inside a value) or cut the path at the ``#`` (a comment). Letters
+    beyond ASCII stay as they are: ``für`` was printed as ``"f\\xFCr"``.
     """
     import yaml
 
-    text = yaml.safe_dump(str(path), default_flow_style=True, width=10_000).strip()
+    text = yaml.safe_dump(
+        str(path), default_flow_style=True, width=10_000, allow_unicode=True
+    ).strip()
     return text.removesuffix("...").strip()
 
 

@@ -11,7 +11,7 @@ from openclaw_dask import load_config
 from openclaw_dask.cli.main import cli
 
 
-@pytest.mark.parametrize("folder", ["my: certs", "certs #2", "plain"])
+@pytest.mark.parametrize("folder", ["my: certs", "certs #2", "plain", "Zertifikate für"])
 def test_the_printed_lines_pasted_into_a_config_name_the_files_made(
     tmp_path: Path, folder: str
 ) -> None:
@@ -28,3 +28,5 @@ def test_the_printed_lines_pasted_into_a_config_name_the_files_made(
     assert config["distributed.tls.ca_file"] == str(where / "ca.pem")
     assert config["distributed.tls.cert"] == str(where / "node.pem")
     assert config["distributed.tls.key"] == str(where / "node-key.pem")
+    # as the user will read them: "für" was printed as "f\xFCr" (YAML reads that back too)
+    assert str(where / "node-key.pem") in pasted
