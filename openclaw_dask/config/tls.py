@@ -420,7 +420,10 @@ def create_certificates(
     folder = Path(directory).expanduser()
     names = list(dict.fromkeys(names)) or ["node"]
     for name in names:
-        if not name or "/" in name or name.startswith(".") or name in ("ca", "ca-key"):
+        # a newline or tab in a name made files that `ls` shows on two lines and config lines
+        # that YAML folds (quoted over three lines)
+        bad = not name or not name.isprintable() or "/" in name or name.startswith(".")
+        if bad or name in ("ca", "ca-key"):
             raise ValueError(f"node name {name!r}: use a plain name such as 'node' or 'worker1'")
     extra_hosts = [check_cert_host(h) for h in hosts]
     check_days(days)

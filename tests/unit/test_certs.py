@@ -228,3 +228,13 @@ def test_a_damaged_or_mismatched_ca_is_named_and_signs_nothing(tmp_path: Path, h
     assert said in result.output and "move ca.pem and ca-key.pem away" in result.output
     assert "Traceback" not in result.output and "MalformedFraming" not in result.output
     assert sorted(p.name for p in folder.iterdir()) == ["ca-key.pem", "ca.pem"]
+
+
+@pytest.mark.parametrize("name", ["", "..", "ca", "a/b", "two\nlines", "tab\there", "bell\a"])
+def test_node_names_that_are_no_plain_file_names_are_refused(tmp_path: Path, name: str) -> None:
+    """A name with a newline made ``two\\nlines.pem`` and config lines folded over three lines."""
+    target = tmp_path / "d"
+    result = CliRunner().invoke(cli, ["certs", "create", str(target), "--name", name])
+    assert result.exit_code == 2, result.output
+    assert f"node name {name!r}: use a plain name such as 'node' or 'worker1'" in result.output
+    assert not target.exists()
