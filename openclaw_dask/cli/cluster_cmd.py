@@ -43,6 +43,7 @@ from openclaw_dask.runtime.state import (
     read_state,
     scheduler_refuses,
     state_dir,
+    state_dir_error,
     state_file,
 )
 from openclaw_dask.runtime.terminal import signals_held
@@ -123,6 +124,10 @@ def _up(lock: IO[str] | None, config_path: str | None, overrides: tuple[str, ...
         message = f"cluster up starts local, cuda or ssh clusters, not {plan.backend}"
         raise ConfigError([_where(config, "cluster.backend", message)])
     log = state_dir() / "cluster.log"  # the lock made the directory and found it writable
+    try:
+        sink = open(log, "w")  # noqa: SIM115 (closed below, once the daemon has it)
+    except OSError as exc:  # a folder named cluster.log: exit 1 and Python's IsADirectoryError
+        raise state_dir_error(exc) from None
     # the daemon inherits the locked file and holds the lock for as long as it runs
     command = [sys.executable, "-m", "openclaw_dask.runtime.daemon"]
     command += ["--lock-fd", str(lock.fileno())]
@@ -134,7 +139,7 @@ def _up(lock: IO[str] | None, config_path: str | None, overrides: tuple[str, ...
     try:
         # a Ctrl-C inside Popen, once the daemon exists and before the call returns it, would
         # leave the daemon starting its cluster unseen: held, it is raised here once `proc` is
-        with signals_held(), open(log, "w") as sink:
+        with signals_held(), sink:
             proc = subprocess.Popen(
                 command,
                 stdout=sink,

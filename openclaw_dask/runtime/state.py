@@ -100,12 +100,24 @@ def state_dir_error(exc: OSError) -> StateError:
     Returns
     -------
     StateError
-        One problem that names the directory (and ``OPENCLAW_STATE_DIR`` when it is set, as
+        One problem that names the directory, or its file in the way (a folder named
+        ``cluster.lock``), (and ``OPENCLAW_STATE_DIR`` when it is set, as
         that is the setting to change) and what to do.
     """
     where = state_dir()
     origin = "OPENCLAW_STATE_DIR" if os.environ.get("OPENCLAW_STATE_DIR") else None
     what = "the state directory " if origin is None else ""
+    file = Path(exc.filename) if isinstance(exc.filename, str) else None
+    probe_name = f".probe-{os.getpid()}"  # make_state_dir's own: the directory's fault
+    if file is not None and file.parent == where and file.name != probe_name and where.is_dir():
+        # one of its files (the lock, the log) is in the way, not the directory: a folder
+        # named cluster.lock was said to make the directory itself "cannot be written"
+        reason = (exc.strerror or str(exc)).lower()
+        message = (
+            f"{file} cannot be written ({reason}); remove it, or set OPENCLAW_STATE_DIR to "
+            "another directory"
+        )
+        return StateError([Problem(message, origin=origin)])
     if exc.errno in (errno.ENOTDIR, errno.EEXIST):
         # the directory itself, or a folder above it, is a file: name the file
         probe = where

@@ -691,3 +691,19 @@ def test_a_read_only_state_dir_is_one_line(tmp_path: Path) -> None:
         "1 problem found",
     ]
     assert not _daemons_here()
+
+
+@pytest.mark.parametrize("name", ["cluster.lock", "cluster.log"])
+def test_a_folder_in_place_of_a_state_file_is_named(name: str) -> None:
+    """A folder named cluster.lock was said to make the whole state directory "cannot be
+    written"; one named cluster.log ended in Python's IsADirectoryError, exit 1."""
+    where = state_file().parent
+    (where / name).mkdir(parents=True)
+    up = sh("cluster", "up", timeout=60)
+    assert up.returncode == 2, up.stderr
+    assert up.stderr.splitlines() == [
+        f"error: OPENCLAW_STATE_DIR: {where / name} cannot be written (is a directory); remove "
+        "it, or set OPENCLAW_STATE_DIR to another directory",
+        "1 problem found",
+    ]
+    assert not _daemons_here() and not state_file().exists()
