@@ -421,10 +421,10 @@ def workers_table(address: str, facts: dict[str, dict[str, Any]]) -> Table:
 def status_cmd(address: str | None, config_path: str | None) -> None:
     """List the workers: threads, pinned cores, allocator, memory limit, config hash."""
     from openclaw_dask.runtime.cluster import attached_dashboard
-    from openclaw_dask.runtime.inspect import inspect_workers, refused_workers
+    from openclaw_dask.runtime.inspect import ask_workers, refused_workers, worker_facts
 
     with _connected(address, config_path) as (address, client, dashboard):
-        facts = inspect_workers(client)
+        facts, silent = ask_workers(client, worker_facts)
         refused = refused_workers(client)
         # Dask formats a link even for a scheduler that serves no dashboard: `cluster up`
         # recorded whether its own does; another scheduler (--address) is asked
@@ -434,6 +434,21 @@ def status_cmd(address: str | None, config_path: str | None) -> None:
         err.print(f"refused {worker}: {reason}", markup=False)
     if link:
         out.print(f"dashboard: {link}")
+    _say_silent(silent)
+
+
+def _say_silent(silent: list[str]) -> None:
+    """Name the workers that did not answer (a line each), and exit 1 if there were any."""
+    from openclaw_dask.runtime.inspect import ANSWER_TIMEOUT
+
+    for worker in silent:
+        err.print(
+            f"worker {worker} did not answer within {ANSWER_TIMEOUT:g} s (stopped, or busy in "
+            "a task that holds the GIL)",
+            markup=False,
+        )
+    if silent:
+        sys.exit(EXIT_FAILED)
 
 
 @click.group("memory")
@@ -446,13 +461,15 @@ def memory_group() -> None:
 @CLIENT_CONFIG_OPTION
 def compact_cmd(address: str | None, config_path: str | None) -> None:
     """Return freed memory to the OS in every worker; print RSS before and after."""
-    from openclaw_dask.runtime.memory import memory_compact
+    from openclaw_dask.runtime.inspect import ask_workers
+    from openclaw_dask.runtime.memory import compact_worker
 
     with _connected(address, config_path) as (_, client, _):
-        result = memory_compact(client)
+        result, silent = ask_workers(client, compact_worker)
     for worker, r in sorted(result.items()):
         out.print(
             f"{worker}: {r['allocator']} {r['call']}: RSS "
             f"{format_bytes(r['rss_before'])} -> {format_bytes(r['rss_after'])}",
             markup=False,
         )
+    _say_silent(silent)

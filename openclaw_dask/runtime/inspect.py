@@ -86,6 +86,55 @@ def inspect_workers(client: Any) -> dict[str, dict[str, Any]]:
     return client.run(worker_facts)
 
 
+#: Seconds each worker has to answer :func:`ask_workers`: one answers in milliseconds unless it
+#: is stopped (Ctrl-Z, SIGSTOP) or busy in a task that holds the GIL, and ``Client.run`` waits
+#: for those for ever (`cluster status` hung until the worker was continued).
+ANSWER_TIMEOUT = 10.0
+
+
+def ask_workers(
+    client: Any, function: Any, timeout: float | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """Run ``function`` in every worker, as ``Client.run``, waiting ``timeout`` s for each.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A synchronous client.
+    function : callable
+        Run in each worker (it may take ``dask_worker``).
+    timeout : float, optional
+        Seconds each worker has to answer (default :data:`ANSWER_TIMEOUT`).
+
+    Returns
+    -------
+    answers : dict
+        ``{worker address: what function returned}`` of the workers that answered.
+    silent : list of str
+        The workers that did not answer in time (their answers are not waited for).
+    """
+    import asyncio
+
+    wait = ANSWER_TIMEOUT if timeout is None else timeout
+    workers = sorted(client.nthreads())
+
+    silent = object()
+
+    async def ask(worker: str) -> Any:
+        try:
+            found = await asyncio.wait_for(client._run(function, workers=[worker]), wait)
+        except TimeoutError:
+            return silent
+        return found.get(worker, None)  # (no answer of a worker that left meanwhile)
+
+    async def ask_all() -> list[Any]:
+        return await asyncio.gather(*(ask(w) for w in workers))
+
+    found = dict(zip(workers, client.sync(ask_all), strict=True))
+    answers = {w: a for w, a in found.items() if a is not None and a is not silent}
+    return answers, [w for w, a in found.items() if a is silent]
+
+
 def refusals(client: Any) -> dict[str, tuple[str, str]]:
     """``{worker address: (config key, reason)}`` of workers our plugins refused."""
 

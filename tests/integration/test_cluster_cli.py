@@ -707,3 +707,41 @@ def test_a_folder_in_place_of_a_state_file_is_named(name: str) -> None:
         "1 problem found",
     ]
     assert not _daemons_here() and not state_file().exists()
+
+
+def test_status_and_compact_name_a_worker_that_does_not_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stopped worker (or one in a task that holds the GIL) hung `cluster status` and
+    `memory compact` until it was continued: Client.run waits for every worker for ever."""
+    from click.testing import CliRunner
+
+    from openclaw_dask.cli.main import cli
+    from openclaw_dask.runtime import inspect
+
+    monkeypatch.setattr(inspect, "ANSWER_TIMEOUT", 1.0)
+    up = sh("cluster", "up", "--set", "parallel.processes=2", "cluster.dashboard_address=")
+    assert up.returncode == 0, up.stderr
+    state = read_state()
+    assert state
+    workers = [
+        p for p in psutil.Process(state["pid"]).children() if "spawn_main" in str(p.cmdline())
+    ]
+    stopped = workers[0]
+    stopped.suspend()
+    try:
+        status = CliRunner().invoke(cli, ["cluster", "status"])
+        compact = CliRunner().invoke(cli, ["memory", "compact"])
+    finally:
+        stopped.resume()
+        down = sh("cluster", "down")
+    assert down.returncode == 0, down.stderr
+    for done in (status, compact):
+        assert done.exit_code == 1, done.output
+        [said] = [line for line in done.stderr.splitlines() if "did not answer" in line]
+        assert said.startswith("worker tcp://127.0.0.1:")
+        assert said.endswith(
+            " did not answer within 1 s (stopped, or busy in a task that holds the GIL)"
+        )
+    assert status.stdout.count("│ tcp://127.0.0.1:") == 1  # the worker that answered
+    assert compact.stdout.count("malloc_trim") == 1
