@@ -33,6 +33,8 @@ from openclaw_dask.config.validate import ADDRESS_TRANSPORTS, locate, transport
 from openclaw_dask.exitcodes import EXIT_FAILED
 from openclaw_dask.runtime.processes import kill_tree, wait_gone
 from openclaw_dask.runtime.state import (
+    DAEMON_ROLE,
+    UP_ROLE,
     address_problem,
     clear_state,
     daemon_process,
@@ -40,6 +42,7 @@ from openclaw_dask.runtime.state import (
     load_state,
     lock_file,
     lock_holder,
+    lock_owner,
     read_state,
     scheduler_refuses,
     state_dir,
@@ -84,7 +87,7 @@ def _where(config: Any, key: str, message: str) -> Problem:
 def up_cmd(config_path: str | None, overrides: tuple[str, ...]) -> None:
     """Start the cluster in the background and print its address and dashboard."""
     # held until the daemon is up, and by the daemon after that: one cluster per state dir
-    lock = hold_lock("`cluster up`")
+    lock = hold_lock(UP_ROLE)
     try:
         _up(lock, config_path, overrides)
     finally:
@@ -104,12 +107,15 @@ def _up(lock: IO[str] | None, config_path: str | None, overrides: tuple[str, ...
         )
         raise ConfigError([Problem(message, origin="cluster up")])
     if lock is None:
-        # another `cluster up` is starting its cluster (its state file comes when it is up)
-        message = (
-            f"another `openclaw-dask cluster up` is starting a cluster with this state "
-            f"directory: {lock_holder()} holds {lock_file()}; `openclaw-dask cluster status` "
-            "shows it once it is up"
-        )
+        owner = lock_owner()
+        if owner and owner[0] == DAEMON_ROLE:  # it was said to be a `cluster up` starting
+            message = f"{_without_state(owner[1])}; stop it with `openclaw-dask cluster down` first"
+        else:  # another `cluster up` is starting its cluster (its state file comes when it is up)
+            message = (
+                f"another `openclaw-dask cluster up` is starting a cluster with this state "
+                f"directory: {lock_holder()} holds {lock_file()}; `openclaw-dask cluster "
+                "status` shows it once it is up"
+            )
         raise ConfigError([Problem(message, origin="cluster up")])
     config, plan = load_and_plan(config_path, overrides)  # bad input: exit 2, nothing started
     if plan.backend == "attach":
@@ -215,6 +221,11 @@ def _wait_up(
             return
         if proc.poll() is not None:
             text = log.read_text().strip().splitlines()
+            if not text:  # it said nothing: stopped from outside (it said "exited: ", no more)
+                how = "killed" if proc.returncode else "stopped (`cluster down`, or a SIGTERM)"
+                said = f"cluster up: the cluster process (pid {proc.pid}) was {how} as it started"
+                err.print(said, markup=False)
+                sys.exit(EXIT_FAILED)
             problems = [line.removeprefix("error: ") for line in text if line.startswith("error:")]
             raise ConfigError(
                 [Problem(p, origin="cluster up") for p in problems]
@@ -247,8 +258,25 @@ CLIENT_CONFIG_OPTION = click.option(
 )
 
 
+def _without_state(daemon: psutil.Process) -> str:
+    """What to call a daemon that holds the state directory's lock but has no state file."""
+    return (
+        f"a cluster daemon (pid {daemon.pid}) runs with this state directory, but its state "
+        f"file {state_file()} is gone"
+    )
+
+
 def _no_cluster(stale: str | None, hint: str | None = None) -> NoReturn:
-    """Say in one line that no cluster runs (and why a state file was removed); exit 1."""
+    """Say in one line that no cluster runs (and why a state file was removed); exit 1.
+
+    A `cluster up` still starting one, or a daemon whose state file was removed, is said as
+    such (both were "no cluster is running", and the cluster came up or ran on unseen).
+    """
+    owner = lock_owner()
+    if owner and owner[0] == UP_ROLE:
+        hint = f"{UP_ROLE} (pid {owner[1].pid}) is starting one; run this again once it is up"
+    elif owner:
+        hint = f"{_without_state(owner[1])}: `openclaw-dask cluster down` stops it"
     line = "no cluster is running"
     if stale:
         line += f" ({stale})"
@@ -317,8 +345,13 @@ def down_cmd() -> None:
     state, stale = load_state()
     # looked up again right before the signal: the daemon may have exited since the file was read
     proc = daemon_process(state) if state else None
-    if not state or not proc:
-        _no_cluster(stale)
+    address = state["address"] if state and proc else None
+    if not address:
+        owner = lock_owner()
+        if not owner or owner[0] != DAEMON_ROLE:
+            _no_cluster(stale)
+        # its state file was removed (by hand, as a damaged one's message says): no address
+        proc = owner[1]
     found: list[str] = []  # what was wrong with it, said on the one line
     timeout, closing = DOWN_GRACE, True
     try:
@@ -329,7 +362,7 @@ def down_cmd() -> None:
             proc.resume()
             stopped = f"its daemon, pid {proc.pid}, was stopped (SIGSTOP or Ctrl-Z)"
             found.append(f"{stopped}: continued it to close")
-        elif scheduler_refuses(state["address"]):
+        elif address and scheduler_refuses(address):
             # its scheduler is gone: a daemon that closes its cluster waits on it in vain
             timeout, closing = DEAD_SCHEDULER_TIMEOUT, False
             found.append("its scheduler was gone already (connection refused)")
@@ -340,7 +373,11 @@ def down_cmd() -> None:
     except psutil.NoSuchProcess:
         pass  # it exited on its own meanwhile
     said = "".join(f"; {line}" for line in found)
-    out.print(f"cluster down: {state['address']} stopped{said}", markup=False)
+    what = address or (
+        f"the cluster of daemon pid {proc.pid} (it had no state file: still starting, or the "
+        "file was removed)"
+    )
+    out.print(f"cluster down: {what} stopped{said}", markup=False)
 
 
 def _kill_daemon(proc: psutil.Process, waited: float, closing: bool) -> str:

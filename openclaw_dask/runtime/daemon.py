@@ -20,6 +20,7 @@ from openclaw_dask.config import ConfigError
 from openclaw_dask.config.errors import Problem
 from openclaw_dask.runtime.cluster import client_settings, start_cluster
 from openclaw_dask.runtime.state import (
+    DAEMON_ROLE,
     StateError,
     clear_state,
     hold_lock,
@@ -50,9 +51,9 @@ def main(argv: list[str] | None = None) -> int:
             # workers must not inherit it: one that outlived this process would keep the lock
             os.set_inheritable(args.lock_fd, False)
             # kept in this frame until the end: a collected file object would close the lock
-            lock = hold_lock("cluster daemon", os.fdopen(args.lock_fd, "a+"))
+            lock = hold_lock(DAEMON_ROLE, os.fdopen(args.lock_fd, "a+"))
         else:  # started by hand: one cluster per state directory all the same
-            lock = hold_lock("cluster daemon")
+            lock = hold_lock(DAEMON_ROLE)
             if lock is None:
                 message = f"another cluster runs with this state directory ({lock_holder()})"
                 raise StateError([Problem(message, origin=str(lock_file()))])

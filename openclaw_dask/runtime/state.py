@@ -209,6 +209,42 @@ def lock_holder() -> str:
         return "another process"
 
 
+#: The roles :func:`hold_lock` writes down (``cluster up`` while it starts, then its daemon).
+UP_ROLE, DAEMON_ROLE = "`cluster up`", "cluster daemon"
+
+
+def lock_owner() -> tuple[str, psutil.Process] | None:
+    """Who holds the state directory's lock now, found without the state file.
+
+    A ``cluster up`` that is still starting its cluster has written no state file yet, and a
+    daemon whose state file was removed by hand (as a damaged file's message says to) has none
+    any more: ``cluster down`` and ``status`` said "no cluster is running" of both, and the
+    daemon could then be stopped only with ``kill``.
+
+    Returns
+    -------
+    tuple of (str, psutil.Process) or None
+        The role the holder wrote down (:data:`UP_ROLE` or :data:`DAEMON_ROLE`) and its
+        process: one of this user and host that has the lock file open (it holds the lock as
+        long as it does). ``None`` when no such process runs.
+    """
+    holder = lock_holder()
+    role = next((r for r in (UP_ROLE, DAEMON_ROLE) if holder.startswith(f"{r} (pid ")), None)
+    if role is None:
+        return None
+    pid, _, rest = holder.removeprefix(f"{role} (pid ").partition(" on ")
+    if not pid.isdigit() or rest.partition(" ")[0] != this_host():
+        return None
+    lock = os.path.realpath(lock_file())
+    try:
+        proc = psutil.Process(int(pid))
+        mine = proc.uids().real == os.getuid()
+        holds = mine and any(f.path == lock for f in proc.open_files())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):  # gone, or not this user's
+        return None
+    return (role, proc) if holds else None
+
+
 def pid_alive(pid: int) -> bool:
     """True if a process with this pid exists.
 

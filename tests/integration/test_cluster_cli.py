@@ -745,3 +745,78 @@ def test_status_and_compact_name_a_worker_that_does_not_answer(
         )
     assert status.stdout.count("│ tcp://127.0.0.1:") == 1  # the worker that answered
     assert compact.stdout.count("malloc_trim") == 1
+
+
+def test_a_daemon_whose_state_file_was_removed_is_found_and_stopped() -> None:
+    """A damaged state file's message says "remove it": with the file gone, `status` and
+    `down` said "no cluster is running" and `up` that another `cluster up` was starting one,
+    and the cluster ran on until killed by hand."""
+    up = sh("cluster", "up", "--set", "parallel.processes=1", "cluster.dashboard_address=")
+    assert up.returncode == 0, up.stderr
+    state = read_state()
+    assert state
+    state_file().unlink()
+    try:
+        status, again = sh("cluster", "status"), sh("cluster", "up")
+    finally:
+        down = sh("cluster", "down")
+    gone = (
+        f"a cluster daemon (pid {state['pid']}) runs with this state directory, but its state "
+        f"file {state_file()} is gone"
+    )
+    assert status.returncode == 1
+    assert status.stderr.strip() == (
+        f"no cluster is running; {gone}: `openclaw-dask cluster down` stops it"
+    )
+    assert again.returncode == 2
+    assert f"{gone}; stop it with `openclaw-dask cluster down` first" in again.stderr
+    assert down.returncode == 0, down.stderr
+    assert down.stdout.startswith(f"cluster down: the cluster of daemon pid {state['pid']} (")
+    assert not _daemons_here()
+
+
+def test_status_and_down_say_that_a_cluster_up_is_starting() -> None:
+    """While `cluster up` started its cluster (no state file yet) they said "no cluster is
+    running", and the cluster came up a moment later."""
+    from openclaw_dask.runtime.state import UP_ROLE, hold_lock
+
+    lock = hold_lock(UP_ROLE)  # as a `cluster up` holds it before its daemon takes it over
+    assert lock is not None
+    try:
+        status, down = sh("cluster", "status"), sh("cluster", "down")
+    finally:
+        lock.close()
+    for done in (status, down):
+        assert done.returncode == 1
+        assert done.stderr.strip() == (
+            f"no cluster is running; `cluster up` (pid {os.getpid()}) is starting one; run this "
+            "again once it is up"
+        )
+
+
+#: ``cluster up`` whose daemon is killed as soon as it is spawned.
+DAEMON_KILLED_AS_IT_STARTS = """
+import os, signal, subprocess, sys
+spawn = subprocess.Popen
+class Killed(spawn):
+    def __init__(self, args, *more, **kw):
+        super().__init__(args, *more, **kw)
+        if "openclaw_dask.runtime.daemon" in args:
+            os.kill(self.pid, signal.SIGKILL)
+subprocess.Popen = Killed
+sys.argv[0] = "openclaw-dask"
+from openclaw_dask.cli import main
+main()
+"""
+
+
+def test_a_daemon_stopped_as_it_starts_is_said_to_be() -> None:
+    """It said "error: cluster up: the cluster process exited: " (nothing after), exit 2."""
+    command = [sys.executable, "-c", DAEMON_KILLED_AS_IT_STARTS, "cluster", "up"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    [line] = done.stderr.splitlines()
+    assert re.fullmatch(
+        r"cluster up: the cluster process \(pid \d+\) was killed as it started", line
+    )
+    assert not _daemons_here() and read_state() is None
