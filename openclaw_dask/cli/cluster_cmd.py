@@ -9,6 +9,7 @@ file names and that still runs (never a pid that now names another process). A m
 from __future__ import annotations
 
 import contextlib
+import signal
 import subprocess
 import sys
 import time
@@ -221,11 +222,18 @@ def _wait_up(
             return
         if proc.poll() is not None:
             text = log.read_text().strip().splitlines()
-            if not text:  # it said nothing: stopped from outside (it said "exited: ", no more)
-                how = "killed" if proc.returncode else "stopped (`cluster down`, or a SIGTERM)"
+            if not text and proc.returncode <= 0:
+                # stopped from outside, so it said nothing (this said "exited: ", no more)
+                how = (
+                    f"killed ({signal.Signals(-proc.returncode).name})"
+                    if proc.returncode
+                    else "stopped (`cluster down`, or a SIGTERM)"
+                )
                 said = f"cluster up: the cluster process (pid {proc.pid}) was {how} as it started"
                 err.print(said, markup=False)
                 sys.exit(EXIT_FAILED)
+            if not text:  # its error could not be written either (a full disk: seen)
+                text = [f"code {proc.returncode}, and its log {log} is empty (is that disk full?)"]
             problems = [line.removeprefix("error: ") for line in text if line.startswith("error:")]
             raise ConfigError(
                 [Problem(p, origin="cluster up") for p in problems]

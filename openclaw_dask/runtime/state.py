@@ -500,8 +500,12 @@ def write_state(state: dict[str, Any]) -> Path:
     path = state_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2))
-    tmp.replace(path)
+    try:
+        tmp.write_text(json.dumps(state, indent=2))
+        tmp.replace(path)
+    except OSError:  # a full disk: no half-written cluster.tmp left behind
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 

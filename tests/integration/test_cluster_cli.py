@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -817,6 +818,39 @@ def test_a_daemon_stopped_as_it_starts_is_said_to_be() -> None:
     assert done.returncode == 1, done.stderr
     [line] = done.stderr.splitlines()
     assert re.fullmatch(
-        r"cluster up: the cluster process \(pid \d+\) was killed as it started", line
+        r"cluster up: the cluster process \(pid \d+\) was killed \(SIGKILL\) as it started", line
     )
     assert not _daemons_here() and read_state() is None
+
+
+#: Mounts a 64 KiB tmpfs on "$0" with one 4 KiB page left (the lock file's), then runs "$@".
+NEARLY_FULL = (
+    'mount -t tmpfs -o size=64k tmpfs "$0" && mkdir "$0/state" && '
+    'dd if=/dev/zero of="$0/fill" bs=1k count=58 2>/dev/null && exec "$@"'
+)
+
+
+def test_a_full_state_disk_is_said_and_leaves_no_half_file(tmp_path: Path) -> None:
+    """With room for the lock but not for the state file, the daemon's error could not be
+    written to its log either: `cluster up` said "the cluster process exited: " and no more,
+    and a half-written cluster.tmp stayed behind."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    prefix = ["unshare", "-m", "sh", "-c", NEARLY_FULL, str(disk)]
+    if subprocess.run([*prefix, "true"], capture_output=True).returncode != 0:
+        pytest.skip("no tmpfs of its own here (root with unshare -m needed)")
+    env = {**os.environ, "OPENCLAW_STATE_DIR": str(disk / "state")}
+    up = [str(EXE), "cluster", "up", "--set", "parallel.processes=1", "cluster.dashboard_address="]
+    then = f"echo left: $(ls -A {shlex.quote(str(disk / 'state'))})"
+    done = subprocess.run(
+        [*prefix, "sh", "-c", f"{shlex.join(up)}; {then}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    log = disk / "state" / "cluster.log"
+    assert "the cluster process exited: code " in done.stderr, done.stderr
+    assert f", and its log {log} is empty (is that disk full?)" in done.stderr
+    assert done.stdout.strip() == "left: cluster.lock cluster.log"  # no cluster.tmp
+    assert not _daemons_here()
