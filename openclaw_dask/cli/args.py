@@ -1,4 +1,5 @@
-"""Checks of command-line values that click cannot express: durations, output paths, backends.
+"""Checks of command-line values that click cannot express: durations, output paths, backends,
+an empty ``--address``.
 
 Both end as a :class:`ConfigError` (exit 2) naming the option, before anything starts.
 """
@@ -53,6 +54,20 @@ def output_path(value: str | None, option: str) -> Path | None:
     if reason:
         raise ConfigError([Problem(f"cannot write {value}: {reason}", origin=option)])
     return path
+
+
+def given_address(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--address``, refused when empty (a click callback).
+
+    ``--address "$SCHEDULER"`` with the variable unset was taken for no ``--address``:
+    ``submit`` started a cluster of its own and ``cluster status`` showed the `cluster up`
+    one, both without a word. Other malformed addresses are refused where they are used.
+    """
+    from openclaw_dask.runtime.state import address_problem
+
+    if value is not None and not value.strip():
+        raise ConfigError([Problem(str(address_problem(value)), origin="--address")])
+    return value
 
 
 class BackendChoice(click.Choice):

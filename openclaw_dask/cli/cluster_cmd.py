@@ -25,6 +25,7 @@ import psutil
 from dask.utils import format_bytes
 from rich.table import Table
 
+from openclaw_dask.cli.args import given_address
 from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
 from openclaw_dask.cli.output import err, out
 from openclaw_dask.config import ConfigError
@@ -255,7 +256,9 @@ def _wait_up(
 
 
 ADDRESS_OPTION = click.option(
-    "--address", help="Scheduler address (default: the cluster of `cluster up`)."
+    "--address",
+    callback=given_address,
+    help="Scheduler address (default: the cluster of `cluster up`).",
 )
 CLIENT_CONFIG_OPTION = click.option(
     "--config",

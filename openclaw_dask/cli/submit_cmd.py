@@ -13,7 +13,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from openclaw_dask.cli.args import BackendChoice
+from openclaw_dask.cli.args import BackendChoice, given_address
 from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
 from openclaw_dask.cli.output import (
     ReaderGone,
@@ -37,7 +37,11 @@ from openclaw_dask.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_STDOUT_C
     type=click.Path(dir_okay=False),
     help="openclaw.config (default: the workflow's config:, then the search order).",
 )
-@click.option("--address", help="Attach to this scheduler instead of starting a cluster.")
+@click.option(
+    "--address",
+    callback=given_address,
+    help="Attach to this scheduler instead of starting a cluster.",
+)
 @click.option(
     "--backend", type=BackendChoice(), help="Force a backend (auto: cluster.backend's choice)."
 )
