@@ -477,12 +477,17 @@ def status_cmd(address: str | None, config_path: str | None) -> None:
         # Dask formats a link even for a scheduler that serves no dashboard: `cluster up`
         # recorded whether its own does; another scheduler (--address) is asked
         link = attached_dashboard(client) if dashboard else None
-    out.print(workers_table(address, facts))
+    if facts or silent:
+        out.print(workers_table(address, facts))
+    else:  # an empty table, exit 0, had said nothing of it
+        err.print(f"the cluster at {address} has no workers", markup=False)
     for worker, reason in refused.items():
         err.print(f"refused {worker}: {reason}", markup=False)
     if link:
         out.print(f"dashboard: {link}")
     _say_silent(silent)
+    if not facts:
+        sys.exit(EXIT_FAILED)
 
 
 def _say_silent(silent: list[str]) -> None:

@@ -178,8 +178,12 @@ def cluster_up_beside(config: Config, backend: str | None = None) -> str | None:
 def on_running_cluster(config: Config, state: Mapping[str, Any]) -> Config:
     """``config`` attached to the ``cluster up`` cluster of ``state`` (see
     :func:`running_cluster`); the address's source names that cluster."""
-    origin = f"cluster up (pid {state.get('pid')})"
+    origin = f"{CLUSTER_UP_SOURCE} (pid {state.get('pid')})"
     return config.with_values(source=origin, cluster__scheduler_address=state["address"])
+
+
+#: How :func:`on_running_cluster` names the source of the address it sets.
+CLUSTER_UP_SOURCE = "cluster up"
 
 
 class ClusterLostError(RuntimeError):
@@ -501,6 +505,24 @@ def verify_cluster(
     return warnings
 
 
+def _check_has_workers(client: Client, config: Config) -> None:
+    """Refuse a `cluster up` cluster whose workers are all gone (retired, or exited for good).
+
+    A run on it said "0 workers, 0 threads" and then waited for ever. Workers that are being
+    restarted by their nannies get :data:`WORKERS_RETURN` seconds to come back.
+    """
+    try:
+        client.wait_for_workers(1, timeout=WORKERS_RETURN)
+    except TimeoutError:
+        message = (
+            f"the running cluster at {client.scheduler.address} has no workers (none came "
+            f"within {WORKERS_RETURN:g} s); `openclaw-dask cluster down`, then "
+            "`openclaw-dask cluster up` starts new ones"
+        )
+        where = locate("cluster.scheduler_address", config.sources, message, config.line_of)
+        raise ConfigError([where]) from None
+
+
 def _check_attached(client: Client, plan: ClusterPlan, config: Config) -> None:
     """Refuse to attach to workers started from a different config (and leave them alone)."""
     fingerprint = next(p for p in plan.worker_plugins if p["class"].endswith("Fingerprint"))
@@ -683,6 +705,10 @@ def start_cluster(
         if plan.backend == "attach":
             where = locate("cluster.scheduler_address", config.sources, "", config.line_of)
             client = stack.enter_context(connect(plan.address or "", where))
+            # (a `cluster up` cluster: the runner attaches the config to it before this call)
+            source = config.sources.get("cluster.scheduler_address", "")
+            if source.startswith(f"{CLUSTER_UP_SOURCE} ("):
+                _check_has_workers(client, config)
             if verify:
                 _check_attached(client, plan, config)
             register_plugins(client, plan)

@@ -854,3 +854,42 @@ def test_a_full_state_disk_is_said_and_leaves_no_half_file(tmp_path: Path) -> No
     assert f", and its log {log} is empty (is that disk full?)" in done.stderr
     assert done.stdout.strip() == "left: cluster.lock cluster.log"  # no cluster.tmp
     assert not _daemons_here()
+
+
+def test_a_cluster_up_cluster_without_workers_is_said_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With its workers retired, `cluster status` printed an empty table (exit 0), and a submit
+    said "0 workers, 0 threads" and then waited for ever."""
+    from click.testing import CliRunner
+    from distributed import Client
+
+    from openclaw_dask.cli.main import cli
+    from openclaw_dask.runtime import cluster
+
+    monkeypatch.setattr(cluster, "WORKERS_RETURN", 1.0)
+    up = sh("cluster", "up", "--set", "parallel.processes=1", "cluster.dashboard_address=")
+    assert up.returncode == 0, up.stderr
+    state = read_state()
+    assert state
+    try:
+        with Client(state["address"]) as client:
+            client.retire_workers(list(client.nthreads()))
+        status = sh("cluster", "status")
+        workflow = str(ROOT / "workflows/example.yaml")
+        params = ["params.size=32", "params.chunk=16", "params.steps=2"]
+        run = CliRunner().invoke(
+            cli, ["submit", workflow, "--run-dir", str(tmp_path / "run"), "--set", *params]
+        )
+    finally:
+        down = sh("cluster", "down")
+    assert down.returncode == 0, down.stderr
+    assert status.returncode == 1
+    assert status.stderr.strip() == f"the cluster at {state['address']} has no workers"
+    assert run.exit_code == 2, run.output
+    assert (
+        f"error: cluster up (pid {state['pid']}): cluster.scheduler_address: the running "
+        f"cluster at {state['address']} has no workers (none came within 1 s); "
+        "`openclaw-dask cluster down`, then `openclaw-dask cluster up` starts new ones"
+    ) in run.stderr
+    assert not (tmp_path / "run").exists()
