@@ -410,13 +410,15 @@ def create_certificates(
     FileExistsError
         A node file exists and ``overwrite`` is false.
     ValueError
-        A name that is not a plain file name, a host that is neither an IP address nor a DNS
-        host name, ``days`` beyond what a certificate can encode, or ``ca.pem`` without
-        ``ca-key.pem``, or a CA that cannot be read, is not a CA or whose key is not its own.
-        Nothing is written then.
+        An empty ``directory`` or one that is no directory, a name that is not a plain file
+        name, a host that is neither an IP address nor a DNS host name, ``days`` beyond what a
+        certificate can encode, ``ca.pem`` without ``ca-key.pem``, or a CA that cannot be
+        read, is not a CA or whose key is not its own. Nothing is written then.
     """
     from cryptography.hazmat.primitives import serialization
 
+    if not str(directory).strip():  # "$CERTS" unset: Path("") put a CA key into the cwd
+        raise ValueError(f"expected a directory, got {str(directory)!r}")
     folder = Path(directory).expanduser()
     names = list(dict.fromkeys(names)) or ["node"]
     for name in names:
@@ -427,7 +429,10 @@ def create_certificates(
             raise ValueError(f"node name {name!r}: use a plain name such as 'node' or 'worker1'")
     extra_hosts = [check_cert_host(h) for h in hosts]
     check_days(days)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a device or a socket (a file is refused by the command line)
+        raise ValueError(f"{folder} exists and is not a directory") from None
     has_cert, has_key = (folder / CA_CERT).exists(), (folder / CA_KEY).exists()
     if has_cert != has_key:
         missing = CA_KEY if has_cert else CA_CERT

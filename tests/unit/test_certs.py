@@ -238,3 +238,24 @@ def test_node_names_that_are_no_plain_file_names_are_refused(tmp_path: Path, nam
     assert result.exit_code == 2, result.output
     assert f"node name {name!r}: use a plain name such as 'node' or 'worker1'" in result.output
     assert not target.exists()
+
+
+@pytest.mark.parametrize(
+    ("directory", "said"),
+    [
+        ("", "expected a directory, got ''"),
+        ("/dev/null", "/dev/null exists and is not a directory"),
+    ],
+)
+def test_no_directory_is_refused_and_nothing_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, directory: str, said: str
+) -> None:
+    """``certs create "$CERTS"`` with the variable unset wrote a CA and its key into the
+    current folder; /dev/null ended in "[Errno 17] File exists: '/dev/null'"."""
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    result = CliRunner().invoke(cli, ["certs", "create", directory])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == [f"error: certs create: {said}", "1 problem found"]
+    assert not list(here.iterdir())
