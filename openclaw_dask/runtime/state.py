@@ -352,6 +352,9 @@ def _damage(state: Any) -> str | None:
     host = state.get("host", "")
     if not isinstance(host, str):
         return f"host {shorten(json.dumps(host))} is not a host name"
+    backend = state.get("backend", "local")  # (a file written before backends were recorded)
+    if backend not in ("local", "cuda", "ssh"):  # submit said "a 7 cluster" of a backend 7
+        return f"backend {shorten(json.dumps(backend))} is not local, cuda or ssh"
     client = state.get("client", {})  # dask settings the client applies as they are
     if not isinstance(client, dict):
         return f"client settings {shorten(json.dumps(client))} are not a JSON object"

@@ -128,6 +128,8 @@ def test_the_daemon_is_recognised_by_its_command_line(cmdline: list[str], ours: 
         ({"address": "foo", "pid": 4242}, "address: expected a scheduler address"),
         ({"address": ADDRESS, "pid": 4242, "host": 7}, "host 7 is not a host name"),
         ({"address": ADDRESS, "pid": 4242, "client": [1]}, "client settings [1] are not a JSON"),
+        ({"address": ADDRESS, "pid": 4242, "backend": 7}, "backend 7 is not local, cuda or ssh"),
+        ({"address": ADDRESS, "pid": 4242, "backend": "mpi"}, 'backend "mpi" is not local,'),
         ([ADDRESS, 4242], "expected a JSON object, found list"),
         ("{not json", "it is not JSON"),
     ],
