@@ -256,7 +256,38 @@ def _unreachable_scheme(address: str) -> str | None:
             "set (the config's distributed.tls files; cluster status and memory compact: "
             "--config FILE)"
         )
+    if scheme == "tls":
+        return _client_tls_problem(address)
     return None
+
+
+def _client_tls_problem(address: str) -> str | None:
+    """Why this client's TLS files (in the dask config in effect) cannot be used, or ``None``.
+
+    `cluster status` of a TLS `cluster up` cluster whose certificate files were moved or
+    damaged since said "no scheduler answers at tls://...: [Errno 2] No such file or
+    directory" (or "[SSL] PEM lib"): the scheduler was fine, the client's files were not.
+    A config's files were checked when it was read: this catches those `cluster up` recorded.
+    """
+    from openclaw_dask.config.tls import tls_problems
+
+    def get(key: str) -> Any:
+        return dask.config.get(f"distributed.comm.tls.{key}", None)
+
+    values = {
+        "distributed.communication_backend": "tls",
+        "distributed.tls.ca_file": get("ca-file"),
+        "distributed.tls.cert": get("client.cert"),
+        "distributed.tls.key": get("client.key"),
+    }
+    found: list[str] = []
+    tls_problems(values, lambda key, message: found.append(f"{key}: {message}"))
+    if not found:
+        return None
+    return (
+        f"{address} is a tls scheduler, and this client's TLS files cannot be used: "
+        f"{'; '.join(found)} (put them back, or give --config FILE with working ones)"
+    )
 
 
 def connect(address: str, where: Problem | None = None) -> Client:

@@ -182,3 +182,31 @@ def test_addresses_this_client_cannot_speak_are_bad_input(tmp_path: Path) -> Non
     for result in (inproc, mismatch):
         assert "Traceback" not in result.stderr
     assert not Path("runs").exists()
+
+
+def test_status_names_the_recorded_tls_files_that_are_gone(tmp_path: Path) -> None:
+    """With the certificates `cluster up` recorded moved away, `cluster status` said "no
+    scheduler answers at tls://...: [Errno 2] No such file or directory": the scheduler ran."""
+    config, (ca, cert, key) = make_config(tmp_path)
+    config.write_text(config.read_text() + "parallel:\n  processes: 1\n")
+    up = cli("cluster", "up", "--config", str(config), "--set", "cluster.dashboard_address=")
+    assert up.returncode == 0, up.stderr
+    folder = tmp_path / "certs"
+    try:
+        folder.rename(tmp_path / "moved")
+        status = cli("cluster", "status")
+        (tmp_path / "moved").rename(folder)
+        again = cli("cluster", "status")
+    finally:
+        down = cli("cluster", "down")
+    assert down.returncode == 0, down.stderr
+    assert status.returncode == 2, status.stderr
+    assert "no scheduler answers" not in status.stderr
+    address = up.stdout.split()[2]
+    assert (
+        f"{address} is a tls scheduler, and this client's TLS files cannot be used: "
+        f"distributed.tls.ca_file: file not found: {ca}; distributed.tls.cert: file not found: "
+        f"{cert}; distributed.tls.key: file not found: {key} (put them back, or give "
+        "--config FILE with working ones)"
+    ) in status.stderr
+    assert again.returncode == 0, again.stderr
