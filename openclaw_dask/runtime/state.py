@@ -100,9 +100,9 @@ def state_dir_error(exc: OSError) -> StateError:
     Returns
     -------
     StateError
-        One problem that names the directory, or its file in the way (a folder named
-        ``cluster.lock``), (and ``OPENCLAW_STATE_DIR`` when it is set, as
-        that is the setting to change) and what to do.
+        One problem that names the directory or the file of it in the way (a folder named
+        ``cluster.lock``), ``OPENCLAW_STATE_DIR`` when it is set (the setting to change), and
+        what to do.
     """
     where = state_dir()
     origin = "OPENCLAW_STATE_DIR" if os.environ.get("OPENCLAW_STATE_DIR") else None
