@@ -10,6 +10,7 @@ treats ``bool`` as an ``int``: ``threads: yes`` is a mistake, not ``1``.
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -190,7 +191,7 @@ class Size(ValueType):
         if text is not None:
             try:
                 n = parse_bytes(text)
-            except (ValueError, TypeError):
+            except (ValueError, TypeError, OverflowError):  # 1e400B: an infinite byte count
                 n = 0
             if n > 0:
                 return int(n)
@@ -216,9 +217,10 @@ class Duration(ValueType):
         elif isinstance(value, str) and (text := quantity_text(value)) is not None:
             try:
                 seconds = parse_timedelta(text)
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, OverflowError):  # 1e400s: infinite
                 seconds = None
-        if seconds is None or seconds <= 0:
+        # YAML's .inf and .nan are floats: a NaN tolerance compares false with every skew
+        if seconds is None or not math.isfinite(seconds) or seconds <= 0:
             raise _fail(f"expected {self.describe()}, got {_show(value)}")
         return float(seconds)
 

@@ -470,6 +470,7 @@ def test_a_batch_deeper_than_the_bands_is_measured_at_their_height(tmp_path: Pat
         (["--json", "."], "is a folder"),
         (["--stress", "0s"], "positive duration"),
         (["--stress", "soon"], "positive duration"),
+        (["--stress", "1e400s"], "positive duration"),  # an OverflowError, exit 1, before
         # what shapes the suites is not taken silently by a stress run (--quick: every case)
         (["--stress", "4s", "--suite", "stencil"], "--stress: --suite, --quick shape the "),
         (["--stress", "4s"], "suites, which --stress runs instead of"),

@@ -382,6 +382,7 @@ def test_a_worker_restarted_on_its_pinned_port_is_left_out_of_the_context_switch
     [
         (["--budget", "0s"], "positive duration"),
         (["--budget", "forever"], "positive duration"),
+        (["--budget", "1e309"], "positive duration"),  # an OverflowError, exit 1, before
         (["--out", "/nonexistent-dir/tuned.config"], "does not exist"),
         (["--workload", "climat"], "did you mean 'climate'"),
         (["--workload", "missing.yaml"], "--workload: file not found: missing.yaml"),

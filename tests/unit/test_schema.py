@@ -195,3 +195,21 @@ def test_a_clock_skew_tolerance_of_nothing_is_refused(zero: Any) -> None:
     with pytest.raises(ConfigError, match=rf"{key}: expected a positive duration"):
         load_config(overrides={key: zero}, use_search_path=False)
     assert load_config(overrides={key: "1ms"}, use_search_path=False)[key] == 0.001
+
+
+@pytest.mark.parametrize("endless", ["1e400s", "1e309", float("inf"), float("nan")])
+def test_an_endless_or_undefined_duration_is_refused(endless: Any) -> None:
+    """``1e400s`` overflowed in Dask's parser (exit 1, "OverflowError: cannot convert float
+    infinity to integer", from ``benchmark --stress`` and ``tune --budget`` too), and YAML's
+    ``.inf`` and ``.nan`` were taken: a NaN tolerance compares false with every clock skew."""
+    key = "distributed.clock_skew_tolerance"
+    with pytest.raises(ConfigError, match=rf"{key}: expected a positive duration"):
+        load_config(overrides={key: endless}, use_search_path=False)
+
+
+def test_a_size_too_large_to_count_is_refused() -> None:
+    """``1e400B`` overflowed in Dask's parser: exit 1 with "OverflowError" from any command's
+    ``--set memory.per_thread_pool_size=1e400B``."""
+    key = "memory.per_thread_pool_size"
+    with pytest.raises(ConfigError, match=rf"{key}: expected one of auto \| a size such as"):
+        load_config(overrides={key: "1e400B"}, use_search_path=False)
