@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
+from openclaw_dask.atomicfile import atomic_write_bytes, atomic_write_text
+from openclaw_dask.config.errors import did_you_mean
 from openclaw_dask.workflows import strictjson
 
 
@@ -65,8 +68,38 @@ def _spread(timing: dict[str, Any]) -> str:
 
 
 def write_json(report: dict[str, Any], path: Path) -> None:
-    """Write the report as indented, strict JSON (an undefined figure is null)."""
-    path.write_text(strictjson.dumps(report) + "\n")
+    """Write the report as indented, strict JSON (an undefined figure is null), whole or not
+    at all: a full disk had left half a report in place of an earlier run's."""
+    atomic_write_text(path, strictjson.dumps(report) + "\n")
+
+
+def plot_format(path: Path) -> str:
+    """The image format a plot written to ``path`` has: its suffix's (``png`` without one).
+
+    Raises
+    ------
+    ValueError
+        For a suffix matplotlib writes no image as (``.txt``), naming those it does. It had
+        been said only when the plot was written, after the whole run.
+    """
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    suffix = path.suffix[1:].lower() or "png"
+    if suffix not in formats:
+        raise ValueError(
+            f"a plot is an image: expected a file name ending in .png or another of "
+            f"matplotlib's formats ({', '.join(formats)}), got .{path.suffix[1:]}"
+            f"{did_you_mean(suffix, formats)}"
+        )
+    return suffix
+
+
+def save_figure(fig: Any, path: Path) -> None:
+    """Save ``fig`` to ``path`` whole or not at all (in :func:`plot_format`'s format)."""
+    image = io.BytesIO()
+    fig.savefig(image, format=plot_format(path), dpi=100)
+    atomic_write_bytes(path, image.getvalue())
 
 
 def plot(report: dict[str, Any], path: Path) -> None:
@@ -90,5 +123,5 @@ def plot(report: dict[str, Any], path: Path) -> None:
         ax.tick_params(labelsize=7)
     fig.suptitle(f"openclaw-dask benchmark, config {report['config_hash']}", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path)
     plt.close(fig)

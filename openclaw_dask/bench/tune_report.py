@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.bench.machine import values_set
-from openclaw_dask.bench.report import write_json
+from openclaw_dask.bench.report import save_figure, write_json
 from openclaw_dask.bench.tune import not_compared, report_notes
 from openclaw_dask.bench.tune_pairs import death_notes, too_few_pairs
 from openclaw_dask.bench.workloads import describe_rate
@@ -150,14 +151,14 @@ def plot(report: dict[str, Any], path: Path) -> None:
         ax2.set_title(f"baseline vs tuned: {shown}", fontsize=9)
         ax2.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path)
     plt.close(fig)
 
 
 def write_all(report: dict[str, Any], out: Path, kind: str = "report") -> dict[str, Path]:
     """Write the Markdown, JSON and PNG beside ``out`` (see :func:`report_paths`)."""
     paths = report_paths(out, kind)
-    paths["md"].write_text(markdown(report))
+    atomic_write_text(paths["md"], markdown(report))
     write_json(report, paths["json"])
     plot(report, paths["png"])
     return paths

@@ -9,6 +9,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.cli import args
 from openclaw_dask.cli.config_cmd import SET_OPTION, SetCommand
 from openclaw_dask.cli.output import clipped, dask_logs_quieted, err, no_space, out
@@ -259,7 +260,8 @@ def tune_cmd(
             markup=False,
         )
         raise
-    target.write_text(tuned_config_text(config, report))
+    # whole or not at all: a full disk had cut the tuned config of an earlier run
+    atomic_write_text(target, tuned_config_text(config, report))
     load_config(target)  # what we write must load: a defect here is ours, not the user's
     paths = write_all(report, target)
     if report["recommended"]:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from openclaw_dask.bench.machine import config_facts, values_set
-from openclaw_dask.bench.report import table
+from openclaw_dask.bench.report import plot, plot_format, table, write_json
 from openclaw_dask.bench.tune import tuned_config_text
 from openclaw_dask.bench.tune_pairs import candidate_won, summary
 from openclaw_dask.bench.tune_report import markdown
@@ -166,3 +169,52 @@ def test_final_pairs_a_death_left_too_few_of_recommend_nothing_and_say_why() -> 
         text
     )
     assert "Keep the baseline: too few final pairs without a worker's death." in text
+
+
+def _report() -> dict[str, Any]:
+    # the parts of a benchmark report its plot reads
+    suite = {"ratios": {"dask_vs_blas": 0.9}, "goals": {}}
+    return {"config_hash": "abc", "suites": {"matmul": suite}}
+
+
+@pytest.mark.parametrize(("write", "name"), [(write_json, "b.json"), (plot, "b.png")])
+def test_a_report_that_meets_a_full_disk_leaves_the_earlier_one_whole(
+    write: Any, name: str, tmp_path: Path
+) -> None:
+    """``benchmark --json b.json`` on a full disk had cut the earlier b.json to its first 4 kB
+    and said "no space left on device (80 GB free)": the free space of another disk, and no
+    file. (The temporary is /dev/full here: a write there fails as on a full disk.)"""
+    target = tmp_path / name
+    target.write_text('{"earlier": true}\n')
+    tmp = target.with_name(f".{name}.tmp{os.getpid()}")
+    tmp.symlink_to("/dev/full")
+    with pytest.raises(OSError) as info:
+        write(_report(), target)
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(target)
+    assert target.read_text() == '{"earlier": true}\n'
+    assert not tmp.is_symlink()
+
+
+def test_a_report_written_to_a_device_or_through_a_link_leaves_them_be(tmp_path: Path) -> None:
+    """Written whole (a temporary, then renamed), a report must not replace ``/dev/null`` or
+    ``/dev/stdout`` by a file of its own, nor a link by a file: it goes where they lead."""
+    write_json(_report(), Path("/dev/null"))
+    assert Path("/dev/null").is_char_device()
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    real, link = folder / "real.json", folder / "link.json"
+    link.symlink_to(real)
+    write_json(_report(), link)
+    assert link.is_symlink() and '"config_hash": "abc"' in real.read_text()
+    assert sorted(p.name for p in folder.iterdir()) == ["link.json", "real.json"]
+
+
+@pytest.mark.parametrize(("name", "expected"), [("a.png", "png"), ("a", "png"), ("a.SVG", "svg")])
+def test_a_plot_is_of_the_format_its_name_says(name: str, expected: str) -> None:
+    assert plot_format(Path(name)) == expected
+
+
+def test_a_plot_named_as_no_image_is_refused_with_the_formats() -> None:
+    with pytest.raises(ValueError, match=r"got \.pgn; did you mean 'png'\?") as info:
+        plot_format(Path("ratios.pgn"))
+    assert "(avif, eps," in str(info.value) or "png, " in str(info.value)
