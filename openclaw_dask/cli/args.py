@@ -6,6 +6,7 @@ Both end as a :class:`ConfigError` (exit 2) naming the option, before anything s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,29 @@ def given_address(ctx: click.Context, param: click.Parameter, value: str | None)
     if value is not None and not value.strip():
         raise ConfigError([Problem(str(address_problem(value)), origin="--address")])
     return value
+
+
+def not_an_input(
+    path: Path, option: str, inputs: Mapping[str, str | Path | None], instead: str
+) -> None:
+    """Refuse an output ``path`` (given as ``option``) that is one of the command's inputs.
+
+    Parameters
+    ----------
+    path : Path
+        The file the command will write.
+    option : str
+        The option that named it, for the message.
+    inputs : mapping of str to path
+        The files the command reads (or another of its outputs), by the option that names
+        them (``"config"`` for a config found by the search order); ``None``: not given.
+    instead : str
+        What the message says after the file's name: what would replace it, what to do.
+    """
+    for given_option, given in inputs.items():
+        if given and Path(given).is_file() and Path(given).resolve() == path.resolve():
+            message = f"{path} is also the {given_option} file; {instead}"
+            raise ConfigError([Problem(message, origin=option)])
 
 
 class BackendChoice(click.Choice):

@@ -68,6 +68,7 @@ def benchmark_cmd(
 
     json_path = args.output_path(json_out, "--json")
     plot_path = args.output_path(plot_out, "--plot")
+    _outputs_apart(json_path, plot_path, config_path)
     _note_running_cluster()
     if stress is not None:  # "" is a bad duration, not "no --stress"
         from openclaw_dask.bench.stress import stress_table, stress_test
@@ -112,6 +113,36 @@ def benchmark_cmd(
     except BenchmarkSuiteError as exc:
         _failed(exc, json_path, plot_path)
     _show(result, json_path, plot_path)
+
+
+def _config_input(config_path: str | None) -> dict[str, Path | None]:
+    """The config file a command reads, by the option that named it (``config`` for one the
+    search order found: ``./openclaw.config``, ``$OPENCLAW_CONFIG``)."""
+    from openclaw_dask.config.loader import find_config_file
+
+    return {"--config" if config_path else "config": find_config_file(config_path)}
+
+
+def _outputs_apart(json_path: Path | None, plot_path: Path | None, config: str | None) -> None:
+    """Refuse a ``--json`` or ``--plot`` that is the config read, or the other one, and a
+    ``--plot`` whose name is not that of an image: each had been found out only after the
+    whole run, the config replaced by the report (or the report by the plot) or the plot
+    refused with a ValueError and exit 1."""
+    from openclaw_dask.bench.report import plot_format
+
+    instead = "benchmark would replace it with its {}: write it to another file"
+    if json_path:
+        args.not_an_input(json_path, "--json", _config_input(config), instead.format("report"))
+    if plot_path:
+        args.not_an_input(plot_path, "--plot", _config_input(config), instead.format("plot"))
+        if json_path and plot_path.resolve() == json_path.resolve():  # (neither there yet)
+            message = f"{plot_path} is also the --json file; {instead.format('plot')}"
+            raise ConfigError([Problem(message, origin="--plot")])
+        try:
+            plot_format(plot_path)
+        except ValueError as exc:
+            message = f"cannot write {plot_path}: {exc}"
+            raise ConfigError([Problem(message, origin="--plot")]) from None
 
 
 def suite_names(value: str | None) -> list[str] | None:
@@ -231,7 +262,16 @@ def tune_cmd(
         raise ConfigError([Problem(message, origin="--budget")])
     target = args.output_path(out_path, "--out")
     assert target is not None  # out_path has a default
-    _not_an_input(target, {"--workload": workload, "--config": config_path})
+    # --workload run.yaml --out run.yaml replaced the workflow with a config once the tuning
+    # was done; --config my.config --out my.config the baseline with a rewrite that keeps its
+    # values but not its comments
+    args.not_an_input(
+        target,
+        "--out",
+        {"--workload": workload, **_config_input(config_path)},
+        "tune would replace it with the tuned config: write it to another file (then compare, "
+        "or copy it over)",
+    )
     for kind in ("report", "interrupted"):
         for path in report_paths(target, kind).values():
             args.output_path(str(path), "--out")
@@ -291,19 +331,3 @@ def _since_start() -> float:
     import psutil
 
     return max(0.0, time.time() - psutil.Process().create_time())
-
-
-def _not_an_input(target: Path, inputs: dict[str, str | None]) -> None:
-    """Refuse an ``--out`` that is one of the command's own input files.
-
-    ``tune --workload run.yaml --out run.yaml`` replaced the workflow with a config once the
-    tuning was done, and ``--config my.config --out my.config`` the baseline with a rewrite
-    that keeps its values but not its comments.
-    """
-    for option, given in inputs.items():
-        if given and Path(given).is_file() and Path(given).resolve() == target.resolve():
-            message = (
-                f"{target} is also the {option} file; tune would replace it with the tuned "
-                "config: write it to another file (then compare, or copy it over)"
-            )
-            raise ConfigError([Problem(message, origin="--out")])

@@ -486,6 +486,41 @@ def test_bad_input_is_refused_before_anything_starts(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--json", "my.config"], "--json: my.config is also the --config file; benchmark would"),
+        (["--plot", "my.config"], "--plot: my.config is also the --config file; benchmark would"),
+        (["--json", "b.png", "--plot", "b.png"], "--plot: b.png is also the --json file; bench"),
+        (["--plot", "b.txt"], "--plot: cannot write b.txt: a plot is an image: expected a file"),
+    ],
+)
+def test_an_output_that_is_an_input_or_not_an_image_is_refused_before_anything_starts(
+    args: list[str], expected: str, tmp_path: Path
+) -> None:
+    """The config had been replaced by the JSON report (and the report by the plot) once the
+    run was done; a plot named ``.txt`` failed after it, with "ValueError: Format 'txt' is not
+    supported" and exit 1."""
+    config = tmp_path / "my.config"
+    config.write_text("parallel:\n  processes: 1  # mine\n")
+    proc = run_cli("benchmark", "--quick", "--config", "my.config", *args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert expected in proc.stderr and "Traceback" not in proc.stderr
+    assert config.read_text() == "parallel:\n  processes: 1  # mine\n"
+    assert list(tmp_path.iterdir()) == [config]
+
+
+def test_a_json_that_is_the_config_found_by_the_search_is_refused(tmp_path: Path) -> None:
+    """./openclaw.config is read without --config: it is an input all the same."""
+    (tmp_path / "openclaw.config").write_text("parallel:\n  processes: 1\n")
+    proc = run_cli(
+        "benchmark", "--quick", "--json", "openclaw.config", cwd=tmp_path, env={"HOME": "/nowhere"}
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "--json: openclaw.config is also the config file; benchmark would" in proc.stderr
+    assert (tmp_path / "openclaw.config").read_text() == "parallel:\n  processes: 1\n"
+
+
 def test_stress_reports_failures_memory_and_drift(tmp_path: Path) -> None:
     env = isolated_env(tmp_path)
     out = tmp_path / "stress.json"

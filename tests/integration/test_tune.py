@@ -421,6 +421,17 @@ def test_an_out_that_is_an_input_is_refused_before_anything_starts(
     assert list(tmp_path.iterdir()) == [given]
 
 
+def test_an_out_that_is_the_config_found_by_the_search_is_refused(tmp_path: Path) -> None:
+    """``tune --out openclaw.config`` beside the ./openclaw.config it tunes (read without
+    --config) replaced it, comments and all, once the tuning was done."""
+    (tmp_path / "openclaw.config").write_text("parallel:\n  processes: 1  # mine\n")
+    args = ["tune", "--budget", BASELINE_ONLY, "--workload", "stencil", "--out", "openclaw.config"]
+    proc = run_cli(*args, env={"HOME": "/nowhere"}, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "error: --out: openclaw.config is also the config file; tune would" in proc.stderr
+    assert (tmp_path / "openclaw.config").read_text() == "parallel:\n  processes: 1  # mine\n"
+
+
 @pytest.mark.parametrize("phase", ["trial", "final pairs"])
 def test_a_worker_death_that_fails_the_climate_work_runs_it_again(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, phase: str
