@@ -7,7 +7,9 @@ repeatedly; each run returns the work it did, so a trial's figure is work per se
 from __future__ import annotations
 
 import itertools
+import shutil
 import tempfile
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +119,10 @@ def _workflow(path: Path) -> Callable[[Client, Config], Callable[[], float]]:
             run_workflow(path, config, address=address, run_dir=tmp / f"run-{next(runs)}")
             return 1.0
 
+        # every run's outputs (Zarr stores, a report: megabytes each) had stayed in /tmp after
+        # the tune; they go once the trial is done with its runs (or at exit, after a Ctrl-C),
+        # not in run(), whose time is the trial's figure
+        weakref.finalize(run, shutil.rmtree, tmp, ignore_errors=True)
         return run
 
     return prepare

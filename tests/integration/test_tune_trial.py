@@ -7,15 +7,19 @@ context switch each) gives a count to check the figure against: per run, not per
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+import pytest
 from distributed import Client
 
 from openclaw_dask.bench.tune import Tuner
-from openclaw_dask.bench.workloads import Workload
+from openclaw_dask.bench.workloads import Workload, workload
 from openclaw_dask.config import Config, detect_hardware, load_config
 from openclaw_dask.runtime import start_cluster
+from tests.conftest import ROOT
 
 SLEEPS = 400
 
@@ -52,3 +56,24 @@ def test_a_trial_records_runs_per_second_and_each_worker_s_switches_per_run() ->
     for worker, switches in per_run.items():
         # each sleep is one; Dask's own threads add some (heartbeats, the event loop)
         assert SLEEPS <= switches < 2 * SLEEPS, (worker, switches)
+
+
+def test_a_workflow_trial_s_runs_leave_no_outputs_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tune --workload run.yaml`` left each run's outputs (Zarr stores, run.json, the
+    performance report) in /tmp/openclaw-tune-*, every trial's, after the tune had ended."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    example = (ROOT / "workflows/example.yaml").read_text()
+    small = example.replace("default: 1024", "default: 64").replace("default: 512", "default: 32")
+    flow = tmp_path / "small.yaml"
+    flow.write_text(small.replace("default: 400", "default: 4"))
+    sets = ["cluster.dashboard_address=127.0.0.1:0", "parallel.processes=1"]
+    config = load_config(None, sets, use_search_path=False)
+    with start_cluster(config, attach_running=False) as client:
+        run = workload(str(flow)).prepare(client, config)
+        run()
+        [folder] = tmp_path.glob("openclaw-tune-*")
+        assert (folder / "run-0" / "run.json").is_file()  # there while the trial runs
+        del run  # the trial is done with it
+        assert not folder.exists()
