@@ -78,6 +78,7 @@ from openclaw_dask.config.schema import KEYS, KEYS_BY_PATH, SECTIONS
 from openclaw_dask.runtime import start_cluster
 from openclaw_dask.translate import plan_cluster
 from openclaw_dask.workflows.recovery import prepare_to_continue
+from openclaw_dask.workflows.run import StepFailedError
 
 #: a candidate must beat the best so far by this much to count as an improvement
 MIN_GAIN = 1.02
@@ -211,8 +212,9 @@ class Tuner:
     def measure(self, stage: str, changes: dict[str, Any], strict: bool = False) -> Trial:
         """Start the candidate's cluster, warm up, time ``repeats`` runs.
 
-        A candidate the config rules refuse is skipped with their message (raised with
-        ``strict``: the baseline itself must run).
+        A candidate the config rules refuse, whose workers die under it twice or whose
+        workflow's step fails is skipped with what was said (raised with ``strict``: the
+        baseline itself must run).
         """
         trial = Trial(stage, dict(changes))
         self.trials.append(trial)
@@ -245,7 +247,9 @@ class Tuner:
             if strict:
                 raise
             trial.skipped = "; ".join(p.message for p in exc.problems)
-        except WorkersDiedError as exc:  # out of memory each time, say: the next candidate
+        except (WorkersDiedError, StepFailedError) as exc:
+            # out of memory each time, say, or a workflow's step that fails with this config
+            # (it had ended the tune, and what was measured with it): the next candidate
             if strict:
                 raise
             trial.skipped = str(exc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -251,6 +252,7 @@ def tune_cmd(
     from openclaw_dask.bench.tune_report import report_paths, write_all
     from openclaw_dask.bench.workloads import workload as check_workload
     from openclaw_dask.config import load_config
+    from openclaw_dask.workflows.run import StepFailedError
 
     seconds = args.duration(budget, "--budget")
     if seconds < MIN_BUDGET_S:  # the baseline alone would overrun it: said before it starts
@@ -290,6 +292,18 @@ def tune_cmd(
                 # those its reports will take
                 reserve=_since_start() + REPORTS_S,
             )
+    except StepFailedError as exc:  # the baseline's: the user's op, not a defect of ours
+        err.print(
+            f"[red]failed:[/] tune's baseline run of {escape(workload)}: {escape(str(exc))}",
+            highlight=False,
+        )
+        command = f"openclaw-dask submit {shlex.quote(workload)}"
+        err.print(
+            f"a workflow must run before it is tuned: `{command}` runs it alone and keeps the "
+            "step's traceback in its run.json",
+            markup=False,
+        )
+        raise SystemExit(EXIT_FAILED) from None
     except TuneInterrupted as exc:
         # what was measured stays: in files of its own, beside any earlier tuned config
         saved = write_all(exc.report, target, "interrupted")

@@ -432,6 +432,24 @@ def test_an_out_that_is_the_config_found_by_the_search_is_refused(tmp_path: Path
     assert (tmp_path / "openclaw.config").read_text() == "parallel:\n  processes: 1  # mine\n"
 
 
+def test_a_workflow_that_fails_in_the_baseline_is_said_as_a_failed_run(tmp_path: Path) -> None:
+    """Its step's error had been shown as one of ours: "error: StepFailedError: ..." and
+    "(set OPENCLAW_DEBUG=1 for the traceback)"."""
+    (tmp_path / "boommod.py").write_text("def boom(ctx):\n    raise RuntimeError('kaboom')\n")
+    flow = tmp_path / "my flow.yaml"
+    flow.write_text("name: boom\nsteps:\n  a:\n    op: boommod:boom\n    outputs: [a.zarr]\n")
+    args = ["tune", "--budget", BASELINE_ONLY, "--workload", flow.name]
+    proc = run_cli(*args, env=isolated_env(tmp_path), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert (
+        "failed: tune's baseline run of my flow.yaml: step 'a' (op boommod:boom) failed: "
+        "RuntimeError: kaboom\n" in proc.stderr
+    )
+    assert "`openclaw-dask submit 'my flow.yaml'` runs it alone" in proc.stderr
+    assert "Traceback" not in proc.stderr and "OPENCLAW_DEBUG" not in proc.stderr
+    assert not (tmp_path / "tuned.config").exists()
+
+
 @pytest.mark.parametrize("phase", ["trial", "final pairs"])
 def test_a_worker_death_that_fails_the_climate_work_runs_it_again(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, phase: str

@@ -19,6 +19,7 @@ from openclaw_dask.bench.tune import Tuner
 from openclaw_dask.bench.workloads import Workload, workload
 from openclaw_dask.config import Config, detect_hardware, load_config
 from openclaw_dask.runtime import start_cluster
+from openclaw_dask.workflows.run import StepFailedError
 from tests.conftest import ROOT
 
 SLEEPS = 400
@@ -77,3 +78,24 @@ def test_a_workflow_trial_s_runs_leave_no_outputs_behind(
         assert (folder / "run-0" / "run.json").is_file()  # there while the trial runs
         del run  # the trial is done with it
         assert not folder.exists()
+
+
+def fails_in_one_process(client: Client, config: Config) -> Callable[[], float]:
+    if config["parallel.processes"] == 1:
+        raise StepFailedError("grid", "mine:grid", MemoryError("too big for one process"))
+    return lambda: 1.0
+
+
+def test_a_candidate_whose_workflow_fails_is_skipped_and_the_tune_goes_on() -> None:
+    """A workflow's step that failed in one candidate's cluster ended the whole tune, with
+    "StepFailedError" as an unexpected error, and what the other trials measured was lost."""
+    work = Workload("flow", "runs", "a workflow", fails_in_one_process)
+    config = load_config(None, ["cluster.dashboard_address=127.0.0.1:0"], use_search_path=False)
+    tuner = Tuner(config, work, 60.0, detect_hardware(), lambda _: None, repeats=1)
+    trial = tuner.measure("threads", {"parallel.processes": 1, "parallel.thread_pool_size": 1})
+    assert trial.skipped == (
+        "step 'grid' (op mine:grid) failed: MemoryError: too big for one process"
+    )
+    assert not trial.samples
+    with pytest.raises(StepFailedError):  # the baseline must run
+        tuner.measure("baseline", {"parallel.processes": 1}, strict=True)
