@@ -94,6 +94,9 @@ def benchmark_cmd(
         if json_path:
             report.write_json(result, json_path)
             out.print(f"json: {json_path}", markup=False)
+        if result["interrupted"]:  # what was measured is above (and written): exit 130
+            err.print(f"stopped after {result['rounds']} round(s) (Ctrl-C)", markup=False)
+            raise KeyboardInterrupt
         return
     names = check_suites(suite_names(suites))
     try:

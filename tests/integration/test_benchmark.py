@@ -26,7 +26,7 @@ from openclaw_dask.runtime.cluster import start_cluster
 from tests.integration.conftest import isolated_env
 from tests.integration.dies_once import DIES_ONCE_SETS, MARKER_ENV, dask_log_lines
 from tests.integration.test_workflow_run import EXE, ctrl_c_after, foreground
-from tests.unit.test_cli import run_cli
+from tests.unit.test_cli import invoke, run_cli
 
 #: per suite, the ratios the issue names
 RATIOS = {
@@ -519,6 +519,37 @@ def test_a_json_that_is_the_config_found_by_the_search_is_refused(tmp_path: Path
     assert proc.returncode == 2, proc.stderr
     assert "--json: openclaw.config is also the config file; benchmark would" in proc.stderr
     assert (tmp_path / "openclaw.config").read_text() == "parallel:\n  processes: 1\n"
+
+
+def test_ctrl_c_in_a_stress_run_shows_and_keeps_the_rounds_until_then(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``--stress 10m`` stopped at minute 8 had said "interrupted" and nothing else: no table,
+    no --json, the minutes measured lost. (The Ctrl-C lands in the second round's wait, as one
+    pressed then would.)"""
+    from openclaw_dask.bench import stress
+
+    waits: list[object] = []
+    real_wait = stress.wait
+
+    def ctrl_c_in_the_second_round(futures: Any) -> Any:
+        waits.append(futures)
+        if len(waits) == 3:  # the start's wait, the first round's, then the second round's
+            raise KeyboardInterrupt
+        return real_wait(futures)
+
+    monkeypatch.setattr(stress, "wait", ctrl_c_in_the_second_round)
+    for name, value in isolated_env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    out = tmp_path / "stress.json"
+    sets = ["--set", "cluster.dashboard_address=127.0.0.1:0"]
+    result = invoke("benchmark", "--stress", "10m", "--json", str(out), *sets)
+    assert result.exit_code == 130, result.output
+    report = json.loads(out.read_text())
+    assert report["interrupted"] and report["rounds"] == 1, report
+    assert 0 < report["ran_s"] < report["seconds"] == 600
+    assert re.search(r"stress test: \d+ s of 600 \(Ctrl-C\), 1 rounds", result.stdout)
+    assert "stopped after 1 round(s) (Ctrl-C)\ninterrupted" in result.stderr
 
 
 def test_stress_reports_failures_memory_and_drift(tmp_path: Path) -> None:
