@@ -333,7 +333,10 @@ def _connected(address: str | None, config_path: str | None) -> Iterator[tuple[s
     """
     from openclaw_dask.runtime.cluster import client_settings, connect
 
-    if address:
+    # bad input first: a --config that is missing or invalid, or an --address of '', had been
+    # passed over without a word when no cluster ran ("no cluster is running", exit 1)
+    loaded = load_and_plan(config_path, ()) if config_path else None
+    if address is not None:
         address, where, settings, dashboard = _checked_address(address), None, {}, True
     else:
         state, stale = load_state()
@@ -342,8 +345,8 @@ def _connected(address: str | None, config_path: str | None) -> Iterator[tuple[s
         address, settings = state["address"], state.get("client") or {}
         dashboard = bool(state.get("dashboard"))
         where = Problem("", origin=f"cluster up (pid {state['pid']})")
-    if config_path:
-        config, plan = load_and_plan(config_path, ())
+    if loaded:
+        config, plan = loaded
         settings = client_settings(plan.dask_config)
         _check_scheme(address, config, config_path)
     with dask.config.set(settings), connect(address, where) as client:

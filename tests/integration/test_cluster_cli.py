@@ -192,7 +192,8 @@ def test_a_damaged_state_file_is_one_line(content: str, reason: str) -> None:
     assert path.read_text() == content  # left for the user to remove
 
 
-@pytest.mark.parametrize("address", ["foo", "xyz://127.0.0.1:8786", "tcp://[::1"])
+# '' had been taken for no --address: "no cluster is running; ... or pass --address"
+@pytest.mark.parametrize("address", ["foo", "xyz://127.0.0.1:8786", "tcp://[::1", ""])
 def test_a_malformed_address_is_refused_at_once(address: str) -> None:
     for command in (["cluster", "status"], ["memory", "compact"]):
         start = time.monotonic()
@@ -215,6 +216,29 @@ def test_no_cluster_says_how_to_get_one() -> None:
         ]
     down = sh("cluster", "down", timeout=30)
     assert down.returncode == 1 and down.stderr.splitlines() == ["no cluster is running"]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "error: my.config: file not found"),
+        ("foo: 1\n", "error: my.config:1: foo: unknown key"),
+    ],
+)
+def test_a_bad_config_is_said_when_no_cluster_runs_too(
+    content: str | None, expected: str, tmp_path: Path
+) -> None:
+    """It was not read at all then: "no cluster is running", exit 1, and the config's problem
+    met only once a cluster ran."""
+    if content is not None:
+        (tmp_path / "my.config").write_text(content)
+    for command in (["cluster", "status"], ["memory", "compact"]):
+        done = sh(*command, "--config", str(tmp_path / "my.config"), timeout=30)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.replace(str(tmp_path / "my.config"), "my.config").splitlines() == [
+            expected,
+            "1 problem found",
+        ]
 
 
 def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Path) -> None:
