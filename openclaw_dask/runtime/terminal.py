@@ -219,8 +219,16 @@ def interrupts_held() -> Iterator[None]:
     if threading.current_thread() is threading.main_thread():
         # multiprocessing starts its resource tracker with the first worker, and that start
         # unblocks SIGINT in the thread that asks for it (Dask's IO loop) whatever its mask
-        # was: started here first, the tracker is only checked on later calls
-        resource_tracker.ensure_running()
+        # was: started here first, the tracker is only checked on later calls. It ignores
+        # Ctrl-C and SIGTERM itself but not a hangup, which killed it (a terminal's closing,
+        # `kill -HUP` of the job), and the one started again in its place printed a
+        # "KeyError: '/mp-...'" traceback for each worker's semaphore: it starts with SIGHUP
+        # blocked, and keeps it so
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
+        try:
+            resource_tracker.ensure_running()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
     with signals_held():
         yield
 

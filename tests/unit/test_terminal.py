@@ -428,3 +428,30 @@ def test_the_worker_preload_drops_what_the_client_reports_and_ignores_the_termin
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "distributed.worker: Run out-of-band function 'kept'\nstill here\n"
+
+
+#: Start the resource tracker as a local cluster's start does, hang it up, and say whether it
+#: is still there (``waitpid``: ``(0, 0)`` while the child runs).
+HANGUP_TRACKER = """
+import os, signal, time
+from multiprocessing import resource_tracker
+from openclaw_dask.runtime.terminal import interrupts_held
+with interrupts_held():
+    pass
+pid = resource_tracker._resource_tracker._pid
+os.kill(pid, signal.SIGHUP)
+time.sleep(0.5)
+print(os.waitpid(pid, os.WNOHANG))
+"""
+
+
+def test_the_resource_tracker_outlives_a_terminal_s_hangup() -> None:
+    """A hangup sent to the job (a terminal that closed, ``kill -HUP`` of its group) killed
+    multiprocessing's resource tracker, which ignores only Ctrl-C and SIGTERM; the one started
+    again in its place printed a "KeyError: '/mp-...'" traceback per worker semaphore under a
+    benchmark's "interrupted"."""
+    proc = subprocess.run(
+        [sys.executable, "-c", HANGUP_TRACKER], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "(0, 0)\n"
