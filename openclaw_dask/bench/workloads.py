@@ -163,7 +163,11 @@ def workload(name: str) -> Workload:
             name, "FLOP", "2048² float64 matmul, row bands, B replicated", _matmul(2048)
         )
     path = Path(name)
-    if path.suffix in (".yaml", ".yml") and path.is_file():
+    try:
+        is_file = path.is_file()
+    except OSError:  # a name too long to be a file's ("OSError: File name too long", exit 1)
+        is_file = False
+    if path.suffix in (".yaml", ".yml") and is_file:
         from openclaw_dask.workflows.spec import load_workflow
 
         workflow = load_workflow(path)  # a bad workflow is bad input now, not after the baseline
@@ -174,9 +178,9 @@ def workload(name: str) -> Workload:
         )
     if path.suffix in (".yaml", ".yml"):
         message = not_a_file(name)
-    elif path.is_file() and path.suffix == ".config":
+    elif is_file and path.suffix == ".config":
         message = f"{name} is a config, not a workload: a config is given with --config"
-    elif path.is_file():
+    elif is_file:
         message = f"{name} is not a workflow file: a workflow is a .yaml file"
     else:
         message = (

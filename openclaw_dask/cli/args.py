@@ -46,12 +46,15 @@ def output_path(value: str | None, option: str) -> Path | None:
     path = Path(value)
     parent = path.parent if str(path.parent) else Path(".")
     reason = None
-    if path.is_dir():
-        reason = "is a folder, not a file"
-    elif not parent.is_dir():
-        reason = f"its folder {parent} does not exist"
-    elif not _writable(path):
-        reason = "is not writable"
+    try:
+        if path.is_dir():
+            reason = "is a folder, not a file"
+        elif not parent.is_dir():
+            reason = f"its folder {parent} does not exist"
+        elif not _writable(path):
+            reason = "is not writable"
+    except OSError as exc:  # a name too long: OSError and exit 1, after a whole benchmark too
+        reason = (exc.strerror or str(exc)).lower()
     if reason:
         raise ConfigError([Problem(f"cannot write {value}: {reason}", origin=option)])
     return path
@@ -89,7 +92,11 @@ def not_an_input(
         What the message says after the file's name: what would replace it, what to do.
     """
     for given_option, given in inputs.items():
-        if given and Path(given).is_file() and Path(given).resolve() == path.resolve():
+        try:
+            same = bool(given) and Path(given).is_file() and Path(given).samefile(path)
+        except OSError:  # the output is not there yet, or a name is too long to be a file's
+            same = False
+        if same:
             message = f"{path} is also the {given_option} file; {instead}"
             raise ConfigError([Problem(message, origin=option)])
 

@@ -468,6 +468,8 @@ def test_a_batch_deeper_than_the_bands_is_measured_at_their_height(tmp_path: Pat
         (["--json", "/nonexistent-dir/out.json"], "does not exist"),
         (["--plot", "/proc/out.png"], "is not writable"),
         (["--json", "."], "is a folder"),
+        # OSError "File name too long", exit 1 (after the whole run, had the check passed)
+        (["--json", "a" * 300 + ".json"], ".json: file name too long"),
         (["--stress", "0s"], "positive duration"),
         (["--stress", "soon"], "positive duration"),
         (["--stress", "1e400s"], "positive duration"),  # an OverflowError, exit 1, before

@@ -386,6 +386,10 @@ def test_a_worker_restarted_on_its_pinned_port_is_left_out_of_the_context_switch
         (["--out", "/nonexistent-dir/tuned.config"], "does not exist"),
         (["--workload", "climat"], "did you mean 'climate'"),
         (["--workload", "missing.yaml"], "--workload: file not found: missing.yaml"),
+        # each was "OSError: [Errno 36] File name too long", exit 1
+        (["--workload", "a" * 300 + ".yaml"], "--workload: file not found: aaa"),
+        (["--workload", "a" * 300], "--workload: unknown workload 'aaa"),
+        (["--out", "a" * 300 + ".config"], ".config: file name too long"),
     ],
 )
 def test_bad_input_is_refused_before_anything_starts(
