@@ -30,6 +30,10 @@ RESOLUTION = 0.5
 STEPS_PER_ROUND = 64
 
 
+class StressError(RuntimeError):
+    """No round of :func:`stress_test` succeeded: its tasks failed every time."""
+
+
 def _rss() -> int:
     return psutil.Process().memory_info().rss
 
@@ -52,6 +56,11 @@ def stress_test(
         (``start``/``end`` bytes and ``growth`` fraction), ``throughput`` per round
         (cell-updates/s), ``drift`` (last quarter median / first quarter median - 1) and
         ``background``, the cores other processes took meanwhile (:mod:`.load`).
+
+    Raises
+    ------
+    StressError
+        Every round failed (the first error is in its message).
     """
     # a loaded Config gets the overrides too (they had been dropped without a word)
     config = config_argument("stress_test", config, overrides)
@@ -74,7 +83,9 @@ def stress_test(
         deadline = began + seconds
         interrupted = False
         try:
-            while time.monotonic() < deadline or not rates:
+            # one round at least, good or failed: "or not rates" alone ran on for ever (a
+            # --stress 3s still running at 25 s) where every round failed
+            while time.monotonic() < deadline or not (rates or failed):
                 t0 = time.perf_counter()
                 [nxt] = client.persist([advance(state, params, grid, STEPS_PER_ROUND, k, step0)])
                 wait(nxt)
@@ -95,6 +106,11 @@ def stress_test(
                 raise
             interrupted = True
         ran = time.monotonic() - began
+        if not rates:
+            raise StressError(
+                f"every round failed ({failed} failed task(s) in {ran:.0f} s); the first "
+                f"error: {errors[0]}"
+            )
         memory_end = client.run(_rss)
         lost = sorted(workers_lost(client, watch))
     background = watch_end(watched)

@@ -72,7 +72,7 @@ def benchmark_cmd(
     _outputs_apart(json_path, plot_path, config_path)
     _note_running_cluster()
     if stress is not None:  # "" is a bad duration, not "no --stress"
-        from openclaw_dask.bench.stress import stress_table, stress_test
+        from openclaw_dask.bench.stress import StressError, stress_table, stress_test
 
         seconds = args.duration(stress, "--stress")
         # they shape the suites, which a stress run replaces: accepted, they changed nothing
@@ -87,8 +87,13 @@ def benchmark_cmd(
                 f"of (it runs the climate stencil at full load): drop {', '.join(ignored)}"
             )
             raise ConfigError([Problem(message, origin="--stress")])
-        with interrupts(STILL_CLOSING_CLUSTER), dask_logs_quieted():
-            result = stress_test(config_path, overrides=list(overrides), seconds=seconds)
+        try:
+            with interrupts(STILL_CLOSING_CLUSTER), dask_logs_quieted():
+                result = stress_test(config_path, overrides=list(overrides), seconds=seconds)
+        except StressError as exc:  # what the tasks said, in one line
+            what, _ = clipped(str(exc), chars=600, lines=6)
+            err.print(f"[red]failed:[/] stress test: {escape(what)}", highlight=False)
+            raise SystemExit(EXIT_FAILED) from None
         out.print(stress_table(result))
         _busy_note(result)
         if json_path:

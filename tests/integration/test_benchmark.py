@@ -554,6 +554,37 @@ def test_ctrl_c_in_a_stress_run_shows_and_keeps_the_rounds_until_then(
     assert "stopped after 1 round(s) (Ctrl-C)\ninterrupted" in result.stderr
 
 
+def _round_fails(state: Any, *args: Any) -> Any:
+    def fail(block: Any) -> Any:
+        raise ValueError("this round fails")
+
+    return state.map_blocks(fail, dtype=state.dtype)
+
+
+def test_a_stress_run_whose_every_round_fails_ends_at_its_duration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It waited for a round that succeeded, for ever: a ``--stress 2s`` whose rounds all
+    failed was still running when stopped 25 s later."""
+    from openclaw_dask.bench import stress
+
+    monkeypatch.setattr(stress, "advance", _round_fails)
+    for name, value in isolated_env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    out = tmp_path / "stress.json"
+    sets = ["--set", "cluster.dashboard_address=127.0.0.1:0"]
+    start = time.monotonic()
+    result = invoke("benchmark", "--stress", "2s", "--json", str(out), *sets)
+    assert time.monotonic() - start < 30
+    assert result.exit_code == 1, result.output
+    assert re.fullmatch(
+        r"failed: stress test: every round failed \(\d+ failed task\(s\) in \d+ s\); the "
+        r"first error: ValueError\('this round fails'\)\n",
+        result.stderr,
+    ), result.stderr
+    assert not out.exists()
+
+
 def test_stress_reports_failures_memory_and_drift(tmp_path: Path) -> None:
     env = isolated_env(tmp_path)
     out = tmp_path / "stress.json"
