@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from collections import Counter
@@ -207,7 +208,7 @@ def check_suites(names: Sequence[str] | None) -> list[str]:
         return list(NAMES)
     problems = [
         Problem(
-            f"unknown suite {name!r}; suites: {', '.join(NAMES)}{did_you_mean(name, NAMES)}",
+            f"unknown suite {name!r}; suites: {', '.join(NAMES)}{_suite_hint(name)}",
             origin="--suite",
         )
         for name in names
@@ -216,6 +217,16 @@ def check_suites(names: Sequence[str] | None) -> list[str]:
     if problems:
         raise ConfigError(problems)
     return list(dict.fromkeys(names))
+
+
+def _suite_hint(name: str) -> str:
+    """``; did you mean 'matmul'?``, or for suites joined by another separator than a comma
+    (``matmul stencil``, ``matmul;stencil``: "did you mean 'stencil'?" had been said) the
+    comma-separated list."""
+    parts = [p for p in re.split(r"[\s;:|+/]+", name) if p]
+    if len(parts) > 1 and all(p in NAMES for p in parts):
+        return f"; separate suites with commas: --suite {','.join(parts)}"
+    return did_you_mean(name, NAMES)
 
 
 def config_argument(func: str, config: Any, overrides: Any) -> Config:

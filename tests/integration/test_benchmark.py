@@ -463,6 +463,9 @@ def test_a_batch_deeper_than_the_bands_is_measured_at_their_height(tmp_path: Pat
     [
         (["--suite", "matmull"], "did you mean 'matmul'"),
         (["--suite", "stencil,bogus"], "unknown suite 'bogus'"),
+        # "did you mean 'stencil'?" before
+        (["--suite", "matmul stencil"], "separate suites with commas: --suite matmul,stencil"),
+        (["--suite", "matmul;zarr"], "separate suites with commas: --suite matmul,zarr"),
         (["--suite", ","], "expected suite names separated by commas"),
         (["--suite", ""], "expected suite names separated by commas"),
         (["--json", "/nonexistent-dir/out.json"], "does not exist"),
