@@ -75,6 +75,7 @@ from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware
 from openclaw_dask.config.arguments import check_instance
 from openclaw_dask.config.render import yaml_value
 from openclaw_dask.config.schema import KEYS, KEYS_BY_PATH, SECTIONS
+from openclaw_dask.config.validate import locate
 from openclaw_dask.runtime import start_cluster
 from openclaw_dask.translate import plan_cluster
 from openclaw_dask.workflows.recovery import prepare_to_continue
@@ -477,12 +478,16 @@ def tune(
     TypeError
         An argument of the wrong type (a string where a list belongs, a budget that is not a
         number of seconds).
+    ConfigError
+        The config's problems, and a config that attaches to a running scheduler
+        (``cluster.scheduler_address``): tune starts the clusters it measures.
     """
     config = config_argument("tune", config, overrides)
     check_instance("tune", "workload_name", workload_name, str, "a str")
     if isinstance(budget, bool) or not isinstance(budget, int | float):
         # "5m" (the CLI's form) had been "unsupported operand type(s) for +: 'float' and 'str'"
         raise TypeError(f"tune: budget must be a number of seconds, got {budget!r}")
+    check_starts_clusters(config)
     work = workload(workload_name)
     hw = detect_hardware()
     started = time.monotonic()
@@ -500,6 +505,25 @@ def tune(
         report = _report(tuner, config, work, budget, started, tuner.best(measured), None, {})
         raise TuneInterrupted({**report, "interrupted": True}) from None
     return _report(tuner, config, work, budget, started, best, comparison, recommended)
+
+
+def check_starts_clusters(config: Config) -> None:
+    """Refuse a config that attaches to a running scheduler (``cluster.scheduler_address``).
+
+    Each trial attached to that one cluster: every candidate ("threads=4, processes=4")
+    measured the same workers, and a recommendation could rest on it.
+
+    Raises
+    ------
+    ConfigError
+        At the key's file and line (or ``--set``).
+    """
+    if config["cluster.scheduler_address"]:
+        message = (
+            "tune starts a cluster of each candidate config to measure it; an attached "
+            "cluster's workers stay as they were started: drop cluster.scheduler_address"
+        )
+        raise ConfigError([locate("cluster.scheduler_address", config.sources, message)])
 
 
 def _stages(

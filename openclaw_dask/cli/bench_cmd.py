@@ -251,6 +251,7 @@ def tune_cmd(
     from openclaw_dask.bench.tune import (
         MIN_BUDGET_S,
         TuneInterrupted,
+        check_starts_clusters,
         not_compared,
         report_notes,
         tune,
@@ -287,6 +288,7 @@ def tune_cmd(
             args.output_path(str(path), "--out")
     check_workload(workload)
     config = load_config(config_path, list(overrides))
+    check_starts_clusters(config)  # (tune() checks too; said here before the note below)
     _note_running_cluster()
     try:
         # a Ctrl-C is never lost in a finaliser; the trials say what happened, not Dask's logs

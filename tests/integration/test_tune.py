@@ -14,11 +14,18 @@ import pytest
 from distributed import Client, LocalCluster
 
 from openclaw_dask.bench.run import lost_workers_note, watch_workers, workers_lost
-from openclaw_dask.bench.tune import MIN_BUDGET_S, Trial, Tuner, _report, tuned_config_text
+from openclaw_dask.bench.tune import (
+    MIN_BUDGET_S,
+    Trial,
+    Tuner,
+    _report,
+    tune,
+    tuned_config_text,
+)
 from openclaw_dask.bench.tune_pairs import candidate_won
 from openclaw_dask.bench.tune_report import markdown
 from openclaw_dask.bench.workloads import Workload, workload
-from openclaw_dask.config import detect_hardware, load_config
+from openclaw_dask.config import ConfigError, detect_hardware, load_config
 from tests.conftest import ROOT
 from tests.integration.conftest import isolated_env
 from tests.integration.dies_once import (
@@ -451,6 +458,25 @@ def test_a_workflow_that_fails_in_the_baseline_is_said_as_a_failed_run(tmp_path:
     )
     assert "`openclaw-dask submit 'my flow.yaml'` runs it alone" in proc.stderr
     assert "Traceback" not in proc.stderr and "OPENCLAW_DEBUG" not in proc.stderr
+    assert not (tmp_path / "tuned.config").exists()
+
+
+def test_a_config_that_attaches_to_a_scheduler_is_refused(tmp_path: Path) -> None:
+    """Every trial attached to the one running cluster: a candidate with 4 threads in 4
+    processes measured its 2 workers, labelled "thread_pool_size=4, processes=4"."""
+    attached = {"cluster.scheduler_address": "tcp://127.0.0.1:1"}
+    config = load_config(None, attached, use_search_path=False)
+    with pytest.raises(ConfigError, match=r"cluster\.scheduler_address: tune starts a cluster"):
+        tune(config, workload_name="matmul", budget=60.0)
+    (tmp_path / "att.config").write_text("cluster:\n  scheduler_address: tcp://127.0.0.1:1\n")
+    args = ["tune", "--config", "att.config", "--budget", BASELINE_ONLY]
+    proc = run_cli(*args, env=isolated_env(tmp_path), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(
+        "error: att.config:2: cluster.scheduler_address: tune starts a cluster of each "
+        "candidate config to measure it; an attached cluster's workers stay as they were "
+        "started: drop cluster.scheduler_address\n"
+    ), proc.stderr
     assert not (tmp_path / "tuned.config").exists()
 
 
