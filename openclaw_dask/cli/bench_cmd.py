@@ -19,12 +19,16 @@ from openclaw_dask.exitcodes import EXIT_FAILED
 from openclaw_dask.runtime.terminal import STILL_CLOSING_CLUSTER, interrupts
 
 
-def _note_running_cluster() -> None:
-    """Say so when a ``cluster up`` cluster runs: the measured clusters share the machine."""
+def _note_running_cluster(measured: str | None = None) -> None:
+    """Say so when a ``cluster up`` cluster runs: the measured clusters share the machine.
+
+    Not when it is the one measured (``measured``, the scheduler the config attaches to): it
+    had been said to run "beside the clusters measured here".
+    """
     from openclaw_dask.runtime.state import read_state_or_warn
 
     state = read_state_or_warn()  # a damaged file is warned about: it measures its own cluster
-    if state:
+    if state and state["address"] != measured:
         err.print(
             f"note: the `cluster up` cluster at {state['address']} (pid {state['pid']}) keeps "
             "running beside the clusters measured here and shares this machine; "
@@ -66,11 +70,13 @@ def benchmark_cmd(
         benchmark,
         check_suites,
     )
+    from openclaw_dask.config import load_config
 
     json_path = args.output_path(json_out, "--json")
     plot_path = args.output_path(plot_out, "--plot")
     _outputs_apart(json_path, plot_path, config_path)
-    _note_running_cluster()
+    config = load_config(config_path, list(overrides))
+    _note_running_cluster(config["cluster.scheduler_address"])
     if stress is not None:  # "" is a bad duration, not "no --stress"
         from openclaw_dask.bench.stress import StressError, stress_table, stress_test
 
@@ -89,7 +95,7 @@ def benchmark_cmd(
             raise ConfigError([Problem(message, origin="--stress")])
         try:
             with interrupts(STILL_CLOSING_CLUSTER), dask_logs_quieted():
-                result = stress_test(config_path, overrides=list(overrides), seconds=seconds)
+                result = stress_test(config, seconds=seconds)
         except StressError as exc:  # what the tasks said, in one line
             what, _ = clipped(str(exc), chars=600, lines=6)
             err.print(f"[red]failed:[/] stress test: {escape(what)}", highlight=False)
@@ -108,8 +114,7 @@ def benchmark_cmd(
         # a Ctrl-C is never lost in a finaliser; the report says what happened, not Dask's logs
         with interrupts(STILL_CLOSING_CLUSTER), dask_logs_quieted():
             result = benchmark(
-                config_path,
-                overrides=list(overrides),
+                config,
                 suites=names,
                 quick=quick,
                 on_suite=lambda name: err.print(f"[cyan]suite[/] {name} ...", markup=True),

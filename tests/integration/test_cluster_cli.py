@@ -660,6 +660,21 @@ def test_a_damaged_state_file_is_a_warning_for_the_benchmark() -> None:
         _note_running_cluster()
 
 
+def test_the_benchmark_of_the_running_cluster_does_not_call_it_another(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``benchmark --set cluster.scheduler_address=<the cluster up cluster>`` measures that
+    cluster, and was told it "keeps running beside the clusters measured here"."""
+    from openclaw_dask.cli.bench_cmd import _note_running_cluster
+
+    with fake_daemon(tmp_path) as daemon:
+        write_state({"address": "tcp://127.0.0.1:1", "pid": daemon.pid, "backend": "local"})
+        _note_running_cluster("tcp://127.0.0.1:1")
+        assert capsys.readouterr().err == ""
+        _note_running_cluster(None)  # another cluster is measured: it runs beside it
+        assert "keeps running beside the clusters measured here" in capsys.readouterr().err
+
+
 def test_a_state_dir_that_is_a_file_is_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
