@@ -89,7 +89,8 @@ def benchmark_cmd(
         ]
         if ignored:
             message = (
-                f"{', '.join(ignored)} shape the benchmark suites, which --stress runs instead "
+                f"{', '.join(ignored)} shape{'s' if len(ignored) == 1 else ''} the benchmark "
+                "suites, which --stress runs instead "
                 f"of (it runs the climate stencil at full load): drop {', '.join(ignored)}"
             )
             raise ConfigError([Problem(message, origin="--stress")])

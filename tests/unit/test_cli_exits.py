@@ -259,3 +259,12 @@ def test_a_command_under_mpirun_returns_the_exit_code_it_would_exit_with(
     assert run_client(["config", "validate", "--no-such-option"]) == 2
     assert run_client(["config", "validate", "missing.config"]) == 2
     assert run_client(["config", "validate"]) == 0
+
+
+def test_one_option_a_stress_run_does_not_take_is_said_in_the_singular(tmp_path: Path) -> None:
+    """It read "--plot shape the benchmark suites"."""
+    proc = run_cli("benchmark", "--stress", "4s", "--plot", "p.png", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "error: --stress: --plot shapes the benchmark suites, which --stress runs" in (
+        proc.stderr
+    )
