@@ -52,8 +52,9 @@ def test_only_the_records_submit_reports_itself_are_dropped() -> None:
 
 def test_a_heartbeat_that_a_closing_worker_cuts_is_dropped_and_a_running_ones_kept() -> None:
     """Dask's race, forced: ``Worker.close`` closes its connection pool under a heartbeat that
-    is still waiting for the scheduler's answer (held back here by 0.5 s), and the worker logs
-    the lost heartbeat with a traceback; seen once at the clean end of an mpirun in CI."""
+    is still waiting for the scheduler's answer (held back here until the worker closed), and
+    the worker logs the lost heartbeat with a traceback; seen once at the clean end of an
+    mpirun in CI."""
     from distributed import Scheduler, Worker
 
     lost: list[tuple[logging.LogRecord, bool]] = []
@@ -66,9 +67,12 @@ def test_a_heartbeat_that_a_closing_worker_cuts_is_dropped_and_a_running_ones_ke
     async def main() -> bool:
         async with Scheduler(dashboard_address=":0") as scheduler:
             answer = scheduler.handlers["heartbeat_worker"]
+            # the answer waits until the worker has closed: a fixed 0.5 s had let a worker that
+            # took longer to close under CI's load get its answer, and nothing was cut
+            closed = asyncio.Event()
 
             async def slow(*args: Any, **kwargs: Any) -> Any:
-                await asyncio.sleep(0.5)
+                await closed.wait()
                 return answer(*args, **kwargs)
 
             scheduler.handlers["heartbeat_worker"] = slow
@@ -81,6 +85,7 @@ def test_a_heartbeat_that_a_closing_worker_cuts_is_dropped_and_a_running_ones_ke
                 await asyncio.sleep(0.05)
                 running = terminal._not_a_closing_workers_heartbeat(lost_heartbeat)
             await beat
+            closed.set()
             assert earlier.status.name == "closed"
             return running
 
