@@ -415,7 +415,9 @@ def resolve_op(name: str, beside: Path | None = None) -> OpInfo:
                 + did_you_mean(attr, names)
                 + _shadowed(module, module_name, beside)
             )
-        info = getattr(target, "__openclaw_op__", None)
+        # its own registration only: a subclass of a built-in IterativeOp inherited the
+        # attribute, and the built-in ran in its place without a word (its advance unseen)
+        info = getattr(target, "__dict__", {}).get("__openclaw_op__")
         return info if isinstance(info, OpInfo) else _info(name, target, None)
     ops = available_ops()
     if name in ops:

@@ -452,6 +452,21 @@ def test_free_text_is_kept_and_null_is_none(tmp_path: Path) -> None:
     assert (wf.params["label"].doc, wf.params["label"].unit) == ("", "K")
 
 
+def test_a_subclass_of_a_built_in_iterative_op_is_itself(tmp_path: Path) -> None:
+    """It had inherited the built-in's registration, so the built-in ran in its place: its own
+    ``advance`` was never called, and nothing said so."""
+    (tmp_path / "openclaw_test_subclassed_ops.py").write_text(
+        "from openclaw_dask.workflows.ops.example import Diffuse\n\n\n"
+        "class Louder(Diffuse):\n"
+        "    def advance(self, state, step0, nsteps):\n"
+        "        return super().advance(state, step0, nsteps)\n"
+    )
+    info = resolve_op("openclaw_test_subclassed_ops:Louder", tmp_path)
+    assert info.target.__name__ == "Louder" and info.iterative
+    assert info.name == "openclaw_test_subclassed_ops:Louder"
+    assert resolve_op("example.diffuse").target.__name__ == "Diffuse"
+
+
 def test_a_long_value_is_shortened_in_the_message(tmp_path: Path) -> None:
     text = GOOD.replace("chunk: 32", "chunk: " + "x" * 100_000)
     with pytest.raises(ConfigError) as info:
