@@ -339,3 +339,70 @@ def test_the_default_spin_up_leaves_the_climate_in_equilibrium(tmp_path: Path) -
     shutil.rmtree(tmp_path / "warm" / "final.zarr")
     with pytest.raises(ConfigError, match=r"steps\.simulate\.with\.initial: .*no such Zarr store"):
         run_workflow(None, resume=tmp_path / "warm", report=False)
+
+
+#: An op beside the workflow: the climate model, writing down before each window how many
+#: tasks each worker still knows (released ones included).
+CHAIN_PROBE = """
+from pathlib import Path
+
+from openclaw_dask.workflows.ops.climate import EnergyBalanceModel
+
+
+def _known(dask_worker):
+    return len(dask_worker.state.tasks)
+
+
+class Counted(EnergyBalanceModel):
+    def advance(self, state, step0, nsteps):
+        known = max(self.ctx.client.run(_known).values())
+        with open(Path(__file__).with_name("known.txt"), "a") as f:
+            f.write(f"{known}\\n")
+        return super().advance(state, step0, nsteps)
+"""
+
+
+def test_windows_started_from_their_checkpoint_change_no_bit_and_end_the_workers_chain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker keeps a released task's record while a task that depends on it is known there,
+    and each window's first tasks depend on the last window's: the workers' records had grown
+    with the run (at 0.25°, ~0.7 GB a worker a model year). A window that starts from the
+    state read back from its checkpoint (CHAIN_TASKS, here every window) gives the same bits,
+    and the workers forget the chain before it."""
+    from openclaw_dask.workflows import iterative
+
+    workflow = tmp_path / "chain.yaml"
+    workflow.write_text(
+        _banded(tmp_path).read_text().replace("op: climate.ebm", "op: openclaw_test_chain:Counted")
+    )
+    (tmp_path / "openclaw_test_chain.py").write_text(CHAIN_PROBE)
+    known = tmp_path / "known.txt"
+    sums, counts = {}, {}
+    layout = [QUICK[0], QUICK[1], "distributed.sync_interval=100"]
+    with start_cluster(load_config(None, layout)) as client:
+        for every, threshold in (("never", 10**12), ("each", 1)):
+            monkeypatch.setattr(iterative, "CHAIN_TASKS", threshold)
+            known.unlink(missing_ok=True)
+            rec = run_workflow(
+                workflow,
+                overrides=KILLED_RUN_SETS,
+                run_dir=tmp_path / every,
+                address=client.scheduler.address,
+                report=False,
+            )
+            assert rec["status"] == "completed"
+            sums[every] = {
+                f"{step}/{store}/{name}": digest
+                for step in ("simulate", "analyse")
+                for store, arrays in rec["steps"][step]["checksums"].items()
+                for name, digest in arrays.items()
+            }
+            counts[every] = [int(n) for n in known.read_text().split()]
+    assert len(sums["never"]) > 10 and sums["never"] == sums["each"]
+    windows = len(counts["never"])
+    assert windows == len(counts["each"]) > 15
+    grown = counts["never"][-1] - counts["never"][windows // 2]
+    assert grown > 50, counts["never"]  # ~16 tasks a window, kept (6 -> 387 in 23 windows)
+    # (~33 in every window)
+    assert max(counts["each"][windows // 2 :]) < counts["never"][windows // 2], counts["each"]
