@@ -91,11 +91,19 @@ def test_a_heartbeat_that_a_closing_worker_cuts_is_dropped_and_a_running_ones_ke
 
     lost_heartbeat = record("distributed.worker", f"{terminal.LOST_HEARTBEAT}.")
     handler, logger = Keep(), logging.getLogger("distributed.worker")
+    # the record must be logged: an earlier test in this process may have left "distributed"
+    # at CRITICAL (terminal.quiet_after_interrupt, an in-process Ctrl-C: CI failed so twice)
+    parent = logging.getLogger("distributed")
+    levels = (parent.level, logger.level)
+    parent.setLevel(logging.WARNING)
+    logger.setLevel(logging.NOTSET)
     logger.addHandler(handler)
     try:
         kept_while_running = asyncio.run(main())
     finally:
         logger.removeHandler(handler)
+        parent.setLevel(levels[0])
+        logger.setLevel(levels[1])
     assert kept_while_running  # its scheduler gone from under a running worker: still said
     ((cut, kept),) = lost
     assert cut.exc_info and not kept  # the traceback the mpirun printed, dropped
