@@ -38,17 +38,26 @@ def _writable(path: Path) -> bool:
 
 
 def output_path(value: str | None, option: str) -> Path | None:
-    """A file the command will write: in an existing folder, writable, not a folder."""
+    """A file the command will write: in an existing folder, writable, not a folder.
+
+    ``-`` is refused: it had written a file named ``-`` where a user meant standard output
+    (``benchmark --json -`` is read before it gets here).
+    """
     if value is None:
         return None
     if not value.strip():  # Path("") is the current folder
         raise ConfigError([Problem("expected a file path, got ''", origin=option)])
+    if value == "-":
+        message = f"expected a file name: {option} does not write to standard output"
+        raise ConfigError([Problem(message, origin=option)])
     path = Path(value)
     parent = path.parent if str(path.parent) else Path(".")
     reason = None
     try:
         if path.is_dir():
             reason = "is a folder, not a file"
+        elif value.endswith("/"):  # Path drops it: "x.json/" had written the file x.json
+            reason = "a name that ends in / is a folder's, not a file's"
         elif not parent.is_dir():
             reason = f"its folder {parent} does not exist"
         elif not _writable(path):

@@ -45,7 +45,11 @@ def _note_running_cluster(measured: str | None = None) -> None:
     help="Comma-separated suites: matmul, stencil, reduce, zarr, overhead, graph (default all).",
 )
 @click.option("--quick", is_flag=True, help="Small sizes, one repeat: every suite in seconds.")
-@click.option("--json", "json_out", help="Write the full report as JSON here.")
+@click.option(
+    "--json",
+    "json_out",
+    help="Write the full report as JSON here (-: stdout, the table on stderr).",
+)
 @click.option("--plot", "plot_out", help="Write a PNG of the ratios here.")
 @click.option(
     "--stress",
@@ -63,7 +67,6 @@ def benchmark_cmd(
     overrides: tuple[str, ...],
 ) -> None:
     """Measure the cluster a config plans: each ratio from two timings interleaved in one run."""
-    from openclaw_dask.bench import report
     from openclaw_dask.bench.run import (
         BenchmarkInterrupted,
         BenchmarkSuiteError,
@@ -72,7 +75,8 @@ def benchmark_cmd(
     )
     from openclaw_dask.config import load_config
 
-    json_path = args.output_path(json_out, "--json")
+    # `--json -` (for jq): the report alone on stdout, what is said for a reader on stderr
+    json_path = STDOUT if json_out == "-" else args.output_path(json_out, "--json")
     plot_path = args.output_path(plot_out, "--plot")
     _outputs_apart(json_path, plot_path, config_path)
     config = load_config(config_path, list(overrides))
@@ -101,11 +105,10 @@ def benchmark_cmd(
             what, _ = clipped(str(exc), chars=600, lines=6)
             err.print(f"[red]failed:[/] stress test: {escape(what)}", highlight=False)
             raise SystemExit(EXIT_FAILED) from None
-        out.print(stress_table(result))
-        _busy_note(result)
-        if json_path:
-            report.write_json(result, json_path)
-            out.print(f"json: {json_path}", markup=False)
+        said = _said(json_path)
+        said.print(stress_table(result))
+        _busy_note(result, said)
+        _write_json(result, json_path, said)
         if result["interrupted"]:  # what was measured is above (and written): exit 130
             err.print(f"stopped after {result['rounds']} round(s) (Ctrl-C)", markup=False)
             raise KeyboardInterrupt
@@ -146,6 +149,8 @@ def _outputs_apart(json_path: Path | None, plot_path: Path | None, config: str |
     from openclaw_dask.bench.report import plot_format
 
     instead = "benchmark would replace it with its {}: write it to another file"
+    if json_path is STDOUT:
+        json_path = None
     if json_path:
         args.not_an_input(json_path, "--json", _config_input(config), instead.format("report"))
     if plot_path:
@@ -194,6 +199,8 @@ def _failed(exc: Any, json_path: Path | None, plot_path: Path | None) -> None:
     else:
         what, _ = clipped(f"{type(exc.error).__name__}: {exc.error}", chars=600, lines=6)
     kept = f"; the suites that finished are above and in {json_path}" if json_path else ""
+    if json_path is STDOUT:
+        kept = "; the suites that finished are above and on stdout"
     # escaped: "[Errno 28]" in a message is rich markup otherwise, and vanishes
     err.print(f"[red]error:[/] suite {exc.suite} failed: {escape(what + kept)}", highlight=False)
     if exc.report["not_run"]:
@@ -201,30 +208,50 @@ def _failed(exc: Any, json_path: Path | None, plot_path: Path | None) -> None:
     raise SystemExit(EXIT_FAILED)
 
 
-def _busy_note(result: dict[str, Any]) -> None:
+# ``--json -``: the report goes to standard output, not to a file named "-"
+STDOUT = Path("/dev/stdout")
+
+
+def _said(json_path: Path | None) -> Any:
+    """Where the table and notes go: stderr when the report itself is on stdout."""
+    return err if json_path is STDOUT else out
+
+
+def _write_json(result: dict[str, Any], json_path: Path | None, said: Any) -> None:
+    """Write the report's JSON to ``json_path`` (whole or not at all), or print it on stdout."""
+    from openclaw_dask.bench import report
+    from openclaw_dask.workflows import strictjson
+
+    if json_path is STDOUT:
+        click.echo(strictjson.dumps(result))
+    elif json_path:
+        report.write_json(result, json_path)
+        said.print(f"json: {json_path}", markup=False)
+
+
+def _busy_note(result: dict[str, Any], said: Any) -> None:
     """The note on other processes busy while a benchmark ``result`` was measured, if any."""
     from openclaw_dask.bench.load import load_note
 
     busy = load_note(result.get("background"), result["machine"]["usable_cores"])
     if busy:
-        out.print(f"[yellow]note[/]: {escape(busy)}")
+        said.print(f"[yellow]note[/]: {escape(busy)}")
 
 
 def _show(result: dict[str, Any], json_path: Path | None, plot_path: Path | None) -> None:
     """Print the table and notes of a benchmark ``result``; write its JSON and plot if asked."""
     from openclaw_dask.bench import report
 
-    out.print(report.table(result))
+    said = _said(json_path)
+    said.print(report.table(result))
     for name, suite in result["suites"].items():
         for note in suite["notes"]:
-            out.print(f"  {name}: {note}", markup=False)
-    _busy_note(result)
-    if json_path:
-        report.write_json(result, json_path)
-        out.print(f"json: {json_path}", markup=False)
+            said.print(f"  {name}: {note}", markup=False)
+    _busy_note(result, said)
+    _write_json(result, json_path, said)
     if plot_path:
         report.plot(result, plot_path)
-        out.print(f"plot: {plot_path}", markup=False)
+        said.print(f"plot: {plot_path}", markup=False)
 
 
 @click.command("tune", cls=SetCommand)

@@ -143,6 +143,20 @@ def test_a_benchmark_beside_a_busy_process_says_so_at_once_and_at_the_end(
     assert f"(pid {stranger})" in said
 
 
+def test_json_dash_puts_the_report_alone_on_stdout_and_the_table_on_stderr(
+    tmp_path: Path,
+) -> None:
+    """`--json -` (to pipe into jq) had written a file named "-" in the current folder."""
+    args = ("benchmark", "--quick", "--suite", "reduce", "--json", "-")
+    proc = run_cli(*args, "--set", "cluster.dashboard_address=127.0.0.1:0", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)  # the report alone: nothing else on stdout
+    assert list(report["suites"]) == ["reduce"]
+    assert report["suites"]["reduce"]["ratios"], report["suites"]["reduce"]
+    assert "reduce" in proc.stderr and "json:" not in proc.stderr  # the table, for a reader
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_ratios_are_computed_from_the_measured_times(quick_report: dict[str, Any]) -> None:
     s = quick_report["suites"]
     m = s["matmul"]
@@ -471,6 +485,10 @@ def test_a_batch_deeper_than_the_bands_is_measured_at_their_height(tmp_path: Pat
         (["--json", "/nonexistent-dir/out.json"], "does not exist"),
         (["--plot", "/proc/out.png"], "is not writable"),
         (["--json", "."], "is a folder"),
+        # Path drops a trailing /: the report had gone to the file b.json
+        (["--json", "b.json/"], "cannot write b.json/: a name that ends in / is a folder's"),
+        # a file named "-" had been written
+        (["--plot", "-"], "--plot: expected a file name: --plot does not write to standard"),
         # OSError "File name too long", exit 1 (after the whole run, had the check passed)
         (["--json", "a" * 300 + ".json"], ".json: file name too long"),
         (["--stress", "0s"], "positive duration"),
