@@ -127,10 +127,10 @@ def with_address(config: Config, address: str) -> Config:
 def _cluster_up(
     config: Config, hardware: Hardware | None, backend: str | None
 ) -> tuple[dict[str, Any], str, str] | None:
-    """The running ``cluster up`` cluster's state, its kind and the kind ``config`` plans, or
-    ``None`` when none runs or ``config`` asks for something else (a
-    ``cluster.scheduler_address``, a forced ``backend``, rank 1 of an mpi launch)."""
-    if config["cluster.scheduler_address"] or backend is not None or mpi_job_scheduler():
+    """The running ``cluster up`` cluster's state, its kind and the kind ``config`` plans (the
+    forced ``backend``, where given), or ``None`` when none runs or ``config`` names a
+    scheduler (``cluster.scheduler_address``, rank 1 of an mpi launch)."""
+    if config["cluster.scheduler_address"] or mpi_job_scheduler():
         return None
     # a damaged state file is warned about: the config runs on a cluster of its own then
     state = read_state_or_warn()
@@ -138,7 +138,7 @@ def _cluster_up(
         return None
     # a state file written before the backend was recorded: cluster up was local then
     theirs = state.get("backend", "local")
-    return state, theirs, resolve_backend(config.values, hardware or detect_hardware())
+    return state, theirs, backend or resolve_backend(config.values, hardware or detect_hardware())
 
 
 def running_cluster(
@@ -152,22 +152,32 @@ def running_cluster(
     ``cluster up`` cluster. A state file that cannot be used is ignored with a
     :class:`~openclaw_dask.runtime.state.StateFileWarning`.
     """
-    found = _cluster_up(config, hardware, backend)
+    found = None if backend is not None else _cluster_up(config, hardware, backend)
     return found[0] if found and found[1] == found[2] else None
 
 
 def cluster_up_beside(config: Config, backend: str | None = None) -> str | None:
-    """A note when a ``cluster up`` cluster runs that ``config`` does not run on because it
-    plans another kind of cluster (see :func:`running_cluster`), else ``None``: a local submit
-    beside an ssh ``cluster up`` had started a cluster of its own without a word."""
+    """A note when a ``cluster up`` cluster runs that ``config`` does not run on, else
+    ``None``: because it plans another kind of cluster (see :func:`running_cluster`), or
+    because ``backend`` was forced. A local submit beside an ssh ``cluster up``, and a
+    ``--backend local`` one beside a local ``cluster up``, had started a cluster of their
+    own without a word."""
     found = _cluster_up(config, None, backend)
-    if not found or found[1] == found[2]:
+    if not found or (found[1] == found[2] and backend is None):
         return None
     state, theirs, kind = found
 
     def a(kind: str) -> str:  # said aloud: "an ssh", "an mpi", "a local"
         return f"{'an' if kind in ('ssh', 'mpi') else 'a'} {kind}"
 
+    if backend is not None:  # --backend never attaches, whatever the kinds
+        why = f"--backend {backend} starts {a(kind)} cluster of its own beside it"
+        then = "without --backend a config that plans" if kind == theirs else "a config that plans"
+        return (
+            f"the `cluster up` cluster at {state['address']} is {a(theirs)} cluster and "
+            f"{why} ({then} {a(theirs)} cluster runs on it; `openclaw-dask cluster down` "
+            "stops it)"
+        )
     return (
         f"the `cluster up` cluster at {state['address']} is {a(theirs)} cluster and this "
         f"config plans {a(kind)} one, so a cluster of its own starts beside it ({a(theirs)} "

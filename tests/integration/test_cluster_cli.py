@@ -293,6 +293,15 @@ def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Pa
             f"note: the `cluster up` cluster at {state['address']} is a local cluster and this "
             "config plans an ssh one, so a cluster of its own starts beside it" in ssh.stdout
         ), ssh.stdout
+        # a forced backend never attaches, and says so: it had started a second local
+        # cluster without a word
+        forced = sh(*args[:2], "--dry-run", "--backend", "local")
+        assert forced.returncode == 0 and "cluster: local (" in forced.stdout, forced.stdout
+        assert (
+            f"note: the `cluster up` cluster at {state['address']} is a local cluster and "
+            "--backend local starts a local cluster of its own beside it (without --backend a "
+            "config that plans a local cluster runs on it;" in " ".join(forced.stdout.split())
+        ), forced.stdout
 
         # the benchmark measures the cluster its config plans, never the running one
         out = tmp_path / "bench.json"
