@@ -320,6 +320,10 @@ def off_the_dead_terminal() -> None:
             os.close(null)
 
 
+#: Whether an :func:`interrupts` block holds the signal handlers (they are the main thread's).
+_interrupts_active = False
+
+
 @contextmanager
 def interrupts(closing: str = STILL_CLOSING) -> Iterator[None]:
     """Ctrl-C, SIGTERM and a hangup stop the run once, cleanly; none gets lost in a finaliser.
@@ -340,7 +344,16 @@ def interrupts(closing: str = STILL_CLOSING) -> Iterator[None]:
     callback in this process: a Ctrl-C that landed in it printed "Exception ignored in
     GCDiagnosis._gc_callback" and two tracebacks, and the benchmark ran on to the end. They
     say ``closing`` (:data:`STILL_CLOSING_CLUSTER`) at a second press.
+
+    A block inside another (``tune`` of a workflow runs ``run_workflow``) leaves the outer
+    one's handler in place: the inner one had counted presses anew and said the run's
+    "saving run.json ... --resume continues it" of tune's temporary runs, and a press after
+    the inner block ended was a first one again, raised in the middle of tune's closing.
     """
+    global _interrupts_active
+    if _interrupts_active:
+        yield
+        return
     pressed = 0
 
     def handler(signum: int, frame: Any) -> None:
@@ -378,9 +391,11 @@ def interrupts(closing: str = STILL_CLOSING) -> Iterator[None]:
         yield
         return
     hook, sys.unraisablehook = sys.unraisablehook, rearm
+    _interrupts_active = True
     try:
         yield
     finally:
+        _interrupts_active = False
         for sig, before in previous.items():
             _restore(sig, before)
         sys.unraisablehook = hook

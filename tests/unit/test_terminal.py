@@ -246,6 +246,49 @@ def test_a_second_ctrl_c_lets_the_closing_finish_and_a_third_quits(tmp_path: Pat
     assert time.monotonic() - t0 < 1.2 and "Traceback" not in err
 
 
+#: tune of a workflow: the tune's block (its closing said as benchmark's) around a run's
+#: (``run_workflow``'s own block); the run closes, then the tune closes its clusters.
+NESTED_RUN = """
+import sys, time
+from openclaw_dask.runtime.terminal import STILL_CLOSING_CLUSTER, interrupts
+try:
+    with interrupts(STILL_CLOSING_CLUSTER):
+        try:
+            with interrupts():
+                try:
+                    print("running", flush=True)
+                    time.sleep(30)
+                finally:
+                    print("run closing", flush=True)
+                    time.sleep(0.5)
+        finally:
+            print("tune closing", flush=True)
+            time.sleep(1.5)
+            print("closed", flush=True)
+except KeyboardInterrupt:
+    sys.exit(7)
+"""
+
+
+def test_a_block_inside_another_keeps_the_outer_ones_count_and_words(tmp_path: Path) -> None:
+    """The inner block had said the run's "saving run.json ... --resume" of tune's temporary
+    runs at a second press, and a press after it ended was a first one again: raised in the
+    middle of the tune's closing."""
+    script = tmp_path / "nested.py"
+    script.write_text(NESTED_RUN)
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "running\n"
+    proc.send_signal(signal.SIGINT)
+    assert proc.stdout.readline() == "run closing\n"
+    assert proc.stdout.readline() == "tune closing\n"
+    proc.send_signal(signal.SIGINT)  # impatient, once the run has closed: the tune's closing
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 7 and out == "closed\n", (out, err)
+    assert err == terminal.STILL_CLOSING_CLUSTER.format(again="Ctrl-C once more"), err
+
+
 def test_a_second_sigterm_is_answered_in_its_own_words(tmp_path: Path) -> None:
     proc = closing_run(tmp_path)
     assert proc.stdout is not None
