@@ -508,13 +508,17 @@ def host_ops_note(workflow: Workflow, plan: ClusterPlan) -> list[str]:
     ]
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _attached_note(client: Any, plan: ClusterPlan, cfg: Config) -> str:
     """Which running cluster the run went to, its workers, and what the config could not set."""
     threads = client.nthreads()
     origin = cfg.sources.get("cluster.scheduler_address", "default")
     line = (
         f"cluster: the running scheduler at {plan.address} ({origin}): "
-        f"{len(threads)} workers, {sum(threads.values())} threads"
+        f"{_count(len(threads), 'worker')}, {_count(sum(threads.values()), 'thread')}"
     )
     return "\n".join([line, *(f"  note: {n}" for n in plan.unapplied)])
 
