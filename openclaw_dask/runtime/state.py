@@ -74,8 +74,23 @@ class StateFileWarning(UserWarning):
 
 
 def state_dir() -> Path:
-    """Directory of the state file (``OPENCLAW_STATE_DIR`` or ``~/.local/state``)."""
+    """Directory of the state file (``OPENCLAW_STATE_DIR`` or ``~/.local/state``).
+
+    Raises
+    ------
+    StateError
+        ``OPENCLAW_STATE_DIR`` is a relative path: it named another directory from each folder
+        a command ran in, so ``cluster status`` or ``down`` from another folder said no cluster
+        ran while one did (XDG's state variables are absolute for the same reason).
+    """
     base = os.environ.get("OPENCLAW_STATE_DIR")
+    if base and not os.path.isabs(base):
+        absolute = Path(base).absolute()
+        message = (
+            f"expected an absolute path, got {base!r} (a relative one names another directory "
+            f"from each folder a command runs in); set OPENCLAW_STATE_DIR to {absolute}"
+        )
+        raise StateError([Problem(message, origin="OPENCLAW_STATE_DIR")])
     return Path(base) if base else Path.home() / ".local" / "state" / "openclaw-dask"
 
 

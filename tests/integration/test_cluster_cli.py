@@ -29,9 +29,16 @@ from tests.unit.test_state import fake_daemon
 EXE = Path(sys.executable).with_name("openclaw-dask")
 
 
-def sh(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+def sh(
+    *args: str, timeout: float = 180, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(EXE), *args], capture_output=True, text=True, timeout=timeout, env=os.environ.copy()
+        [str(EXE), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=os.environ.copy(),
+        cwd=cwd,
     )
 
 
@@ -701,6 +708,22 @@ def test_a_state_dir_that_is_a_file_is_one_line(
                 "1 problem found",
             ], command
     assert file.read_text() == ""
+
+
+def test_a_relative_state_dir_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It named another directory from each folder: `cluster status` from another folder had
+    said no cluster ran while one did (and `down` left it running)."""
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", "state")
+    for command in (["cluster", "up"], ["cluster", "status"], ["cluster", "down"]):
+        done = sh(*command, timeout=60, cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.splitlines() == [
+            "error: OPENCLAW_STATE_DIR: expected an absolute path, got 'state' (a relative one "
+            "names another directory from each folder a command runs in); set "
+            f"OPENCLAW_STATE_DIR to {tmp_path / 'state'}",
+            "1 problem found",
+        ], command
+    assert list(tmp_path.iterdir()) == []
 
 
 def _read_only(folder: Path) -> list[str] | None:
