@@ -242,14 +242,14 @@ def resume_plan(
 
 
 def read_checkpoint(ckpt_dir: Path) -> dict[str, Any] | None:
-    """A step's committed checkpoint (``checkpoint.json``) with its state store, or ``None``."""
-    try:
-        saved = json.loads((ckpt_dir / "checkpoint.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(saved, dict) or not isinstance(saved.get("store"), str):
-        return None
-    return saved if (ckpt_dir / saved["store"]).exists() else None
+    """A step's committed checkpoint (``checkpoint.json``) with its state store, or ``None``.
+
+    Read as a resume reads it (:func:`_load_checkpoint`): a worker's death in the step had
+    continued from a file that the resume would refuse (a store named ``../x.zarr``, counts
+    that are not numbers).
+    """
+    saved, _ = _load_checkpoint(ckpt_dir)
+    return saved if saved is not None and (ckpt_dir / saved["store"]).exists() else None
 
 
 @dataclass(frozen=True)

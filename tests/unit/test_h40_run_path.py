@@ -238,12 +238,20 @@ def test_a_resumed_attempt_writes_the_plain_report_when_no_earlier_one_did(tmp_p
 def test_a_checkpoint_without_its_state_store_is_none(tmp_path: Path) -> None:
     """(mutants: a checkpoint.json whose store is gone was continued from; one naming no store
     failed the resume with a TypeError)"""
-    (tmp_path / "checkpoint.json").write_text(json.dumps({"step": 4, "store": "state-4.zarr"}))
+    saved = {"step": 4, "store": "state-4.zarr", "extents": {"time": 12}}
+    (tmp_path / "checkpoint.json").write_text(json.dumps(saved))
     assert runner.read_checkpoint(tmp_path) is None
     (tmp_path / "state-4.zarr").mkdir()
-    assert runner.read_checkpoint(tmp_path) == {"step": 4, "store": "state-4.zarr"}
+    assert runner.read_checkpoint(tmp_path) == saved
     # a damaged one (no store named, half written): none, not a crash of the resume
     (tmp_path / "checkpoint.json").write_text(json.dumps({"step": 4, "store": None}))
+    assert runner.read_checkpoint(tmp_path) is None
+    # read as the resume reads it: a store outside the folder, counts that are not numbers
+    (tmp_path / "inner").mkdir()
+    (tmp_path / "inner" / "checkpoint.json").write_text(json.dumps({**saved, "store": "../x.zarr"}))
+    (tmp_path / "x.zarr").mkdir()
+    assert runner.read_checkpoint(tmp_path / "inner") is None
+    (tmp_path / "checkpoint.json").write_text(json.dumps({**saved, "extents": {"time": "12"}}))
     assert runner.read_checkpoint(tmp_path) is None
     (tmp_path / "checkpoint.json").write_text('{"step": 4, "sto')
     assert runner.read_checkpoint(tmp_path) is None
