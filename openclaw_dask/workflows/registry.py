@@ -470,18 +470,62 @@ def _shadowed(module: Any, module_name: str, beside: Path | None) -> str:
     )
 
 
+#: The modules imported from beside a workflow file: name -> (file, sha256 of it as imported).
+_BESIDE: dict[str, tuple[str, str]] = {}
+
+
 def _import(module_name: str, beside: Path | None) -> Any:
-    """``import module_name``, else from the workflow's folder ``beside`` (see the module doc)."""
+    """``import module_name``, else from the workflow's folder ``beside`` (see the module doc).
+
+    A module of that folder that was edited since this process imported it is imported
+    afresh (:func:`_forget_edited`).
+    """
+    _forget_edited()
     try:
-        return importlib.import_module(module_name)
+        module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         file = module_beside(module_name, beside)
         if exc.name != module_name or file is None:
             raise
-    folder = str(file.parent)
-    if folder not in sys.path:
-        sys.path.append(folder)  # last: a user's numpy.py must not shadow numpy
-    return importlib.import_module(module_name)
+        folder = str(file.parent)
+        if folder not in sys.path:
+            sys.path.append(folder)  # last: a user's numpy.py must not shadow numpy
+        module = importlib.import_module(module_name)
+    for file in modules_beside(beside):  # the op module and the helpers it imported there
+        _BESIDE.setdefault(Path(file).stem, (file, _sha256(file)))
+    return module
+
+
+def _sha256(file: str) -> str | None:
+    try:
+        return hashlib.sha256(Path(file).read_bytes()).hexdigest()
+    except OSError:  # deleted since
+        return None
+
+
+def _forget_edited() -> None:
+    """Drop the modules imported from beside a workflow from ``sys.modules`` once one of them
+    was edited, so that they are imported again as they are now.
+
+    In a long-lived process (a notebook) the second run of a workflow whose op module the
+    user had fixed in between ran the module as first imported, while ``run.json`` recorded
+    the edited file's hash and the op's code as edited (its source is read from the file):
+    a record of code that never ran. All of them go, as an op module that imported a name from
+    an edited helper must run its import again.
+    """
+    if not any(_sha256(file) != digest for file, digest in _BESIDE.values()):
+        return
+    for name, (file, _) in list(_BESIDE.items()):
+        module = sys.modules.get(name)
+        loaded = getattr(module, "__file__", None)
+        if loaded and Path(loaded).resolve() == Path(file):
+            del sys.modules[name]
+            # its bytecode is checked by the file's mtime (in seconds) and size: an edit in
+            # the same second that kept the size ("2" -> "3") had been read from it
+            with contextlib.suppress(OSError, TypeError):
+                os.unlink(module.__cached__)
+        del _BESIDE[name]
+    importlib.invalidate_caches()
 
 
 def shipped_module(module_name: str, beside: Path | None) -> Path | None:

@@ -1358,3 +1358,33 @@ def test_a_value_near_one_of_the_choices_is_pointed_at_it(tmp_path: Path) -> Non
     assert str(problem).endswith(
         "params.mode: expected one of fast, accurate, got 'acurate'; did you mean 'accurate'?"
     )
+
+
+def test_an_op_module_beside_the_workflow_edited_since_its_import_is_imported_again(
+    tmp_path: Path,
+) -> None:
+    """A notebook's second run of a workflow whose op module (or a helper it imports from
+    beside it) the user had fixed in between ran the module as first imported, while run.json
+    recorded the edited file's hash and the op's source as edited: a record of code that never
+    ran (found from Python: the output still scaled by 2 with FACTOR = 3 in the file)."""
+    ops, helpers = tmp_path / "openclaw_unit_edited_ops.py", tmp_path / "openclaw_unit_edited_h.py"
+    ops.write_text(
+        "from openclaw_unit_edited_h import FACTOR\n\n"
+        "def scale(ctx):\n    return {'scaled': FACTOR}\n"
+    )
+    helpers.write_text("FACTOR = 2\n")
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(
+        "name: edited\nsteps:\n  scale:\n    op: openclaw_unit_edited_ops:scale\n"
+        "    outputs: [scaled.zarr]\n"
+    )
+
+    def factor() -> Any:
+        return load_workflow(wf).steps["scale"].info.target(None)["scaled"]
+
+    assert factor() == 2
+    assert factor() == 2  # (unchanged: imported once)
+    helpers.write_text("FACTOR = 3\n")  # the same size, in the same second
+    assert factor() == 3
+    ops.write_text(ops.read_text().replace("FACTOR}", "FACTOR + 1}"))
+    assert factor() == 4
