@@ -47,7 +47,11 @@ from openclaw_dask.runtime.inspect import inspect_workers, refusals
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
 from openclaw_dask.runtime.plugins import OWN_FINGERPRINT
 from openclaw_dask.runtime.state import address_problem, read_state_or_warn
-from openclaw_dask.runtime.terminal import interrupts_held, quiet_interrupted_sync
+from openclaw_dask.runtime.terminal import (
+    interrupts_held,
+    lost_scheduler_quieted,
+    quiet_interrupted_sync,
+)
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 
 logger = logging.getLogger("openclaw_dask.runtime")
@@ -742,6 +746,8 @@ def start_cluster(
 
         check_nodes(config)  # every node reachable, logged in and compatible, or nothing starts
     with ExitStack() as stack:
+        # (entered first: left last, once the client has closed)
+        stack.enter_context(lost_scheduler_quieted())
         stack.enter_context(dask.config.set(plan.dask_config))
         if plan.backend == "attach":
             where = locate("cluster.scheduler_address", config.sources, "", config.line_of)

@@ -26,13 +26,13 @@ On the client side, :func:`quiet_interrupted_sync` drops one log record of a Das
 Ctrl-C lands in ``distributed.utils.sync`` before its coroutine has started, the ``cancel``
 callback reads the not yet assigned ``future`` and tornado logs a ``NameError`` traceback
 (distributed 2026.8; dask/distributed#5758 had made ``cancel`` handle that case). The interrupt
-itself is unaffected: it still reaches the caller, and there is nothing to cancel yet. It also
-drops what the client logs about a scheduler that stopped (``cluster down`` during a run): that
-it gives up reconnecting, and the ``CancelledError`` tracebacks of its reconnection or closing
-cut short; the run reports the lost cluster in one line (``ClusterLostError``). And it drops
-asyncio's "Task exception was never retrieved" for the ``AllExit`` of a gather cut short by
-Ctrl-C (seen in 3 of 5 runs interrupted in the climate workflow's ``analyse`` step, three
-tracebacks each).
+itself is unaffected: it still reaches the caller, and there is nothing to cancel yet. And it
+drops asyncio's "Task exception was never retrieved" for the ``AllExit`` of a gather cut short
+by Ctrl-C (seen in 3 of 5 runs interrupted in the climate workflow's ``analyse`` step, three
+tracebacks each). While a cluster of ours runs, :func:`lost_scheduler_quieted` also drops
+what the client logs about a scheduler that stopped (``cluster down`` during a run): that it
+gives up reconnecting, and the ``CancelledError`` tracebacks of its reconnection or closing cut
+short; the run reports the lost cluster in one line (``ClusterLostError``).
 
 :func:`interrupts` makes SIGTERM and a hangup (the terminal closed: an SSH connection that
 dropped) a Ctrl-C for the length of a run, keeps any from being lost in a finaliser, and lets the
@@ -151,11 +151,38 @@ def _not_a_lost_scheduler_echo(record: logging.LogRecord) -> bool:
 
 
 def quiet_interrupted_sync() -> None:
-    """Drop tornado's log of the ``sync``-``cancel`` ``NameError``, the client's logs of a
-    scheduler that stopped and asyncio's of a gather cut short, in this process (idempotent)."""
+    """Drop tornado's log of the ``sync``-``cancel`` ``NameError`` and asyncio's of a gather cut
+    short, in this process (idempotent): the noise of Dask bugs, whoever's client it is."""
     _add_filter("tornado.application", _not_the_sync_cancel_bug)
-    _add_filter("distributed.client", _not_a_lost_scheduler_echo)
     _add_filter("asyncio", _not_an_unretrieved_gather_exit)
+
+
+#: How many blocks of :func:`lost_scheduler_quieted` are open (threads may run several).
+_quieting = 0
+_quieting_lock = threading.Lock()
+
+
+@contextmanager
+def lost_scheduler_quieted() -> Iterator[None]:
+    """Drop the client's logs of a scheduler that stopped (:func:`_not_a_lost_scheduler_echo`)
+    for the block: the run reports a lost cluster itself.
+
+    For the block only: installed for the rest of the process, they also hid from a
+    notebook's own client, after a run, that its scheduler had gone ("Failed to reconnect to
+    scheduler ... closing client"), which is Dask's only word of it.
+    """
+    global _quieting
+    logger = logging.getLogger("distributed.client")
+    with _quieting_lock:
+        _quieting += 1
+        _add_filter("distributed.client", _not_a_lost_scheduler_echo)
+    try:
+        yield
+    finally:
+        with _quieting_lock:
+            _quieting -= 1
+            if not _quieting:
+                logger.removeFilter(_not_a_lost_scheduler_echo)
 
 
 def _add_filter(name: str, keep: Any) -> None:

@@ -434,3 +434,22 @@ def test_compute_in_the_block_runs_on_its_cluster_and_a_notebook_s_client_comes_
             assert get_client() is client
         assert get_client() is notebook
         assert ran_at().compute() in notebook.nthreads()
+
+
+def test_a_notebook_s_client_still_says_its_scheduler_is_gone_after_a_cluster_of_ours() -> None:
+    """``start_cluster`` dropped the client's "Failed to reconnect to scheduler" (what a run
+    reports itself as a lost cluster) for the rest of the process: after one run, a notebook's
+    own client whose scheduler went away was never said to be lost."""
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("distributed.client")
+    logger.addHandler(handler)
+    gave_up = "Failed to reconnect to scheduler after %.2f seconds, closing client"
+    try:
+        with cluster("parallel.processes=1"):
+            logger.error(gave_up, 1.0)  # a run's own lost scheduler: said by the run instead
+        logger.error(gave_up, 2.0)  # a notebook's client, after the run
+    finally:
+        logger.removeHandler(handler)
+    assert seen == ["Failed to reconnect to scheduler after 2.00 seconds, closing client"]
