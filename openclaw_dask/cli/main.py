@@ -30,7 +30,12 @@ from openclaw_dask.cli.output import (
 )
 from openclaw_dask.cli.submit_cmd import submit_cmd
 from openclaw_dask.config.errors import ConfigError
-from openclaw_dask.exitcodes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED
+from openclaw_dask.exitcodes import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_STDOUT_CLOSED,
+)
 from openclaw_dask.runtime.terminal import quiet_after_interrupt
 
 
@@ -55,7 +60,6 @@ class GuardedGroup(click.Group):
             raise
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]")
-            quiet_after_interrupt()
             sys.exit(EXIT_INTERRUPTED)
         except Exception as exc:
             if isinstance(exc, BrokenPipeError):  # a command's --help, a plain write: as rich's
@@ -99,7 +103,24 @@ def main() -> None:
     if QUIET_TRACKER not in (warnings or ""):
         os.environ["PYTHONWARNINGS"] = f"{warnings},{QUIET_TRACKER}" if warnings else QUIET_TRACKER
     show_state_warnings()
-    cli(prog_name="openclaw-dask")
+    try:
+        cli(prog_name="openclaw-dask")
+    except SystemExit as exc:
+        quiet_if_interrupted(exc.code)
+        raise
+
+
+def quiet_if_interrupted(code: Any) -> None:
+    """After a command that was interrupted (or lost the reader of its output), as the process
+    ends: :func:`~openclaw_dask.runtime.terminal.quiet_after_interrupt`.
+
+    Here, not in the commands: called there, it had left every later Dask log below critical
+    and every later unraisable exception unsaid in a process that goes on after the command
+    (``CliRunner`` in the tests, which then lost another test's Dask log record; a notebook).
+    The interrupt and what it cut short are still alive (the ``SystemExit``'s context).
+    """
+    if code in (EXIT_INTERRUPTED, EXIT_STDOUT_CLOSED):
+        quiet_after_interrupt()
 
 
 if __name__ == "__main__":

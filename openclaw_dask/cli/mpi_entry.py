@@ -146,7 +146,7 @@ def run_client(command: list[str]) -> int:
     """Run an ``openclaw-dask`` command line in this process; return its exit code."""
     import click
 
-    from openclaw_dask.cli.main import cli
+    from openclaw_dask.cli.main import cli, quiet_if_interrupted
 
     try:
         cli.main(args=command, prog_name="openclaw-dask", standalone_mode=False)
@@ -154,6 +154,7 @@ def run_client(command: list[str]) -> int:
         exc.show()
         return exc.exit_code
     except SystemExit as exc:
+        quiet_if_interrupted(exc.code)  # (this rank's process ends after the shutdown)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return 0
 

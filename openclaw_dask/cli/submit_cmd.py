@@ -76,7 +76,6 @@ def submit_cmd(
     from openclaw_dask.runtime.cluster import ClusterLostError
     from openclaw_dask.runtime.mpi_launch import mpi_launcher_reports
     from openclaw_dask.runtime.oom import WorkersOutOfMemoryError
-    from openclaw_dask.runtime.terminal import quiet_after_interrupt
     from openclaw_dask.workflows.mpi_run import MpiRunError
     from openclaw_dask.workflows.recovery import WorkersLostError
     from openclaw_dask.workflows.resume import dropped_note
@@ -160,7 +159,6 @@ def submit_cmd(
         err.print(f"[red]failed:[/] {escape(str(exc))}", markup=True)
         sys.exit(EXIT_FAILED)
     except ReaderGone:  # run.json says interrupted; nobody is left to read a line about it
-        quiet_after_interrupt()
         sys.exit(EXIT_STDOUT_CLOSED)
     except KeyboardInterrupt as exc:
         # rank 1 of an mpi launch is stopped by mpirun also when another rank died: the
@@ -174,7 +172,6 @@ def submit_cmd(
                     "[yellow]interrupted:[/] run.json says so; continue with "
                     + escape(resume_command(where))
                 )
-        quiet_after_interrupt()
         sys.exit(EXIT_INTERRUPTED)
     if dry_run:
         plan = record["plan"]
