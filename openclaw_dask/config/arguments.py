@@ -57,6 +57,19 @@ def check_instance(
         raise TypeError(f"{func}: {name} must be {shown}, {_got(value)}{hint}")
 
 
+def check_flag(func: str, name: str, value: Any, none: bool = False) -> None:
+    """``value`` must be ``True`` or ``False`` (or ``None`` where ``none``): a string is true to
+    Python, and ``report="no"`` had written the report, ``dry_run="False"`` run nothing."""
+    if not (isinstance(value, bool) or (none and value is None)):
+        raise TypeError(f"{func}: {name} must be True or False{' or None' * none}, {_got(value)}")
+
+
+def check_callable(func: str, name: str, value: Any, takes: str) -> None:
+    """``value`` must be ``None`` or callable (``takes`` says with what)."""
+    if value is not None and not callable(value):
+        raise TypeError(f"{func}: {name} must be a function of {takes} or None, {_got(value)}")
+
+
 def check_names(func: str, name: str, value: Any) -> None:
     """``value`` must be ``None`` or a list of ``str`` (suite names): a lone string was read a
     letter at a time ("unknown suite 's'", "unknown suite 't'", ...)."""

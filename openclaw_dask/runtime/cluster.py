@@ -34,6 +34,7 @@ from distributed.utils import import_term
 from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
 from openclaw_dask.config.arguments import (
     check_backend,
+    check_flag,
     check_hardware_arg,
     check_overrides,
     check_path,
@@ -721,6 +722,8 @@ def start_cluster(
     """
     check_hardware_arg("start_cluster", hardware)
     check_backend(backend)
+    check_flag("start_cluster", "verify", verify)
+    check_flag("start_cluster", "attach_running", attach_running)
     config = _resolve(config, overrides, address)
     quiet_interrupted_sync()  # a Dask bug's log on Ctrl-C (see runtime/terminal.py)
     mpi_scheduler = mpi_job_scheduler()

@@ -32,7 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_dask.config import Config, ConfigError, detect_hardware, load_config
-from openclaw_dask.config.arguments import check_overrides, check_path
+from openclaw_dask.config.arguments import (
+    check_callable,
+    check_flag,
+    check_overrides,
+    check_path,
+)
 from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.hardware import software_versions
 from openclaw_dask.runtime import counter
@@ -208,6 +213,11 @@ def run_workflow(
     check_overrides("run_workflow", overrides, mapping=False)
     check_path("run_workflow", "run_dir", run_dir)
     check_path("run_workflow", "resume", resume)
+    check_flag("run_workflow", "dry_run", dry_run)
+    check_flag("run_workflow", "progress", progress)
+    check_flag("run_workflow", "report", report, none=True)
+    # called first once the run directory exists: a wrong one had left a "failed" run there
+    check_callable("run_workflow", "announce", announce, "one str")
     if not isinstance(config, Config):
         check_path("run_workflow", "config (a Config or its file)", config)
     if overrides is not None:  # read more than once below: a generator would be used up

@@ -67,6 +67,24 @@ EXAMPLE = str(ROOT / "workflows/example.yaml")
             "run_workflow: resume must be a file path (str or os.PathLike) or None, got int 5",
         ),
         (
+            # a string is true: "no" had written the report
+            lambda: oc.run_workflow(EXAMPLE, report="no", dry_run=True),
+            "run_workflow: report must be True or False or None, got str 'no'",
+        ),
+        (
+            lambda: oc.run_workflow(EXAMPLE, dry_run="False"),
+            "run_workflow: dry_run must be True or False, got str 'False'",
+        ),
+        (
+            # called once the run directory existed: a "failed" run had been left there
+            lambda: oc.run_workflow(EXAMPLE, announce="news.txt", dry_run=True),
+            "run_workflow: announce must be a function of one str or None, got str 'news.txt'",
+        ),
+        (
+            lambda: oc.start_cluster(verify="no").__enter__(),
+            "start_cluster: verify must be True or False, got str 'no'",
+        ),
+        (
             lambda: oc.start_cluster(hardware="x").__enter__(),
             "start_cluster: hardware must be an openclaw_dask.Hardware or None, got str 'x' "
             "(detect_hardware() describes this machine)",
