@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -483,15 +483,25 @@ def _memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-@lru_cache(maxsize=1)
 def detect_hardware(sys_root: str = "/sys") -> Hardware:
-    """Describe this machine (cached: the answer does not change within a process).
+    """Describe this machine.
+
+    The machine itself is read once a process (cached: it does not change); the optional
+    packages and the allocators every time (~7 ms): cached with it, a package installed in a
+    running notebook (``%pip install``, as a refusal such as "the cuda backend needs
+    dask-cuda: pip install ..." asks) went unseen, the same refusal coming again until the
+    kernel restarted.
 
     Parameters
     ----------
     sys_root
         Root of the sysfs tree (tests point it at a fake tree of another machine).
     """
+    return replace(_machine(sys_root), packages=_packages(), allocators=find_allocators())
+
+
+@lru_cache(maxsize=1)
+def _machine(sys_root: str) -> Hardware:
     usable = set(os.sched_getaffinity(0))
     physical, siblings = _topology(usable, sys_root)
     return Hardware(
@@ -501,12 +511,14 @@ def detect_hardware(sys_root: str = "/sys") -> Hardware:
         numa_nodes=_numa_nodes(usable, sys_root),
         memory=_memory(),
         gpus=_gpus(),
-        packages=_packages(),
-        allocators=find_allocators(),
         siblings=siblings,
         interfaces=_ipv4_interfaces(),
         addresses=_addresses(),
     )
+
+
+#: (lru_cache's name, kept for callers that read the machine afresh)
+detect_hardware.cache_clear = _machine.cache_clear  # type: ignore[attr-defined]
 
 
 def _ipv4_interfaces() -> tuple[str, ...]:

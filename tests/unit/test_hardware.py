@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from openclaw_dask.cli.main import cli
+from openclaw_dask.config import hardware
 from openclaw_dask.config.hardware import Hardware, detect_hardware, format_cpu_list
 from openclaw_dask.config.types import InvalidValueError, parse_cpu_list
 from tests.conftest import make_hardware
@@ -198,3 +199,19 @@ def test_hand_written_description_with_nulls_plans(tmp_path: Path) -> None:
     assert info.value.issues == [
         ("", "not a hardware description (JSON from `config plan --show-hardware`): missing memory")
     ]
+
+
+def test_a_package_installed_in_the_running_process_is_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole description was cached for the process: in a notebook, a ``%pip install``
+    that a refusal asked for ("the cuda backend needs dask-cuda: pip install ...") was not
+    seen, and the same refusal came again until the kernel restarted."""
+    name = "openclaw-unit-late-package"
+    monkeypatch.setattr(hardware, "OPTIONAL_PACKAGES", (*hardware.OPTIONAL_PACKAGES, name))
+    assert name not in detect_hardware().packages
+    info = tmp_path / "openclaw_unit_late_package-1.2.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # (what pip's install into site-packages does)
+    assert detect_hardware().packages[name] == "1.2"
