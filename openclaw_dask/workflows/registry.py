@@ -349,10 +349,16 @@ def _load_builtins() -> None:
     _loaded = True
     for module in BUILTIN_MODULES:
         importlib.import_module(module)
+    _load_entry_points()
+
+
+def _load_entry_points() -> None:
+    """Register the installed packages' ops not registered yet (a broken one is tried again)."""
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         if ep.name not in _REGISTRY:
             try:
                 _REGISTRY[ep.name] = _info(ep.name, ep.load(), None)
+                _BROKEN.pop(ep.name, None)
             except OpError as exc:
                 _BROKEN[ep.name] = str(exc)
             except Exception as exc:  # the package's module does not import
@@ -420,6 +426,11 @@ def resolve_op(name: str, beside: Path | None = None) -> OpInfo:
         info = getattr(target, "__dict__", {}).get("__openclaw_op__")
         return info if isinstance(info, OpInfo) else _info(name, target, None)
     ops = available_ops()
+    if name not in ops:
+        # read once a process, the installed ops missed a package installed since (a
+        # notebook's %pip install) or fixed since: "unknown op" until the kernel restarted
+        _load_entry_points()
+        ops = available_ops()
     if name in ops:
         return ops[name]
     if name in _BROKEN:

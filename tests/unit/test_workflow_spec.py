@@ -1388,3 +1388,27 @@ def test_an_op_module_beside_the_workflow_edited_since_its_import_is_imported_ag
     assert factor() == 3
     ops.write_text(ops.read_text().replace("FACTOR}", "FACTOR + 1}"))
     assert factor() == 4
+
+
+def test_an_op_of_a_package_installed_in_the_running_process_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The installed packages' ops were read once a process: in a notebook, the package of an
+    op installed (``%pip install``) after a first run stayed an "unknown op" until the kernel
+    restarted."""
+    from openclaw_dask.workflows import registry
+    from tests.integration import user_ops
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(registry, "_BROKEN", {})
+    monkeypatch.syspath_prepend(str(tmp_path))  # (site-packages, empty of it for now)
+    available_ops()  # a first run: the installed ops read
+    with pytest.raises(OpError, match=re.escape("unknown op 'late.scale'")):
+        resolve_op("late.scale")
+    info = tmp_path / "openclaw_unit_late_ops-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: openclaw-unit-late-ops\n")
+    (info / "entry_points.txt").write_text(
+        f"[{registry.ENTRY_POINT_GROUP}]\nlate.scale = tests.integration.user_ops:double\n"
+    )
+    assert resolve_op("late.scale").target is user_ops.double
