@@ -207,7 +207,12 @@ def run_workflow(
         ``WorkersOutOfMemoryError`` (past the memory budget); ``run_dir`` is the run to
         resume.
     KeyboardInterrupt
-        Ctrl-C, SIGTERM or a hangup; its ``run_dir`` attribute is the run to resume.
+        Ctrl-C, SIGTERM or a hangup; its ``run_dir`` attribute is the run to resume (absent
+        when the interrupt came before the run directory had a ``run.json``: nothing to
+        resume).
+    ClusterLostError
+        (mpi backend) ``mpirun`` ended before any step ran: a
+        :class:`~openclaw_dask.workflows.mpi_run.MpiRunError`, with its ``returncode``.
     """
     check_path("run_workflow", "path", path)
     check_overrides("run_workflow", overrides, mapping=False)
