@@ -367,7 +367,11 @@ def _run_sync(config: Config, targets: list[NodeTarget]) -> list[tuple[str, Any]
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(_check_all(config, targets))
+        # asyncio.run's own loop, not made the thread's: asyncio.run left the thread without
+        # one, and a caller's later asyncio.get_event_loop() raised "There is no current
+        # event loop" (a loop the caller had set was gone)
+        with asyncio.Runner(loop_factory=asyncio.new_event_loop) as runner:
+            return runner.run(_check_all(config, targets))
     with ThreadPoolExecutor(1) as pool:  # called from inside an event loop (a notebook)
         return pool.submit(asyncio.run, _check_all(config, targets)).result()
 

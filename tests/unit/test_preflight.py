@@ -6,6 +6,7 @@ The real logins, refusals and remote interpreters are exercised on real sshd ser
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import getpass
 import sys
@@ -108,6 +109,24 @@ def test_unreachable_nodes_fail_naming_each_node(write_config: Any) -> None:
     assert (first.key, first.line) == ("distributed.nodes[0]", 4)
     assert first.message.startswith("node 127.0.0.1:1: not reachable: Connection refused")
     assert second.message.startswith("node 127.0.0.1:2: not reachable")
+
+
+def test_the_probe_leaves_the_caller_s_event_loop_in_place(write_config: Any) -> None:
+    """The nodes were probed with ``asyncio.run``, which leaves its thread without an event
+    loop: from Python, after an ssh config's start (or refusal), the loop a script had set was
+    gone and ``asyncio.get_event_loop()`` raised "There is no current event loop"."""
+    path = write_config(
+        "cluster: {backend: ssh}\ndistributed:\n  nodes: [{host: 127.0.0.1, ssh_port: 1}]\n"
+    )
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        with pytest.raises(ConfigError, match="not reachable"):
+            check_nodes(load_config(path, env={}))
+        assert asyncio.get_event_loop_policy().get_event_loop() is loop
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
 
 
 def test_unconfigured_nodes_adopt_and_workers_read_their_node_config() -> None:
