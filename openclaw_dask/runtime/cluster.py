@@ -570,7 +570,12 @@ def _check_has_workers(client: Client, config: Config) -> None:
 
 
 def _check_attached(client: Client, plan: ClusterPlan, config: Config) -> None:
-    """Refuse to attach to workers started from a different config (and leave them alone)."""
+    """Refuse to attach to workers started from a different config (and leave them alone).
+
+    An allocator the workers lack is refused here too: left to the plan's allocator plugin,
+    it closed each of them (and its nanny) as it refused it, a notebook's own cluster
+    included, and the attach went on with no worker.
+    """
     fingerprint = next(p for p in plan.worker_plugins if p["class"].endswith("Fingerprint"))
     want = fingerprint["kwargs"]["fingerprint"]
     facts = inspect_workers(client)
@@ -578,6 +583,17 @@ def _check_attached(client: Client, plan: ClusterPlan, config: Config) -> None:
     if other:
         theirs = ", ".join(sorted(set(other.values())))
         raise ConfigError([attach_refusal(config, theirs, _fingerprint_values(client, other))])
+    allocator = config["memory.allocator"]
+    lacking = sorted(a for a, f in facts.items() if f["allocator"] != allocator)
+    if allocator != "system" and lacking:
+        found = sorted({facts[a]["allocator"] for a in lacking})
+        message = (
+            f"{allocator} here, but {len(lacking)} of the running cluster's {len(facts)} "
+            f"workers run with {', '.join(found)} ({', '.join(lacking[:2])}"
+            f"{', ...' if len(lacking) > 2 else ''}); start its workers with {allocator} "
+            "(LD_PRELOAD), or run with --set memory.allocator=system"
+        )
+        raise ConfigError([locate("memory.allocator", config.sources, message, config.line_of)])
 
 
 def _fingerprint_values(client: Client, hashes: Mapping[str, str]) -> dict[str, Any] | None:

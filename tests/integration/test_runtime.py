@@ -453,3 +453,29 @@ def test_a_notebook_s_client_still_says_its_scheduler_is_gone_after_a_cluster_of
     finally:
         logger.removeHandler(handler)
     assert seen == ["Failed to reconnect to scheduler after 2.00 seconds, closing client"]
+
+
+def test_an_allocator_the_attached_cluster_s_workers_lack_is_refused_leaving_them_be() -> None:
+    """Attached to a plain Dask cluster (a notebook's own LocalCluster) with a config asking for
+    an allocator its workers lack, the allocator plugin closed every worker (and its nanny) as
+    it refused it, and the attach went on with none; the user's cluster was left empty."""
+    from distributed import Client, LocalCluster
+
+    allocator = next(iter(detect_hardware().allocators), None)
+    if allocator is None:  # (the config is refused before attaching: nothing to test)
+        pytest.skip("neither jemalloc nor tcmalloc is installed")
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as theirs,
+        Client(theirs) as notebook,
+    ):
+        with (
+            pytest.raises(ConfigError) as info,
+            cluster(f"memory.allocator={allocator}", address=theirs.scheduler_address),
+        ):
+            pass
+        assert str(info.value).startswith(
+            f"--set: memory.allocator: {allocator} here, but 1 of the running cluster's 1 "
+            "workers run with system (tcp://"
+        )
+        time.sleep(0.5)  # (a refused worker was closed a moment after the refusal)
+        assert len(notebook.nthreads()) == 1
