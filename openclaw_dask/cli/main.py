@@ -36,7 +36,7 @@ from openclaw_dask.exitcodes import (
     EXIT_INTERRUPTED,
     EXIT_STDOUT_CLOSED,
 )
-from openclaw_dask.runtime.terminal import quiet_after_interrupt
+from openclaw_dask.runtime.terminal import quiet_after_interrupt, quit_at_third_interrupt
 
 
 class GuardedGroup(click.Group):
@@ -103,6 +103,7 @@ def main() -> None:
     if QUIET_TRACKER not in (warnings or ""):
         os.environ["PYTHONWARNINGS"] = f"{warnings},{QUIET_TRACKER}" if warnings else QUIET_TRACKER
     show_state_warnings()
+    quit_at_third_interrupt()  # this process ends with its command
     try:
         cli(prog_name="openclaw-dask")
     except SystemExit as exc:

@@ -147,7 +147,9 @@ def run_client(command: list[str]) -> int:
     import click
 
     from openclaw_dask.cli.main import cli, quiet_if_interrupted
+    from openclaw_dask.runtime.terminal import quit_at_third_interrupt
 
+    quit_at_third_interrupt()  # this rank's process ends after the command
     try:
         cli.main(args=command, prog_name="openclaw-dask", standalone_mode=False)
     except click.ClickException as exc:  # bad arguments: shown as click shows them

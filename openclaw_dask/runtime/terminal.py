@@ -315,14 +315,34 @@ def quiet_after_interrupt() -> None:
 
 
 #: Said once when Ctrl-C (or SIGTERM) comes again while the first one is still being handled;
-#: ``{again}`` names the signal that came (:data:`AGAIN`).
+#: ``{again}`` names the signal that came (:data:`AGAIN`), ``{third}`` what it does
+#: (:data:`THIRD`).
 STILL_CLOSING = (
-    "still closing the cluster and saving run.json; {again} quits at once "
+    "still closing the cluster and saving run.json; {again} {third} "
     "(run.json may then still say running; --resume continues it all the same)\n"
 )
 
 #: Said instead by commands that save nothing while they close (benchmark, tune).
-STILL_CLOSING_CLUSTER = "still closing the cluster; {again} quits at once\n"
+STILL_CLOSING_CLUSTER = "still closing the cluster; {again} {third}\n"
+
+#: What a third Ctrl-C does, by whether the process quits at it (:func:`quit_at_third_interrupt`).
+THIRD = {True: "quits at once", False: "cuts it short"}
+
+#: Whether a third Ctrl-C ends the process: the command line's, which ends anyway. From Python
+#: (a notebook's kernel) it raises instead: ``os._exit`` had killed the kernel and all it held.
+_quit_at_third = False
+
+
+def quit_at_third_interrupt() -> None:
+    """Make a third Ctrl-C (or SIGTERM) in an :func:`interrupts` block end the process at once.
+
+    For the command line's process, which ends after its command anyway: called by the console
+    script and the mpi launch's client rank. Elsewhere a third one raises ``KeyboardInterrupt``
+    in the closing, as the first did in the run.
+    """
+    global _quit_at_third
+    _quit_at_third = True
+
 
 #: How the second-signal message names the third: the way the user sent the second (a batch
 #: system's or ``kill``'s SIGTERM had been answered "Ctrl-C once more"). A hangup's is not
@@ -359,8 +379,10 @@ def interrupts(closing: str = STILL_CLOSING) -> Iterator[None]:
     cluster and marks ``run.json`` interrupted. A second one is not raised: raised, it cut that
     closing short, and Dask's exit hook then printed a screen of tracebacks while it closed the
     half-closed cluster again (3 of 3 runs given Ctrl-C four times, 0.4 s apart). It says
-    that the run is closing instead; a third quits at once (``os._exit``: the workers see their
-    parent go and exit; ``run.json`` keeps its last save).
+    that the run is closing instead; a third quits at once in the command line's process
+    (:func:`quit_at_third_interrupt`; ``os._exit``: the workers see their parent go and exit;
+    ``run.json`` keeps its last save), and elsewhere (a notebook's kernel, which must live on)
+    raises ``KeyboardInterrupt`` in the closing.
 
     Python raises a signal's ``KeyboardInterrupt`` wherever the main thread is, and when that
     is a finaliser (``__del__`` of a Dask future released mid-run) the exception cannot
@@ -391,10 +413,13 @@ def interrupts(closing: str = STILL_CLOSING) -> Iterator[None]:
         if pressed == 1:
             raise KeyboardInterrupt(f"signal {signum}")
         if pressed == 2:
-            sys.stderr.write(closing.format(again=AGAIN.get(signum, "Ctrl-C once more")))
+            again = AGAIN.get(signum, "Ctrl-C once more")
+            sys.stderr.write(closing.format(again=again, third=THIRD[_quit_at_third]))
             sys.stderr.flush()
-        else:
+        elif _quit_at_third:
             os._exit(EXIT_INTERRUPTED)  # a run quit by a third Ctrl-C
+        else:  # a process that goes on (a notebook's kernel): the closing is cut short
+            raise KeyboardInterrupt(f"signal {signum}")
 
     def rearm(unraisable: Any) -> None:
         nonlocal pressed

@@ -188,7 +188,9 @@ def test_a_gather_cut_short_by_ctrl_c_leaves_no_asyncio_traceback() -> None:
 #: with SIGHUP ignored.
 CLOSING_RUN = """
 import signal, sys, time
-from openclaw_dask.runtime.terminal import interrupts
+from openclaw_dask.runtime.terminal import interrupts, quit_at_third_interrupt
+if sys.argv[2:] == ["cli"]:  # as the console script runs it
+    quit_at_third_interrupt()
 # as started from a terminal, or as a shell's background job, whatever the test process has
 # (pytest itself started in the background inherits SIGINT ignored)
 handling = {"default": signal.default_int_handler, "ignore": signal.SIG_IGN}
@@ -209,11 +211,13 @@ except KeyboardInterrupt:
 """
 
 
-def closing_run(tmp_path: Path, mode: str = "default") -> subprocess.Popen[str]:
+def closing_run(
+    tmp_path: Path, mode: str = "default", process: str = "cli"
+) -> subprocess.Popen[str]:
     script = tmp_path / "run.py"
     script.write_text(CLOSING_RUN)
     proc = subprocess.Popen(
-        [sys.executable, str(script), mode],
+        [sys.executable, str(script), mode, process],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -230,7 +234,7 @@ def test_a_second_ctrl_c_lets_the_closing_finish_and_a_third_quits(tmp_path: Pat
     proc.send_signal(signal.SIGINT)  # impatient: the closing goes on
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 7 and out == "closed\n", (out, err)
-    assert err == terminal.STILL_CLOSING.format(again="Ctrl-C once more"), err
+    assert err == terminal.STILL_CLOSING.format(again="Ctrl-C once more", third="quits at once")
     assert "Traceback" not in err
 
     proc = closing_run(tmp_path)
@@ -246,11 +250,30 @@ def test_a_second_ctrl_c_lets_the_closing_finish_and_a_third_quits(tmp_path: Pat
     assert time.monotonic() - t0 < 1.2 and "Traceback" not in err
 
 
+def test_a_third_ctrl_c_in_a_process_that_goes_on_cuts_the_closing_short_and_raises(
+    tmp_path: Path,
+) -> None:
+    """From Python (a notebook's kernel) a third Ctrl-C had ended the process (``os._exit``),
+    the kernel and everything it held with it."""
+    proc = closing_run(tmp_path, process="python")
+    assert proc.stdout is not None
+    proc.send_signal(signal.SIGINT)
+    assert proc.stdout.readline() == "closing\n"
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)  # raised in the closing: the script goes on to its except
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 7 and out == "", (out, err)
+    assert err == terminal.STILL_CLOSING.format(again="Ctrl-C once more", third="cuts it short")
+
+
 #: tune of a workflow: the tune's block (its closing said as benchmark's) around a run's
 #: (``run_workflow``'s own block); the run closes, then the tune closes its clusters.
 NESTED_RUN = """
 import sys, time
 from openclaw_dask.runtime.terminal import STILL_CLOSING_CLUSTER, interrupts
+from openclaw_dask.runtime.terminal import quit_at_third_interrupt
+quit_at_third_interrupt()
 try:
     with interrupts(STILL_CLOSING_CLUSTER):
         try:
@@ -286,7 +309,8 @@ def test_a_block_inside_another_keeps_the_outer_ones_count_and_words(tmp_path: P
     proc.send_signal(signal.SIGINT)  # impatient, once the run has closed: the tune's closing
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 7 and out == "closed\n", (out, err)
-    assert err == terminal.STILL_CLOSING_CLUSTER.format(again="Ctrl-C once more"), err
+    said = terminal.STILL_CLOSING_CLUSTER.format(again="Ctrl-C once more", third="quits at once")
+    assert err == said, err
 
 
 def test_a_second_sigterm_is_answered_in_its_own_words(tmp_path: Path) -> None:
