@@ -579,7 +579,12 @@ def _check_attached(client: Client, plan: ClusterPlan, config: Config) -> None:
     fingerprint = next(p for p in plan.worker_plugins if p["class"].endswith("Fingerprint"))
     want = fingerprint["kwargs"]["fingerprint"]
     facts = inspect_workers(client)
-    other = {a: f["config_hash"] for a, f in facts.items() if f["config_hash"] not in (None, want)}
+    # a label a plain cluster's worker took from an earlier client is no config of its own
+    other = {
+        a: f["config_hash"]
+        for a, f in facts.items()
+        if f["config_hash"] not in (None, want) and not f.get("config_adopted")
+    }
     if other:
         theirs = ", ".join(sorted(set(other.values())))
         raise ConfigError([attach_refusal(config, theirs, _fingerprint_values(client, other))])

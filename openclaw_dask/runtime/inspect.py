@@ -14,7 +14,12 @@ from distributed.comm import get_address_host
 from distributed.metrics import time
 from distributed.protocol.pickle import dumps
 
-from openclaw_dask.runtime.plugins import OWN_FINGERPRINT, REFUSED_KEY, loaded_allocator
+from openclaw_dask.runtime.plugins import (
+    ADOPTED_FINGERPRINT,
+    OWN_FINGERPRINT,
+    REFUSED_KEY,
+    loaded_allocator,
+)
 
 
 def _thread_affinities() -> list[list[int]]:
@@ -74,6 +79,8 @@ async def worker_facts(dask_worker: Any) -> dict[str, Any]:
         "ld_preload": os.environ.get("LD_PRELOAD"),
         "compression": dask.config.get("distributed.comm.compression"),
         "config_hash": own[0] if own else None,
+        # a label a plain Dask cluster's worker took from a client: no config of its own
+        "config_adopted": bool(getattr(dask_worker, ADOPTED_FINGERPRINT, False)),
         "clock_offset": offset,
         "clock_round_trip": round_trip,
         "rss": psutil.Process().memory_info().rss,

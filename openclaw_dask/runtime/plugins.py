@@ -21,6 +21,9 @@ logger = logging.getLogger("openclaw_dask.runtime")
 #: Attribute on a worker that holds the fingerprint of the config it was started from (set by
 #: :mod:`openclaw_dask.runtime.preload` for workers started by hand with ``dask worker``).
 OWN_FINGERPRINT = "openclaw_fingerprint"
+#: Attribute set beside :data:`OWN_FINGERPRINT` when the fingerprint is only a label that a
+#: worker no openclaw-dask started (a notebook's plain ``LocalCluster``) took from a client.
+ADOPTED_FINGERPRINT = "openclaw_fingerprint_adopted"
 REFUSED_KEY = ("openclaw", "refused")
 
 #: Shared-library name fragments that prove an allocator is mapped into the process.
@@ -60,7 +63,11 @@ class ConfigFingerprint(WorkerPlugin):
     Workers our runtime spawns adopt the client's fingerprint. Workers started elsewhere (by
     hand, on another node) carry the fingerprint of their own ``openclaw.config``; if it
     differs, for example in ``distributed.sync_interval``, the worker is refused with the
-    differing keys named.
+    differing keys named. Workers of a plain Dask cluster (no openclaw-dask preload) were
+    started from no config: they take each attaching client's fingerprint as a label
+    (:data:`ADOPTED_FINGERPRINT`) and are never refused for it. They had kept the first
+    run's, and a notebook's next run with another ``distributed.sync_interval`` was refused
+    as if the workers were "started from another openclaw.config".
 
     Parameters
     ----------
@@ -82,8 +89,9 @@ class ConfigFingerprint(WorkerPlugin):
 
     async def setup(self, worker: Any) -> None:
         own = getattr(worker, OWN_FINGERPRINT, None)
-        if own is None:
+        if own is None or getattr(worker, ADOPTED_FINGERPRINT, False):
             setattr(worker, OWN_FINGERPRINT, (self.fingerprint, self.values))
+            setattr(worker, ADOPTED_FINGERPRINT, not started_by_openclaw(worker))
             return
         own_hash, own_values = own
         if own_hash == self.fingerprint:
@@ -93,6 +101,15 @@ class ConfigFingerprint(WorkerPlugin):
         await refuse(
             worker, first, "its openclaw.config differs from the client's: " + "; ".join(diff)
         )
+
+
+def started_by_openclaw(worker: Any) -> bool:
+    """Whether ``worker`` was started by openclaw-dask: it runs one of its preloads (every
+    backend's workers do; a plain ``LocalCluster``'s or a bare ``dask worker``'s do not)."""
+    return any(
+        str(getattr(p, "name", "")).startswith("openclaw_dask.")
+        for p in getattr(worker, "preloads", ())
+    )
 
 
 def loaded_allocator(maps_text: str) -> str:

@@ -51,6 +51,36 @@ def test_workers_that_carry_no_config_are_attached_to_and_adopt_the_client_s() -
             assert refusals(client) == {}
 
 
+def test_a_plain_cluster_s_workers_take_each_attaching_config_as_a_label_only() -> None:
+    """A notebook's second run with another result-relevant value on its own plain cluster had
+    been refused: the workers "were started from another openclaw.config" (the first run's,
+    which they had only adopted). Workers openclaw-dask started keep refusing another config."""
+    from openclaw_dask.config.errors import ConfigError
+
+    with plain_cluster(1) as theirs:
+        address = theirs.scheduler_address
+        with start_cluster(overrides=BASE, address=address) as client:
+            first = inspect_workers(client)
+        with start_cluster(overrides=[*BASE, "distributed.sync_interval=7"], address=address) as c:
+            assert c.submit(sum, [2, 3]).result() == 5
+            second = inspect_workers(c)
+            assert refusals(c) == {}
+        assert set(second) == set(first)  # the same workers, none closed
+        assert all(f["config_adopted"] for f in [*first.values(), *second.values()])
+        [hash_1] = {f["config_hash"] for f in first.values()}
+        [hash_2] = {f["config_hash"] for f in second.values()}
+        assert hash_1 != hash_2
+    # the workers of a cluster openclaw-dask started hold its config: another is refused
+    with start_cluster(overrides=[*BASE, "parallel.processes=1"]) as ours:
+        address = ours.scheduler.address
+        assert not any(f["config_adopted"] for f in inspect_workers(ours).values())
+        other = [*BASE, "distributed.sync_interval=7"]
+        with pytest.raises(ConfigError, match=r"distributed\.sync_interval"):  # noqa: SIM117
+            with start_cluster(overrides=other, address=address):
+                pass
+        assert ours.submit(sum, [1, 1]).result() == 2
+
+
 def inspect_workers_of(cluster: LocalCluster) -> dict[str, Any]:
     from distributed import Client
 
