@@ -16,7 +16,8 @@ import yaml
 from dask.utils import format_bytes
 
 from openclaw_dask.config.hardware import Hardware, format_cpu_list
-from openclaw_dask.config.schema import KEYS, SECTIONS, Key
+from openclaw_dask.config.schema import KEYS, NODE, SECTIONS, Key
+from openclaw_dask.config.types import FieldSpec, Record
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_DEFAULT = ROOT / "configs" / "openclaw.config"
@@ -117,7 +118,34 @@ def markdown_reference() -> str:
         rows.append(
             f"| `{key.path}` | `{default}` | {accepts} | {_describe(key)} | `{key.env_var}` |"
         )
+    rows += [
+        "",
+        "## A node of `distributed.nodes`",
+        "",
+        "Each entry of the list is a mapping with these fields (`resources` holds three of its "
+        "own); `configs/ssh-cluster.config` is an example.",
+        "",
+        "| field | default | accepts | meaning |",
+        "|---|---|---|---|",
+    ]
+    rows += [
+        f"| `{name}` | {default} | {accepts} | {doc} |"
+        for name, default, accepts, doc in _fields(NODE.fields)
+    ]
     return "\n".join(rows) + "\n"
+
+
+def _fields(fields: dict[str, FieldSpec], prefix: str = "") -> list[tuple[str, str, str, str]]:
+    """Rows of a record's fields, a nested record's own fields after it (``resources.cpus``)."""
+    out = []
+    for name, spec in fields.items():
+        if isinstance(spec.type, Record):
+            out += _fields(dict(spec.type.fields), f"{prefix}{name}.")
+            continue
+        default = "required" if spec.required else f"`{yaml_value(spec.default)}`"
+        accepts = spec.type.describe().replace("|", "\\|")
+        out.append((prefix + name, default, accepts, spec.doc))
+    return out
 
 
 def main() -> None:

@@ -74,16 +74,36 @@ NODE = Record(
     fields={
         "host": FieldSpec(Host(), required=True, doc="host name or address to ssh to"),
         "ssh_port": FieldSpec(Int(1, 65535), 22, doc="sshd port"),
-        "port": FieldSpec(Nullable(Int(0, 65535)), None, doc="worker port (null: any)"),
+        "port": FieldSpec(
+            Nullable(Int(0, 65535)),
+            None,
+            doc="worker port (null: a free one; with parallel.processes above 1 each worker "
+            "takes a free one)",
+        ),
         "user": FieldSpec(Nullable(UserName()), None, doc="login user (null: current user)"),
-        "python": FieldSpec(Nullable(Text()), None, doc="remote python executable"),
-        "scheduler": FieldSpec(Bool(), False, doc="run the scheduler on this node"),
+        "python": FieldSpec(
+            Nullable(Text()),
+            None,
+            doc="remote python executable (null: the path of this machine's python)",
+        ),
+        "scheduler": FieldSpec(
+            Bool(), False, doc="run the scheduler on this node (none marked: the first node)"
+        ),
         "resources": FieldSpec(
             Record(
                 name="resources mapping",
                 fields={
-                    "cpus": FieldSpec(Nullable(Int(1)), None, doc="worker threads on the node"),
-                    "memory": FieldSpec(Nullable(Size()), None, doc="worker memory limit"),
+                    "cpus": FieldSpec(
+                        Nullable(Int(1)),
+                        None,
+                        doc="worker threads on the node (null: parallel.thread_pool_size if "
+                        "a number, else one per logical core of the node)",
+                    ),
+                    "memory": FieldSpec(
+                        Nullable(Size()),
+                        None,
+                        doc="memory limit of the node's workers together (null: Dask's auto)",
+                    ),
                     "gpus": FieldSpec(Int(0), 0, doc="GPUs, advertised as Dask resource GPU"),
                 },
             ),

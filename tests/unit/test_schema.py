@@ -9,7 +9,7 @@ import yaml
 
 from openclaw_dask.config import KEYS, ConfigError, load_config
 from openclaw_dask.config.render import DOCS, SHIPPED_DEFAULT, markdown_reference, starter_config
-from openclaw_dask.config.schema import KEYS_BY_PATH, defaults
+from openclaw_dask.config.schema import KEYS_BY_PATH, NODE, defaults
 
 # key -> (a valid YAML value, what it normalises to, an invalid YAML value)
 EXAMPLES: dict[str, tuple[Any, Any, Any]] = {
@@ -126,6 +126,15 @@ def test_docs_reference_lists_every_key() -> None:
     )
     for key in KEYS:
         assert f"`{key.path}`" in DOCS.read_text()
+
+
+def test_docs_reference_lists_every_node_field() -> None:
+    # a node's fields (port, python, resources.memory...) had no line in docs/config.md
+    text = DOCS.read_text()
+    for name, spec in NODE.fields.items():
+        inner = getattr(spec.type, "fields", None)
+        for field in [f"{name}.{sub}" for sub in inner] if inner else [name]:
+            assert f"| `{field}` |" in text, field
 
 
 def test_starter_config_for_a_machine_validates(hw: Any, write_config: Any) -> None:
