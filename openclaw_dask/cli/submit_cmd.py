@@ -56,7 +56,7 @@ from openclaw_dask.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_STDOUT_C
     "--no-report",
     is_flag=True,
     help=(
-        "Skip Dask's performance-report.html (0.3-1.4 s of rendering; for short runs). "
+        "Skip Dask's performance-report.html (0.5-1.4 s of rendering; for short runs). "
         "A --resume of such a run skips it too."
     ),
 )
