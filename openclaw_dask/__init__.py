@@ -1,7 +1,7 @@
 """openclaw-dask: one strictly checked ``openclaw.config`` -> a real Dask cluster -> workflows.
 
 Public API: :func:`load_config`, :func:`plan_cluster`, :func:`start_cluster` (a context manager
-yielding a ``distributed.Client``), :func:`memory_compact` (alias ``openclaw_memory_compact``).
+yielding a ``distributed.Client``), :func:`memory_compact` (alias ``openclaw_memory_compact``)
 and :func:`run_workflow` (returns the run record); :func:`benchmark` and :func:`tune` measure
 and improve a config.
 
