@@ -45,7 +45,11 @@ from openclaw_dask.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_STDOUT_C
 @click.option(
     "--backend", type=BackendChoice(), help="Force a backend (auto: cluster.backend's choice)."
 )
-@click.option("--run-dir", type=click.Path(file_okay=False), help="Where the run writes.")
+@click.option(
+    "--run-dir",
+    type=click.Path(file_okay=False),
+    help="The run's own directory, new or empty (default: runs/WORKFLOW-NAME/RUN-ID here).",
+)
 @click.option(
     "--resume",
     type=click.Path(exists=False),
