@@ -98,8 +98,31 @@ def backend_problem(config: Config, forced: str | None, message: str) -> Problem
     return locate("cluster.backend", config.sources, message, config.line_of)
 
 
+#: What Open MPI's mpirun sets in every process it starts, and refuses to start under ("mpirun
+#: does not support recursive calls"): a command run as the ranks of a batch script's mpirun.
+OPEN_MPI_RANK_ENV = "OMPI_UNIVERSE_SIZE"
+
+
 def find_mpirun(plan: ClusterPlan, config: Config, forced: str | None = None) -> str:
-    """Full path of the plan's ``mpirun``; a missing one is bad input naming the backend."""
+    """Full path of the plan's ``mpirun``; a missing one is bad input naming the backend, and
+    so is a launch from inside an ``mpirun`` (``mpirun -np 4 openclaw-dask submit ...``)."""
+    if os.environ.get(OPEN_MPI_RANK_ENV):
+        # each rank had started an mpirun of its own, and each printed Open MPI's banner
+        # (exit 1); the batch script's form is in the README, section MPI
+        raise ConfigError(
+            [
+                backend_problem(
+                    config,
+                    forced,
+                    "mpi launches its own mpirun, but this process already runs under one "
+                    f"({OPEN_MPI_RANK_ENV} is set), which Open MPI does not allow: run this "
+                    "command outside mpirun, or let the batch script's mpirun start the plan's "
+                    "ranks: `openclaw-dask config plan --backend mpi --json > plan.json`, then "
+                    "`mpirun -np N python -m openclaw_dask.cli.mpi_entry plan.json -- submit "
+                    "WORKFLOW`",
+                )
+            ]
+        )
     name = (plan.launch_command or ["mpirun"])[0]
     found = shutil.which(name)
     if found is None:

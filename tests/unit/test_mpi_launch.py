@@ -168,3 +168,17 @@ def test_stop_finds_mpirun_and_its_ranks_by_the_plan_file(tmp_path: Path) -> Non
     assert mpirun.wait(timeout=5) == 0 and not rank.is_running()
     # asked to end (SIGTERM forwarded to the rank), not killed
     assert Path(f"{plan_file}.ended").read_text() == "-15"
+
+
+def test_a_launch_from_inside_an_mpirun_is_bad_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mpirun -np 3 openclaw-dask submit --backend mpi` (a batch script's first guess) had each
+    rank start an mpirun of its own: three Open MPI banners ("does not support recursive
+    calls"), exit 1."""
+    config, plan = mpi_plan()
+    monkeypatch.setenv("OMPI_UNIVERSE_SIZE", "3")
+    with pytest.raises(ConfigError) as info:
+        find_mpirun(plan, config, forced="mpi")
+    (problem,) = info.value.problems
+    assert problem.origin == "--backend mpi"
+    assert "already runs under one (OMPI_UNIVERSE_SIZE is set)" in problem.message
+    assert "python -m openclaw_dask.cli.mpi_entry plan.json -- submit WORKFLOW" in problem.message
