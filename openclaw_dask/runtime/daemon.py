@@ -29,7 +29,7 @@ from openclaw_dask.runtime.state import (
     this_host,
     write_state,
 )
-from openclaw_dask.translate import load_and_plan
+from openclaw_dask.translate import load_and_plan, worker_shape
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
                     # so that a submit (and its dry run) can refuse another config before it
                     # attaches, naming the keys that differ
                     "fingerprint": dict(zip(("hash", "values"), config.fingerprint(), strict=True)),
+                    # its workers' shape: a submit's note names only the values that differ
+                    "shape": worker_shape(config),
                     # what `cluster status` and `memory compact` need to reach it (TLS files)
                     "client": client_settings(plan.dask_config),
                     "started": time.time(),

@@ -6,8 +6,9 @@ options onto specs; here the translation is explicit, printable and testable.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from typing import Any
 
 from openclaw_dask.config.arguments import check_backend, check_hardware_arg, check_instance
 from openclaw_dask.config.errors import ConfigError
@@ -41,11 +42,19 @@ WORKER_SHAPE = (
 )
 
 
+def worker_shape(config: Config) -> dict[str, Any]:
+    """The values of ``config`` that shape its cluster's workers (:data:`WORKER_SHAPE`): what a
+    config that attaches to that cluster cannot change."""
+    return {k: v for k, v in config.values.items() if k.startswith(WORKER_SHAPE)}
+
+
 def plan_cluster(
     config: Config,
     hardware: Hardware | None = None,
     backend: str | None = None,
     strict: bool = True,
+    *,
+    running: Mapping[str, Any] | None = None,
 ) -> ClusterPlan:
     """Translate ``config`` into the plan of the cluster it asks for.
 
@@ -62,6 +71,11 @@ def plan_cluster(
         Raise :class:`ConfigError` when the config does not fit the machine (missing GPUs,
         cores or allocator library). When false, those problems become ``plan.warnings``
         (``config plan`` is a dry run and may describe a cluster for another machine).
+    running
+        When ``config`` attaches to a ``cluster up`` cluster: the worker-shaping values that
+        cluster was started with (its state file's ``shape``). A value given here that equals
+        the running cluster's is in force there, and is not said to be unapplied: `config
+        init`'s starter file, which writes every key, had a run name 19 keys so.
 
     Returns
     -------
@@ -96,10 +110,13 @@ def plan_cluster(
         plan.address = values["cluster.scheduler_address"]
         origin = config.sources.get("cluster.scheduler_address", "default")
         plan.notes.append(f"attaching to the running scheduler ({origin}); nothing is started")
+        theirs = running or {}
         ignored = [
             f"{key} ({config.sources[key]})"
             for key in sorted(config.values)
-            if key.startswith(WORKER_SHAPE) and user_set(config, key)
+            if key.startswith(WORKER_SHAPE)
+            and user_set(config, key)
+            and (key not in theirs or theirs[key] != values[key])
         ]
         if ignored:
             hint = "; `openclaw-dask cluster down` lets this config start its own"
@@ -171,4 +188,11 @@ def load_and_plan(
     return config, plan_cluster(config, hw, backend=backend)
 
 
-__all__ = ["PLANNERS", "ClusterPlan", "load_and_plan", "plan_cluster", "worker_plugins"]
+__all__ = [
+    "PLANNERS",
+    "ClusterPlan",
+    "load_and_plan",
+    "plan_cluster",
+    "worker_plugins",
+    "worker_shape",
+]

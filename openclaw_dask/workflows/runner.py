@@ -293,7 +293,8 @@ def run_workflow(
             # what attaching would refuse (its workers' config), refused before a run
             # directory is made and in the dry run too
             raise ConfigError([attach_refusal(cfg, theirs["hash"], theirs.get("values"))])
-    plan = plan_cluster(cfg, backend=backend)
+    shape = (running or {}).get("shape")  # (absent from a state file written before it was)
+    plan = plan_cluster(cfg, backend=backend, running=shape if isinstance(shape, dict) else None)
     plan.unapplied += host_ops_note(workflow, plan)
     beside = None if running else cluster_up_beside(cfg, backend)
     if beside:

@@ -270,6 +270,17 @@ def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Pa
             "parallel.processes (--set); `openclaw-dask cluster down`" in done.stderr
         )
         assert "was taken" not in done.stderr  # the running cluster's dashboard, as it is
+        # config init's starter file writes every key: those at the running cluster's values
+        # are in force there, and only a value that differs is said (19 keys had been)
+        starter = tmp_path / "starter.config"
+        assert sh("config", "init", "-o", str(starter)).returncode == 0
+        dry = sh(*args[:2], "--dry-run", "--config", str(starter), "--set", "parallel.processes=1")
+        assert dry.returncode == 0, dry.stderr
+        said = " ".join(dry.stdout.split())
+        unapplied = said.split("keeps its own workers: ")[1].split("; `openclaw-dask")[0]
+        # (the cluster was started with another dashboard address: that one is not in force)
+        keys = [item.split(" (")[0] for item in unapplied.split(", ")]
+        assert keys == ["cluster.dashboard_address", "parallel.processes"], unapplied
         assert f"dashboard: {state['dashboard']}" in done.stderr
         record = json.loads((run_dir / "run.json").read_text())
         assert record["dashboard"] == state["dashboard"]
