@@ -655,8 +655,8 @@ def budget_note(report: dict[str, Any]) -> str | None:
     )
     return (
         f"{left['count']} of {left['candidates']} candidates not measured: the budget "
-        f"({budget:.0f} s) ran out{past}; --budget {left['suggested_budget_s'] // 60}m "
-        "or more measures them all here"
+        f"({budget:.0f} s) left no room for them beside the final comparison{past}; "
+        f"--budget {left['suggested_budget_s'] // 60}m or more measures them all here"
     )
 
 

@@ -141,7 +141,7 @@ def test_a_budget_spent_on_the_baseline_says_what_was_not_measured(tmp_path: Pat
         )
     note = (
         f"{len(others)} of {len(others)} candidates not measured: the budget "
-        f"({MIN_BUDGET_S:.0f} s) ran out{past}; "
+        f"({MIN_BUDGET_S:.0f} s) left no room for them beside the final comparison{past}; "
         f"--budget {left['suggested_budget_s'] // 60}m or more measures them all here"
     )
     assert "no candidate was measured within the budget" in proc.stdout

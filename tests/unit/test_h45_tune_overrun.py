@@ -21,9 +21,9 @@ def test_a_baseline_past_the_budget_is_said_with_its_time() -> None:
     # note said only "the budget (20 s) ran out", as if it had been kept
     note = budget_note(_report(baseline_s=30.7))
     assert note == (
-        "11 of 11 candidates not measured: the budget (20 s) ran out, the baseline alone took "
-        "31 s (its cluster's start, a warm-up, a timed run: it always runs); --budget 9m or "
-        "more measures them all here"
+        "11 of 11 candidates not measured: the budget (20 s) left no room for them beside the "
+        "final comparison, the baseline alone took 31 s (its cluster's start, a warm-up, a "
+        "timed run: it always runs); --budget 9m or more measures them all here"
     )
 
 
