@@ -67,6 +67,7 @@ from openclaw_dask.bench.tune_pairs import (
     MIN_PAIRS,
     candidate_won,
     death_notes,
+    failed_note,
     summary,
     too_few_pairs,
 )
@@ -352,6 +353,11 @@ class Tuner:
         cold), as after a death before the first pair. ``workers_lost`` names, for
         ``baseline`` and ``tuned``, every worker that died in that cluster from its start to
         the last pair; the log line says what :func:`~.tune_pairs.death_notes` says.
+
+        A workflow's step that fails in a pair (its trial had run) ends the pairs: ``failed``
+        says which cluster's run and what it raised, and nothing is recommended
+        (:func:`~openclaw_dask.bench.tune_pairs.candidate_won`). It had ended the whole tune,
+        said as the baseline's failure, and the trials measured were lost.
         """
         rates: dict[str, list[float]] = {"baseline": [], "tuned": []}
         dropped: list[dict[str, Any]] = []
@@ -360,6 +366,8 @@ class Tuner:
             clients: dict[str, Client] = {}
             started: dict[str, Watch] = {}
             runs: dict[str, Callable[[], float]] = {}
+            failed: dict[str, Any] | None = None
+            running = ""  # the cluster whose run is under way: a failed step is its
 
             # a worker's death that fails the work took the data placed on it (the climate
             # workload's bands): placed anew on the restarted workers, then run again
@@ -378,6 +386,8 @@ class Tuner:
                 return timed(name)
 
             def sample(name: str) -> float:
+                nonlocal running
+                running = name
                 rate, _ = again_if_a_worker_died(
                     clients[name], partial(timed, name), partial(placed_again, name)
                 )
@@ -395,33 +405,40 @@ class Tuner:
                 )
                 started[name] = watch_workers(clients[name])
                 again_if_a_worker_died(clients[name], partial(place, name))
-            for name in clients:
-                sample(name)  # warm-up
-            hit = {name for name in clients if workers_lost(clients[name], started[name])}
             measured = 0
-            pair_s = 0.0  # how long the last pair took: the next one is not begun past the budget
-            # at most `pairs` pairs dropped: a config whose workers keep dying must end
-            while len(rates["tuned"]) < pairs and measured < 2 * pairs:
-                if len(rates["tuned"]) >= MIN_PAIRS and time.monotonic() + pair_s > self.deadline:
-                    break
-                began = time.monotonic()
-                measured += 1
-                window = {name: watch_workers(client) for name, client in clients.items()}
-                for name in sorted(hit):
-                    settle(name)
-                here = {name: sample(name) for name in clients}
-                pair_s = time.monotonic() - began
-                died = {
-                    name: workers_lost(client, window[name]) for name, client in clients.items()
-                }
-                hit = {name for name, lost in died.items() if lost}
-                if hit:
-                    dropped.append({"pair": measured, "rates": here, "workers_lost": died})
-                    continue
-                for name, rate in here.items():
-                    rates[name].append(rate)
+            try:
+                for name in clients:
+                    sample(name)  # warm-up
+                hit = {name for name in clients if workers_lost(clients[name], started[name])}
+                pair_s = 0.0  # the last pair's time: the next one is not begun past the budget
+                # at most `pairs` pairs dropped: a config whose workers keep dying must end
+                while len(rates["tuned"]) < pairs and measured < 2 * pairs:
+                    if len(rates["tuned"]) >= MIN_PAIRS and (
+                        time.monotonic() + pair_s > self.deadline
+                    ):
+                        break
+                    began = time.monotonic()
+                    measured += 1
+                    window = {name: watch_workers(client) for name, client in clients.items()}
+                    for name in sorted(hit):
+                        settle(name)
+                    here = {name: sample(name) for name in clients}
+                    pair_s = time.monotonic() - began
+                    died = {
+                        name: workers_lost(client, window[name]) for name, client in clients.items()
+                    }
+                    hit = {name for name, lost in died.items() if lost}
+                    if hit:
+                        dropped.append({"pair": measured, "rates": here, "workers_lost": died})
+                        continue
+                    for name, rate in here.items():
+                        rates[name].append(rate)
+            except StepFailedError as exc:
+                failed = {"side": running, "pair": measured, "error": str(exc)}
             lost = {name: workers_lost(client, started[name]) for name, client in clients.items()}
         comparison = {**summary(rates), "dropped": dropped, "workers_lost": lost}
+        if failed:
+            comparison["failed"] = failed
         speedup = comparison["speedup"]
         line = (
             f"baseline vs {winner.label()}, {comparison['pairs']} interleaved pairs: "
@@ -430,6 +447,8 @@ class Tuner:
         )
         for note in death_notes(comparison):  # as a trial's line says it (Dask's logs are off)
             line += f"; {note}"
+        if failed:
+            line += f"; {failed_note(comparison)}"
         self.log(line)
         return comparison
 
@@ -690,6 +709,12 @@ def tuned_config_text(config: Config, report: dict[str, Any]) -> str:
         lines.append(
             f"# measured: {comp['speedup']:.3f}x the baseline's throughput over "
             f"{comp['pairs']} interleaved pairs (tuned faster in {comp['tuned_wins']})"
+        )
+    elif comp and comp.get("failed"):
+        side = "candidate" if comp["failed"]["side"] == "tuned" else "baseline"
+        lines.append(
+            f"# measured: the {side}'s workflow run failed in the final pairs; this is the "
+            "baseline unchanged"
         )
     elif comp and too_few_pairs(comp):
         lines.append(

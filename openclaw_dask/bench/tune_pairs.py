@@ -40,14 +40,27 @@ def summary(rates: dict[str, list[float]]) -> dict[str, Any]:
 
 def candidate_won(comparison: dict[str, Any]) -> bool:
     """Whether the candidate is faster: in the median and in most of the pairs that count, of
-    which there are at least :data:`MIN_PAIRS`."""
+    which there are at least :data:`MIN_PAIRS`, and no workflow step failed in the pairs."""
     pairs = comparison["pairs"]
     speedup = comparison["speedup"]
     return (
         pairs >= MIN_PAIRS
+        and not comparison.get("failed")
         and speedup is not None
         and speedup > 1.0
         and comparison["tuned_wins"] * 2 > pairs
+    )
+
+
+def failed_note(comparison: dict[str, Any]) -> str | None:
+    """The sentence on a workflow step that failed in the final pairs (``None``: none did)."""
+    failed = comparison.get("failed")
+    if not failed:
+        return None
+    when = f"final pair {failed['pair']}" if failed["pair"] else "the final pairs' warm-up"
+    return (
+        f"the {SIDES[failed['side']]}'s workflow run failed in {when}, after its trial had "
+        f"run: {failed['error']}; no recommendation"
     )
 
 

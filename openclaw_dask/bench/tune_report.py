@@ -9,7 +9,7 @@ from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.bench.machine import values_set
 from openclaw_dask.bench.report import save_figure, write_json
 from openclaw_dask.bench.tune import not_compared, report_notes
-from openclaw_dask.bench.tune_pairs import death_notes, too_few_pairs
+from openclaw_dask.bench.tune_pairs import death_notes, failed_note, too_few_pairs
 from openclaw_dask.bench.workloads import describe_rate
 
 
@@ -101,6 +101,8 @@ def markdown(report: dict[str, Any]) -> str:
     elif report["recommended"]:
         for key, value in report["recommended"].items():
             lines.append(f"- `{key}: {value}`: {report['reasons'].get(key, '')}")
+    elif comp and comp.get("failed"):
+        lines.append(f"Keep the baseline: {failed_note(comp)}.")
     elif comp and too_few_pairs(comp):
         lines.append("Keep the baseline: too few final pairs without a worker's death.")
     elif comp:

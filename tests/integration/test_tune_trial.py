@@ -99,3 +99,50 @@ def test_a_candidate_whose_workflow_fails_is_skipped_and_the_tune_goes_on() -> N
     assert not trial.samples
     with pytest.raises(StepFailedError):  # the baseline must run
         tuner.measure("baseline", {"parallel.processes": 1}, strict=True)
+
+
+def fails_in_the_candidate_s_third_run(client: Client, config: Config) -> Callable[[], float]:
+    runs: list[int] = []
+
+    def run() -> float:
+        runs.append(1)
+        if config["parallel.processes"] == 1 and len(runs) == 3:  # final pair 2
+            raise StepFailedError("grid", "mine:grid", OSError("the scratch disk went away"))
+        client.submit(time.sleep, 0.01, pure=False).result()
+        return 1.0
+
+    return run
+
+
+def test_a_workflow_that_fails_in_the_final_pairs_ends_them_with_no_recommendation() -> None:
+    """It had ended the whole tune, said as "tune's baseline run ... failed", and the trials
+    measured before were lost with it."""
+    from openclaw_dask.bench.tune import Trial, tuned_config_text
+    from openclaw_dask.bench.tune_pairs import candidate_won, failed_note
+    from openclaw_dask.bench.tune_report import markdown
+    from tests.unit.test_bench_report import _tune_report
+
+    work = Workload("flow", "runs", "a workflow", fails_in_the_candidate_s_third_run)
+    sets = ["cluster.dashboard_address=127.0.0.1:0", "parallel.processes=2"]
+    config = load_config(None, sets, use_search_path=False)
+    lines: list[str] = []
+    tuner = Tuner(config, work, 60.0, detect_hardware(), lines.append, repeats=1)
+    comp = tuner.compare(Trial("threads", {"parallel.processes": 1}), pairs=5)
+    assert comp["failed"] == {
+        "side": "tuned",
+        "pair": 2,
+        "error": "step 'grid' (op mine:grid) failed: OSError: the scratch disk went away",
+    }
+    assert comp["pairs"] == 1 and not candidate_won(comp)
+    said = (
+        "the candidate's workflow run failed in final pair 2, after its trial had run: step "
+        "'grid' (op mine:grid) failed: OSError: the scratch disk went away; no recommendation"
+    )
+    assert failed_note(comp) == said
+    [line] = lines
+    assert line.endswith(f"; {said}"), line
+    # the tuned config and the report say so too (the baseline unchanged)
+    report = _tune_report(config) | {"comparison": {**comp, "candidate": {}}}
+    assert f"Keep the baseline: {said}." in markdown(report)
+    text = tuned_config_text(config, report)
+    assert "# measured: the candidate's workflow run failed in the final pairs; this is" in text
