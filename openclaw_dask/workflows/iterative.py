@@ -28,6 +28,7 @@ from distributed import KilledWorker, futures_of
 from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.config import Config, ConfigError
 from openclaw_dask.runtime.cluster import cluster_gone
+from openclaw_dask.runtime.groups import forget_finished_groups
 from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.context import (
     IterativeOp,
@@ -152,6 +153,8 @@ class IterativeSteps:
 
         def settle(done: tuple[list[Any], dict[str, Any]]) -> None:
             self._commit(ckpt_dir, op, step, rec, *done)
+            # each window makes new task groups, which the scheduler would keep to the end
+            forget_finished_groups(client)
             progress.update(bar, completed=done[1]["step"])
             line = news.line(done[1]["step"]) if news else None
             if line and self.announce:
