@@ -47,14 +47,13 @@ def test_the_scheduler_forgets_the_task_groups_of_finished_windows(tmp_path: Pat
     end of the run: at 0.25° ~115 windows a model year, gigabytes in a long run. After each
     checkpoint the finished ones are dropped, so what is held stays flat as the run goes on."""
     workflow = tmp_path / "groups.yaml"
-    workflow.write_text(
-        CLIMATE.read_text().replace("op: climate.ebm", "op: openclaw_test_groups:Counted")
-    )
+    model = CLIMATE.read_text().split("  analyse:")[0]  # (the analysis has no windows)
+    workflow.write_text(model.replace("op: climate.ebm", "op: openclaw_test_groups:Counted"))
     (tmp_path / "openclaw_test_groups.py").write_text(GROUPS_PROBE)
     rec = run_workflow(workflow, overrides=KILLED_RUN_SETS, run_dir=tmp_path / "run", report=False)
     assert rec["status"] == "completed"
     held = [int(n) for n in (tmp_path / "held.txt").read_text().split()]
     windows = len(held)
     assert windows > 15, held
-    # kept, they grew by ~4-5 a window (4°, 100-step windows): 7 to 108 in 23 windows
+    # kept, they grew by ~5 a window (4°, 100-step windows): 4 to 124 in 23 windows
     assert max(held[windows // 2 :]) <= max(held[: windows // 2]) + 5, held
