@@ -1,17 +1,17 @@
 """Forget the scheduler's records of finished task groups, which it keeps for good otherwise.
 
 The scheduler sorts tasks into task groups by key name, and every window of an iterative step
-makes new names, so new groups (~200 a window of the climate step at 5°, one per batch of
-steps at 0.25°). A group leaves the scheduler's ``task_groups`` once its tasks are forgotten,
-but the span its tasks ran under (``distributed.spans``; distributed issue #7977) and the
-computation they were submitted in keep it, with its dependencies, the groups of every window
-before it: in the process that runs the scheduler (``submit``'s own, on a local cluster),
-measured at 5°, 300 model years: 18,500 groups, ~60 MB; at 0.25°, ~115 windows a model year,
-that is ~2-3 GB in 50 years. :func:`forget_finished_groups`, after each checkpoint, drops
-the groups whose tasks are all forgotten from them; a span keeps one, the one that ended last,
-which its end time (``Span.stop``) needs. Only the dashboard's per-span summaries of the
-windows before lose the dropped groups' counts and durations; the fine performance metrics
-are the span's own and stay.
+makes new names, so new groups (~200 a window of the climate step at 5°, one per batch of steps
+at 0.25°). A group leaves the scheduler's ``task_groups`` once its tasks are forgotten, but the
+span its tasks ran under (``distributed.spans``; distributed issue #7977) and the computation
+they were submitted in keep it, with its dependencies, the groups of every window before it: in
+the process that runs the scheduler (``submit``'s own, on a local cluster), measured at 5°, 300
+model years: 18,500 groups alive at the end, 1-2 kB each; at 0.25°, ~115 windows a model year,
+1-2 GB in 50 years. :func:`forget_finished_groups`, after each checkpoint, drops the groups
+whose tasks are all forgotten from them; a span keeps one, the one that ended last, which its
+end time (``Span.stop``) needs. Only the dashboard's per-span summaries of the windows before
+lose the dropped groups' counts and durations; the fine performance metrics are the span's own
+and stay.
 """
 
 from __future__ import annotations
