@@ -270,10 +270,12 @@ def test_a_third_ctrl_c_in_a_process_that_goes_on_cuts_the_closing_short_and_rai
 #: tune of a workflow: the tune's block (its closing said as benchmark's) around a run's
 #: (``run_workflow``'s own block); the run closes, then the tune closes its clusters.
 NESTED_RUN = """
-import sys, time
+import signal, sys, time
 from openclaw_dask.runtime.terminal import STILL_CLOSING_CLUSTER, interrupts
 from openclaw_dask.runtime.terminal import quit_at_third_interrupt
 quit_at_third_interrupt()
+# as started from a terminal: pytest started in the background (CI) passes SIGINT ignored on
+signal.signal(signal.SIGINT, signal.default_int_handler)
 try:
     with interrupts(STILL_CLOSING_CLUSTER):
         try:
