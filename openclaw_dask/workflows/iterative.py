@@ -77,7 +77,8 @@ class IterativeSteps:
         earlier: Mapping[str, Any] | None = None,
     ) -> None:
         """Run the windows of an iterative step; after a lost worker, continue from the last
-        checkpoint (at most ``MAX_RECOVERIES`` times: :mod:`~openclaw_dask.workflows.recovery`).
+        checkpoint (at most ``MAX_RECOVERIES`` times from one checkpoint:
+        :mod:`~openclaw_dask.workflows.recovery`).
 
         ``earlier``: the step's record of the run's earlier attempt (a resume's), which says
         whether it committed a checkpoint to continue from (:func:`checkpoint_of`).
@@ -99,11 +100,15 @@ class IterativeSteps:
                     raise
                 saved = read_checkpoint(ckpt_dir)
                 at = int(saved["step"]) if saved and self._same(step, saved, fingerprint) else 0
-                if len(recoveries) >= MAX_RECOVERIES:
+                # a run of days may lose a worker now and then and still go on; only losses
+                # with no checkpoint between them (a worker killed again and again, say for
+                # memory, in the same window) end the step
+                stuck = sum(r["from_step"] == at for r in recoveries)
+                if stuck >= MAX_RECOVERIES:
                     raise WorkersLostError(
-                        f"workers were lost {len(recoveries) + 1} times during the step (the "
-                        f"last: {', '.join(lost)}): killed, out of memory (memory.spill) or "
-                        f"their host gone"
+                        f"workers were lost {stuck + 1} times with no checkpoint after step "
+                        f"{at:,} (the last: {', '.join(lost)}): killed, out of memory "
+                        f"(memory.spill) or their host gone"
                     ) from exc
                 recoveries.append(
                     {
@@ -118,8 +123,8 @@ class IterativeSteps:
                 if self.announce:
                     self.announce(
                         f"{step.name}: lost worker {', '.join(lost)}; continuing from step "
-                        f"{at:,}, the last checkpoint (recovery {len(recoveries)} of "
-                        f"{MAX_RECOVERIES})"
+                        f"{at:,}, the last checkpoint (recovery {stuck + 1} of "
+                        f"{MAX_RECOVERIES} from it)"
                     )
                 # the traceback's frames hold the lost window's futures: release them
                 traceback.clear_frames(exc.__traceback__)

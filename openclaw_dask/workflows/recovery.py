@@ -7,9 +7,10 @@ the worker holding them dies, the scheduler has nothing to recompute them from a
 window ("already forgotten"). A nanny restarts the worker within seconds, so the run itself can
 go on from its last checkpoint, as ``--resume`` would, instead of failing the step: the outputs
 are cut back to the checkpoint's extents and the windows after it run again (bit-identical,
-which the tests check). A step gives up after :data:`MAX_RECOVERIES` losses (a worker that is
-killed again and again, say for memory, would otherwise loop), with the checkpoint kept for
-``--resume``.
+which the tests check). A step gives up after :data:`MAX_RECOVERIES` losses with no new
+checkpoint between them (a worker that is killed again and again in one window, say for memory,
+would otherwise loop), with the checkpoint kept for ``--resume``; losses a checkpoint apart do not
+add up, so a run of days on nodes that fail now and then goes on.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from openclaw_dask.runtime.cluster import ClusterLostError
 
-#: Worker losses an iterative step recovers from before it fails.
+#: Worker losses an iterative step recovers from, with no new checkpoint between them.
 MAX_RECOVERIES = 3
 
 #: Seconds to wait for restarted workers to come back before going on with fewer.

@@ -404,7 +404,9 @@ def test_a_worker_lost_on_a_node_mid_run_costs_one_window_and_changes_no_bit(
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 0, stderr[-3000:]
-    assert "simulate: lost worker tcp://" in stderr and "(recovery 1 of 3)" in stderr, stderr
+    assert "simulate: lost worker tcp://" in stderr and "(recovery 1 of 3 from it)" in stderr, (
+        stderr
+    )
     killed = json.loads((run_dir / "run.json").read_text())
     [recovery] = killed["steps"]["simulate"]["recoveries"]
     assert recovery["from_step"] >= 300 and recovery["lost"][0].startswith(f"tcp://{b.host}:")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -9,6 +10,7 @@ import numpy as np
 import xarray as xr
 
 from openclaw_dask.workflows.context import IterativeOp, StepContext
+from openclaw_dask.workflows.ops.example import Diffuse
 
 #: A workflow whose second step fails with the op's own message ("kaboom").
 FAILING_WORKFLOW = (
@@ -261,3 +263,53 @@ class AdvancesToNone(_CountsSteps):
 
     def advance(self, state: xr.Dataset, step0: int, nsteps: int) -> Any:
         return None, {}
+
+
+def _dies_in_window(
+    block: np.ndarray, step0: int, markers: str, deaths: int, block_info: Any = None
+) -> np.ndarray:
+    """End this worker's process, as the kernel's OOM killer would, while it computes the first
+    band of the window that starts at ``step0``: the first ``deaths`` times only (one marker file
+    a death, made before it, so that the windows run again after it go on)."""
+    if block_info is not None and block_info[0]["chunk-location"][0] == 0:
+        for i in range(deaths):
+            try:
+                os.close(os.open(f"{markers}/{step0}-{i}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                continue
+            os._exit(3)
+    return block
+
+
+class DiesInWindows(Diffuse):
+    """The example's diffusion, whose worker dies ``deaths`` times in each window of ``die_at``
+    (the window's first step): a node that fails now and then in a run of days, or a worker
+    killed again and again in one window."""
+
+    def __init__(
+        self, ctx: StepContext, *, die_at: list[int], markers: str, deaths: int = 1, **kw: Any
+    ) -> None:
+        super().__init__(ctx, **kw)
+        self.die_at, self.markers, self.deaths = die_at, markers, deaths
+
+    def advance(self, state: xr.Dataset, step0: int, nsteps: int) -> Any:
+        new, records = super().advance(state, step0, nsteps)
+        if step0 in self.die_at:
+            u = new["temperature"]
+            dying = u.data.map_blocks(
+                _dies_in_window, step0, self.markers, self.deaths, dtype=u.dtype
+            )
+            new["temperature"] = (u.dims, dying, u.attrs)
+        return new, records
+
+
+#: The example's field and a diffusion that loses a worker: ``die_at`` and ``markers`` to fill
+#: in; with Dask's ``allowed-failures`` 0 a death fails the window at once.
+DYING_WORKFLOW = (
+    "name: dies\nsteps:\n"
+    "  field:\n    op: example.field\n    with: {size: 64, chunk: 32}\n"
+    "    outputs: [field.zarr]\n"
+    "  diffuse:\n    op: tests.integration.user_ops:DiesInWindows\n    needs: [field]\n"
+    "    with: {steps: 100, record_every: 20, die_at: DIE_AT, markers: MARKERS, deaths: DEATHS}\n"
+    "    outputs: [history.zarr, smoothed.zarr]\n"
+)

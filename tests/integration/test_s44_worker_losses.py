@@ -1,0 +1,65 @@
+"""Workers lost in an iterative step: a run goes on over losses a checkpoint apart, and ends
+the step only when they come again and again with no checkpoint between them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import xarray as xr
+
+from tests.integration.test_workflow_run import QUIET, record_of, submit
+from tests.integration.user_ops import DYING_WORKFLOW
+
+#: A death fails its window at once (Dask would otherwise run the task again elsewhere, as it
+#: may for a recomputable window); a window of 20 steps; no report to make.
+SETS = [
+    *QUIET,
+    "--no-report",
+    "--set",
+    "dask.distributed.scheduler.allowed-failures=0",
+    "--set",
+    "distributed.sync_interval=20",
+]
+
+
+def _run(tmp_path: Path, die_at: list[int], deaths: int) -> tuple[Path, str, int]:
+    markers = tmp_path / "markers"
+    markers.mkdir(parents=True)
+    wf = tmp_path / "dies.yaml"
+    text = DYING_WORKFLOW.replace("DIE_AT", str(die_at)).replace("DEATHS", str(deaths))
+    wf.write_text(text.replace("MARKERS", str(markers)))
+    run_dir = tmp_path / "run"
+    result = submit(str(wf), "--run-dir", str(run_dir), *SETS)
+    return run_dir, result.stderr, result.returncode
+
+
+def test_losses_a_checkpoint_apart_never_add_up_to_the_limit(tmp_path: Path) -> None:
+    """Four losses, each after the step got further: a run of days on nodes that fail now and
+    then had ended at its fourth loss, after three recoveries in all."""
+    run_dir, stderr, code = _run(tmp_path / "lossy", [20, 40, 60, 80], 1)
+    assert code == 0, stderr
+    lossy = record_of(run_dir)["steps"]["diffuse"]
+    recoveries = lossy["recoveries"]
+    assert [r["from_step"] for r in recoveries] == [20, 40, 60, 80]
+    assert stderr.count("(recovery 1 of 3 from it)") == 4, stderr
+    smoothed = xr.open_zarr(run_dir / "smoothed.zarr")
+    assert smoothed.attrs["steps"] == 100
+    assert xr.open_zarr(run_dir / "history.zarr").sizes["time"] == 6
+    whole_dir, stderr, code = _run(tmp_path / "whole", [], 1)
+    assert code == 0, stderr
+    assert lossy["checksums"] == record_of(whole_dir)["steps"]["diffuse"]["checksums"]
+
+
+def test_losses_with_no_checkpoint_between_them_end_the_step(tmp_path: Path) -> None:
+    """A worker killed again and again in one window (say for memory) would loop: the fourth
+    loss from the same checkpoint ends the step, which keeps that checkpoint for --resume."""
+    run_dir, stderr, code = _run(tmp_path, [40], 4)
+    assert code == 1, stderr
+    assert "(recovery 3 of 3 from it)" in stderr
+    assert "workers were lost 4 times with no checkpoint after step 40 (the last: tcp://" in (
+        stderr
+    )
+    rec = record_of(run_dir)
+    assert rec["status"] == "failed"
+    assert [r["from_step"] for r in rec["steps"]["diffuse"]["recoveries"]] == [40, 40, 40]
+    assert "Traceback" not in stderr
