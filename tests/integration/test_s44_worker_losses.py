@@ -4,7 +4,10 @@ the step only when they come again and again with no checkpoint between them."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import psutil
+import pytest
 import xarray as xr
 
 from tests.integration.test_workflow_run import QUIET, record_of, submit
@@ -22,18 +25,31 @@ SETS = [
 ]
 
 
-def _run(tmp_path: Path, die_at: list[int], deaths: int) -> tuple[Path, str, int]:
+def _run(
+    tmp_path: Path, die_at: list[int], deaths: int, hangs: bool = False, sets: list[str] = SETS
+) -> tuple[Path, str, int]:
     markers = tmp_path / "markers"
     markers.mkdir(parents=True)
     wf = tmp_path / "dies.yaml"
     text = DYING_WORKFLOW.replace("DIE_AT", str(die_at)).replace("DEATHS", str(deaths))
+    text = text.replace("HANGS", str(hangs).lower())
     wf.write_text(text.replace("MARKERS", str(markers)))
     run_dir = tmp_path / "run"
-    result = submit(str(wf), "--run-dir", str(run_dir), *SETS)
+    result = submit(str(wf), "--run-dir", str(run_dir), *sets)
     return run_dir, result.stderr, result.returncode
 
 
-def test_losses_a_checkpoint_apart_never_add_up_to_the_limit(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The diffusion's checksums from a run that loses no worker."""
+    run_dir, stderr, code = _run(tmp_path_factory.mktemp("whole"), [], 1)
+    assert code == 0, stderr
+    return record_of(run_dir)["steps"]["diffuse"]["checksums"]
+
+
+def test_losses_a_checkpoint_apart_never_add_up_to_the_limit(
+    tmp_path: Path, whole: dict[str, Any]
+) -> None:
     """Four losses, each after the step got further: a run of days on nodes that fail now and
     then had ended at its fourth loss, after three recoveries in all."""
     run_dir, stderr, code = _run(tmp_path / "lossy", [20, 40, 60, 80], 1)
@@ -45,9 +61,7 @@ def test_losses_a_checkpoint_apart_never_add_up_to_the_limit(tmp_path: Path) -> 
     smoothed = xr.open_zarr(run_dir / "smoothed.zarr")
     assert smoothed.attrs["steps"] == 100
     assert xr.open_zarr(run_dir / "history.zarr").sizes["time"] == 6
-    whole_dir, stderr, code = _run(tmp_path / "whole", [], 1)
-    assert code == 0, stderr
-    assert lossy["checksums"] == record_of(whole_dir)["steps"]["diffuse"]["checksums"]
+    assert lossy["checksums"] == whole
 
 
 def test_losses_with_no_checkpoint_between_them_end_the_step(tmp_path: Path) -> None:
@@ -63,3 +77,20 @@ def test_losses_with_no_checkpoint_between_them_end_the_step(tmp_path: Path) -> 
     assert rec["status"] == "failed"
     assert [r["from_step"] for r in rec["steps"]["diffuse"]["recoveries"]] == [40, 40, 40]
     assert "Traceback" not in stderr
+
+
+def test_a_hung_worker_is_lost_after_the_scheduler_s_worker_ttl(
+    tmp_path: Path, whole: dict[str, Any]
+) -> None:
+    """A worker stopped mid-window (a node stuck in the kernel) answers nothing, so nothing
+    fails: the run waits until Dask's scheduler removes it, ``worker-ttl`` after its last
+    heartbeat (5 minutes by default, the README says how to set it), then goes on as after a
+    death, with the same bits; the stopped process is not left behind."""
+    sets = [*SETS, "--set", "dask.distributed.scheduler.worker-ttl=5s"]
+    run_dir, stderr, code = _run(tmp_path / "hung", [40], 1, hangs=True, sets=sets)
+    assert code == 0, stderr
+    hung = record_of(run_dir)["steps"]["diffuse"]
+    assert [r["from_step"] for r in hung["recoveries"]] == [40]
+    assert hung["checksums"] == whole
+    pid = int((tmp_path / "hung/markers/40-0").read_text())
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE

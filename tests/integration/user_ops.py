@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from typing import Any
 
@@ -266,17 +267,27 @@ class AdvancesToNone(_CountsSteps):
 
 
 def _dies_in_window(
-    block: np.ndarray, step0: int, markers: str, deaths: int, block_info: Any = None
+    block: np.ndarray,
+    step0: int,
+    markers: str,
+    deaths: int,
+    hangs: bool,
+    block_info: Any = None,
 ) -> np.ndarray:
-    """End this worker's process, as the kernel's OOM killer would, while it computes the first
-    band of the window that starts at ``step0``: the first ``deaths`` times only (one marker file
-    a death, made before it, so that the windows run again after it go on)."""
+    """End this worker's process, as the kernel's OOM killer would (or stop it: ``hangs``, as a
+    node stuck in the kernel), while it computes the first band of the window that starts at
+    ``step0``: the first ``deaths`` times only (one marker file a death, made before it, so that
+    the windows run again after it go on)."""
     if block_info is not None and block_info[0]["chunk-location"][0] == 0:
         for i in range(deaths):
             try:
-                os.close(os.open(f"{markers}/{step0}-{i}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                fd = os.open(f"{markers}/{step0}-{i}", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
             except FileExistsError:
                 continue
+            os.write(fd, str(os.getpid()).encode())  # which process it was
+            os.close(fd)
+            if hangs:
+                os.kill(os.getpid(), signal.SIGSTOP)
             os._exit(3)
     return block
 
@@ -287,17 +298,24 @@ class DiesInWindows(Diffuse):
     killed again and again in one window."""
 
     def __init__(
-        self, ctx: StepContext, *, die_at: list[int], markers: str, deaths: int = 1, **kw: Any
+        self,
+        ctx: StepContext,
+        *,
+        die_at: list[int],
+        markers: str,
+        deaths: int = 1,
+        hangs: bool = False,
+        **kw: Any,
     ) -> None:
         super().__init__(ctx, **kw)
-        self.die_at, self.markers, self.deaths = die_at, markers, deaths
+        self.die_at, self.markers, self.deaths, self.hangs = die_at, markers, deaths, hangs
 
     def advance(self, state: xr.Dataset, step0: int, nsteps: int) -> Any:
         new, records = super().advance(state, step0, nsteps)
         if step0 in self.die_at:
             u = new["temperature"]
             dying = u.data.map_blocks(
-                _dies_in_window, step0, self.markers, self.deaths, dtype=u.dtype
+                _dies_in_window, step0, self.markers, self.deaths, self.hangs, dtype=u.dtype
             )
             new["temperature"] = (u.dims, dying, u.attrs)
         return new, records
@@ -310,6 +328,7 @@ DYING_WORKFLOW = (
     "  field:\n    op: example.field\n    with: {size: 64, chunk: 32}\n"
     "    outputs: [field.zarr]\n"
     "  diffuse:\n    op: tests.integration.user_ops:DiesInWindows\n    needs: [field]\n"
-    "    with: {steps: 100, record_every: 20, die_at: DIE_AT, markers: MARKERS, deaths: DEATHS}\n"
+    "    with: {steps: 100, record_every: 20, die_at: DIE_AT, markers: MARKERS,\n"
+    "           deaths: DEATHS, hangs: HANGS}\n"
     "    outputs: [history.zarr, smoothed.zarr]\n"
 )
