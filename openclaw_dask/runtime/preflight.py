@@ -313,7 +313,9 @@ def numerics_outliers(kinds: dict[str, dict[str, str]]) -> dict[str, str]:
 
 async def probe_node(target: NodeTarget, config: Config) -> tuple[str, dict[str, Any] | None]:
     """Visit one node: ``("", facts)`` when the probe ran, else ``(reason, None)``."""
-    import asyncssh
+    from openclaw_dask.runtime.quiet_asyncssh import import_asyncssh
+
+    asyncssh = import_asyncssh()
 
     reason = await _reachable(target)
     if reason:

@@ -30,6 +30,11 @@ from typing import Any
 
 from distributed.deploy import ssh
 
+from openclaw_dask.runtime.quiet_asyncssh import import_asyncssh
+
+# Dask's start imports asyncssh itself, which would then say cryptography's warnings
+import_asyncssh()
+
 logger = logging.getLogger("distributed.deploy.ssh")
 
 #: ``distributed.admin.log-format``'s level field: "<time> - <logger> - LEVEL - <message>"
