@@ -7,7 +7,8 @@ owns the cluster (the daemon, ``python -m openclaw_dask.runtime.daemon``), the h
 and when it wrote the file (``started``).
 
 A file is trusted only while its pid is that daemon: a process of this user that runs the
-daemon module and was started before the file was written. A file whose process is gone, or
+daemon module, was started before the file was written and holds this directory's lock (below;
+a file copied with its folder names the daemon of the original). A file whose process is gone, or
 whose pid now names another process (a reused pid), is stale and is removed when read; nothing
 is ever signalled through it. A file that cannot be understood (not a JSON object, no integer
 pid, no scheduler address) is damaged: reading it is a :class:`StateError` that says to
@@ -250,11 +251,9 @@ def lock_owner() -> tuple[str, psutil.Process] | None:
     pid, _, rest = holder.removeprefix(f"{role} (pid ").partition(" on ")
     if not pid.isdigit() or rest.partition(" ")[0] != this_host():
         return None
-    lock = os.path.realpath(lock_file())
     try:
         proc = psutil.Process(int(pid))
-        mine = proc.uids().real == os.getuid()
-        holds = mine and any(f.path == lock for f in proc.open_files())
+        holds = proc.uids().real == os.getuid() and _holds_lock(proc)
     except (psutil.NoSuchProcess, psutil.AccessDenied):  # gone, or not this user's
         return None
     return (role, proc) if holds else None
@@ -327,19 +326,23 @@ def runs_daemon(cmdline: list[str]) -> bool:
     return False
 
 
-def daemon_process(state: Mapping[str, Any]) -> psutil.Process | None:
+def daemon_process(state: Mapping[str, Any], here: bool = True) -> psutil.Process | None:
     """The live cluster daemon that a checked ``state`` names, or ``None``.
 
     Parameters
     ----------
     state : Mapping
         The content of a state file that :func:`read_state` accepted (an integer pid > 1).
+    here : bool
+        Whether the daemon must be this state directory's (it holds the directory's lock);
+        ``False`` finds the daemon of another one that a copied state file names.
 
     Returns
     -------
     psutil.Process or None
-        The daemon, or ``None`` when the pid is gone or names another process. Signal it through
-        this object: psutil checks that the pid still names the same process before it sends.
+        The daemon, or ``None`` when the pid is gone, names another process, or names the
+        daemon of another state directory. Signal it through this object: psutil checks that
+        the pid still names the same process before it sends.
     """
     try:
         proc = psutil.Process(state["pid"])
@@ -348,9 +351,19 @@ def daemon_process(state: Mapping[str, Any]) -> psutil.Process | None:
         # a process started after the file was written got the pid of a daemon that ended
         if ours and isinstance(started, int | float) and not isinstance(started, bool):
             ours = proc.create_time() <= started + START_SLACK
+        # a state file copied with its folder (a project's OPENCLAW_STATE_DIR) names a live
+        # daemon of the original: `submit` attached to that cluster and `down` stopped it
+        ours = ours and _holds_lock(proc) == here
     except (psutil.NoSuchProcess, psutil.AccessDenied):  # gone, a zombie, or not this user's
         return None
     return proc if ours else None
+
+
+def _holds_lock(proc: psutil.Process) -> bool:
+    """Whether ``proc`` has this state directory's lock file open (a daemon holds it for its
+    whole life: see the module docstring)."""
+    lock = os.path.realpath(lock_file())
+    return any(f.path == lock for f in proc.open_files())
 
 
 def _damage(state: Any) -> str | None:
@@ -443,6 +456,11 @@ def load_state() -> tuple[dict[str, Any] | None, str | None]:
         done = f"removed the stale state file {path}"
     except OSError as exc:  # a read-only state directory: say it, and go on without a cluster
         done = f"the stale state file {path} could not be removed ({exc.strerror or exc})"
+    if daemon_process(state, here=False):  # its daemon, holding another directory's lock
+        return None, (
+            f"{done}: its cluster daemon (pid {pid}) runs the cluster of another state "
+            "directory (the file was copied from there)"
+        )
     if _running(pid):
         return None, f"{done}: pid {pid} is not its cluster daemon"
     return None, f"{done}: its cluster daemon (pid {pid}) exited"

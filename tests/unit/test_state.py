@@ -19,6 +19,7 @@ from openclaw_dask.config import ConfigError
 from openclaw_dask.runtime.processes import wait_gone
 from openclaw_dask.runtime.state import (
     DAEMON_MODULE,
+    LOCK_NAME,
     START_SLACK,
     StateFileWarning,
     address_problem,
@@ -39,14 +40,19 @@ ADDRESS = "tcp://127.0.0.1:1"
 
 
 @contextmanager
-def fake_daemon(folder: Path, ignore_term: bool = False) -> Iterator[subprocess.Popen[bytes]]:
+def fake_daemon(
+    folder: Path, ignore_term: bool = False, state: Path | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """A process whose command line is the daemon's (``python -m openclaw_dask.runtime.daemon``)
     but which only sleeps: a cluster daemon whose scheduler does not answer.
 
     A package of the same name earlier on ``sys.path`` stands in for the real module, which
     would start a cluster; the stand-in writes a marker so that the real one is never mistaken
     for it. ``ignore_term``: it ignores SIGTERM, as a daemon that hangs closing its cluster.
+    Like a daemon, it holds the lock of its state directory (``state``, else this process's).
     """
+    lock = (state or state_file().parent) / LOCK_NAME
+    lock.parent.mkdir(parents=True, exist_ok=True)
     root = folder / "fake-daemon"
     package = root / "openclaw_dask" / "runtime"
     package.mkdir(parents=True)
@@ -54,8 +60,10 @@ def fake_daemon(folder: Path, ignore_term: bool = False) -> Iterator[subprocess.
     (package / "__init__.py").write_text("")
     marker = root / "started"
     ignore = "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if ignore_term else ""
+    hold = f"import fcntl\nheld = open({str(lock)!r}, 'a+')\nfcntl.flock(held, fcntl.LOCK_EX)\n"
     (package / "daemon.py").write_text(
-        f"{ignore}import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(120)\n"
+        f"{ignore}{hold}import pathlib, time\npathlib.Path({str(marker)!r}).touch()\n"
+        "time.sleep(120)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(root)}
     env.pop("PYTHONSAFEPATH", None)
@@ -241,6 +249,22 @@ def test_the_daemon_is_trusted(tmp_path: Path) -> None:
         state, stale = load_state()
         assert state is None and stale and "is not its cluster daemon" in stale
         assert daemon.poll() is None
+
+
+def test_a_file_copied_from_another_state_directory_is_not_its_daemon_s(tmp_path: Path) -> None:
+    """A project folder copied with its OPENCLAW_STATE_DIR: the copy's file named the live
+    daemon of the original, so `submit` there attached to that cluster and `down` stopped it."""
+    with fake_daemon(tmp_path, state=tmp_path / "original") as daemon:
+        content = {"address": ADDRESS, "pid": daemon.pid, "started": time.time()}
+        write_state(content)
+        assert daemon_process(content) is None
+        state, stale = load_state()
+        assert state is None and stale == (
+            f"removed the stale state file {state_file()}: its cluster daemon (pid "
+            f"{daemon.pid}) runs the cluster of another state directory (the file was copied "
+            "from there)"
+        )
+        assert not state_file().exists() and daemon.poll() is None
 
 
 def test_a_file_of_another_host_is_neither_trusted_nor_removed(tmp_path: Path) -> None:
