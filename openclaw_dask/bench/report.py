@@ -50,13 +50,30 @@ def table(report: dict[str, Any]) -> Table:
                 sign = "<=" if goal["kind"] == "at_most" else ">="
                 ok = "[green]met[/]" if goal["met"] else "[red]missed[/]"
                 mark = f"{sign} {goal['target']:g} {ok}"
-            shown = "n/a" if value is None else f"{value:.3f}"
+            shown = "n/a" if value is None else _ratio_text(value, goal)
             rounds = [x for x in suite.get("ratio_rounds", {}).get(fig, []) if x is not None]
             # the range of the rounds alone, when there are several
             span = f"{min(rounds):.3f}-{max(rounds):.3f}" if len(rounds) > 1 else ""
             t.add_row(f"[bold]{fig}[/]", shown, span, mark)
         t.rows[-1].end_section = True
     return t
+
+
+def _ratio_text(value: float, goal: dict[str, Any] | None) -> str:
+    """``value`` to 3 decimals, or as many more as its goal's verdict needs to be read in it.
+
+    0.89996 against ">= 0.9" showed as "0.900 ... missed", and 1.05004 against "<= 1.05" as
+    "1.050 ... missed": a verdict the figure shown contradicts. The JSON keeps every digit.
+    """
+    for decimals in range(3, 10):
+        text = f"{value:.{decimals}f}"
+        if not goal:
+            return text
+        shown = float(text)
+        met = shown <= goal["target"] if goal["kind"] == "at_most" else shown >= goal["target"]
+        if met == goal["met"]:
+            return text
+    return repr(value)
 
 
 def _spread(timing: dict[str, Any]) -> str:

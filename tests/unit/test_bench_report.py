@@ -218,3 +218,35 @@ def test_a_plot_named_as_no_image_is_refused_with_the_formats() -> None:
     with pytest.raises(ValueError, match=r"got \.pgn; did you mean 'png'\?") as info:
         plot_format(Path("ratios.pgn"))
     assert "(avif, eps," in str(info.value) or "png, " in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "target", "kind", "shown"),
+    [
+        (0.89996, 0.9, "at_least", "0.89996"),
+        (1.05004, 1.05, "at_most", "1.05004"),
+        (0.8996, 0.9, "at_least", "0.8996"),
+        (0.9004, 0.9, "at_least", "0.900"),  # met: 3 decimals read as the verdict says
+        (0.912, 0.9, "at_least", "0.912"),
+    ],
+)
+def test_a_ratio_is_shown_with_the_digits_its_verdict_needs(
+    value: float, target: float, kind: str, shown: str
+) -> None:
+    """A ratio a hair under its goal showed as "0.900 >= 0.9 missed": the figure on screen
+    met the goal the same row said it missed."""
+    met = value <= target if kind == "at_most" else value >= target
+    suite = {
+        "timings": {},
+        "throughput": {},
+        "ratios": {"r": value},
+        "goals": {"r": {"target": target, "kind": kind, "met": met}},
+        "notes": [],
+    }
+    console = Console(width=120, record=True)
+    console.print(table({"config_hash": "0" * 16, "suites": {"stencil": suite}}))
+    lines = [line for line in console.export_text().splitlines() if "│" in line]
+    rows = {line.split("│")[1].strip(): line for line in lines}
+    cells = [cell.strip() for cell in rows["r"].split("│")]
+    assert cells[2] == shown, rows["r"]
+    assert cells[4].endswith("met" if met else "missed"), rows["r"]
