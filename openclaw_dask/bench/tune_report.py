@@ -8,7 +8,7 @@ from typing import Any
 from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.bench.machine import values_set
 from openclaw_dask.bench.report import save_figure, write_json
-from openclaw_dask.bench.tune import not_compared, report_notes
+from openclaw_dask.bench.tune import not_compared, pairs_disagree, report_notes
 from openclaw_dask.bench.tune_pairs import death_notes, failed_note, too_few_pairs
 from openclaw_dask.bench.workloads import describe_rate
 
@@ -105,6 +105,8 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append(f"Keep the baseline: {failed_note(comp)}.")
     elif comp and too_few_pairs(comp):
         lines.append("Keep the baseline: too few final pairs without a worker's death.")
+    elif comp and pairs_disagree(report):
+        lines.append(f"Keep the baseline: {pairs_disagree(report)}.")
     elif comp:
         lines.append("Keep the baseline: no change measured faster in the final pairs.")
     else:

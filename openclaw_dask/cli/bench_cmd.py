@@ -286,6 +286,7 @@ def tune_cmd(
         TuneInterrupted,
         check_starts_clusters,
         not_compared,
+        pairs_disagree,
         report_notes,
         tune,
         tuned_config_text,
@@ -369,6 +370,8 @@ def tune_cmd(
         out.print(f"[yellow]no change[/]: {escape(failed_note(report['comparison']) or '')}")
     elif report["comparison"] and too_few_pairs(report["comparison"]):
         out.print("[yellow]no change[/]: too few final pairs without a worker's death")
+    elif report["comparison"] and pairs_disagree(report):
+        out.print(f"[yellow]no change[/]: {escape(pairs_disagree(report) or '')}")
     elif report["comparison"]:
         out.print("[yellow]no change[/]: nothing measured faster than the baseline")
     else:
