@@ -729,8 +729,10 @@ def tuned_config_text(config: Config, report: dict[str, Any]) -> str:
     comp = report["comparison"]
     # the baseline said "defaults" even when --set or OPENCLAW_* values made it
     extra = ", ".join(f"{key}={value} ({source})" for key, value, source in values_set(report))
+    # the command as typed where the CLI recorded it (its --budget and --set too)
+    command = report.get("command") or f"openclaw-dask tune --workload {report['workload']['name']}"
     lines = [
-        f"# openclaw.config tuned by `openclaw-dask tune --workload {report['workload']['name']}`",
+        f"# openclaw.config tuned by `{command}`",
         f"# on {report['machine']['host']} ({report['machine']['usable_cores']} cores), "
         f"baseline {report['config_file'] or 'defaults'}{f' with {extra}' if extra else ''} "
         f"(config hash {report['config_hash']})",

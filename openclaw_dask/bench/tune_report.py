@@ -36,6 +36,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"(config hash {report['config_hash']}).",
         "",
     ]
+    if report.get("command"):  # (absent from the Python API's reports and older ones)
+        lines += [f"Command: `{report['command']}`", ""]
     if report.get("interrupted"):
         lines += [
             "**Interrupted** (Ctrl-C): the trials measured until then; no final comparison and "

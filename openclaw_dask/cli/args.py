@@ -6,6 +6,8 @@ Both end as a :class:`ConfigError` (exit 2) naming the option, before anything s
 
 from __future__ import annotations
 
+import shlex
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,22 @@ import click
 
 from openclaw_dask.config.errors import ConfigError, Problem, did_you_mean
 from openclaw_dask.config.types import Duration, InvalidValueError
+
+#: the key of ``click.Context.meta`` under which the root command keeps the arguments it was
+#: given (the CLI's ``GuardedGroup``)
+ARGUMENTS = "openclaw_dask.arguments"
+
+
+def command_line() -> str:
+    """The command as typed: ``openclaw-dask`` and its arguments, quoted for a shell.
+
+    A benchmark's or tune's JSON held the config, the machine and the versions, but not the
+    options that shaped the run (``--quick``, ``--suite``, ``--budget``, ``--workload``): a
+    reader could not rerun it. Outside a command (the Python API), ``sys.argv``.
+    """
+    ctx = click.get_current_context(silent=True)
+    given = ctx.meta.get(ARGUMENTS) if ctx is not None else None
+    return shlex.join(["openclaw-dask", *(sys.argv[1:] if given is None else given)])
 
 
 def duration(value: str, option: str) -> float:

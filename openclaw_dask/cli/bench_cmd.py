@@ -222,6 +222,7 @@ def _write_json(result: dict[str, Any], json_path: Path | None, said: Any) -> No
     from openclaw_dask.bench import report
     from openclaw_dask.workflows import strictjson
 
+    result["command"] = args.command_line()  # what to type to measure it again
     if json_path is STDOUT:
         click.echo(strictjson.dumps(result))
     elif json_path:
@@ -350,6 +351,7 @@ def tune_cmd(
         raise SystemExit(EXIT_FAILED) from None
     except TuneInterrupted as exc:
         # what was measured stays: in files of its own, beside any earlier tuned config
+        exc.report["command"] = args.command_line()
         saved = write_all(exc.report, target, "interrupted")
         measured = sum(1 for t in exc.report["trials"] if t["rate_samples"] and not t["skipped"])
         err.print(
@@ -358,6 +360,7 @@ def tune_cmd(
             markup=False,
         )
         raise
+    report["command"] = args.command_line()  # what to type to measure it again
     # whole or not at all: a full disk had cut the tuned config of an earlier run
     atomic_write_text(target, tuned_config_text(config, report))
     load_config(target)  # what we write must load: a defect here is ours, not the user's

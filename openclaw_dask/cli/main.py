@@ -17,6 +17,7 @@ import click
 from rich.markup import escape
 
 from openclaw_dask import __version__
+from openclaw_dask.cli.args import ARGUMENTS
 from openclaw_dask.cli.bench_cmd import benchmark_cmd, tune_cmd
 from openclaw_dask.cli.certs_cmd import certs_group
 from openclaw_dask.cli.cluster_cmd import cluster_group, memory_group
@@ -42,13 +43,18 @@ from openclaw_dask.runtime.terminal import quiet_after_interrupt, quit_at_third_
 class GuardedGroup(click.Group):
     """A click group that turns our exceptions into messages and exit codes."""
 
-    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+    def make_context(
+        self, info_name: str | None, args: list[str], *rest: Any, **kwargs: Any
+    ) -> click.Context:
+        given = list(args)  # (click consumes the list it parses)
         # `openclaw-dask --help | head -1`: click itself would exit 1 on the closed pipe
         try:
-            return super().make_context(*args, **kwargs)
+            ctx = super().make_context(info_name, args, *rest, **kwargs)
         except BrokenPipeError:
             stop_if_reader_gone()
             raise
+        ctx.meta[ARGUMENTS] = given  # for the reports that record the command (every subcontext)
+        return ctx
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -152,6 +152,11 @@ def test_json_dash_puts_the_report_alone_on_stdout_and_the_table_on_stderr(
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)  # the report alone: nothing else on stdout
     assert list(report["suites"]) == ["reduce"]
+    # the command to run it again: the JSON had the config and machine but not the options
+    assert report["command"] == (
+        "openclaw-dask benchmark --quick --suite reduce --json - "
+        "--set cluster.dashboard_address=127.0.0.1:0"
+    )
     assert report["suites"]["reduce"]["ratios"], report["suites"]["reduce"]
     assert "reduce" in proc.stderr and "json:" not in proc.stderr  # the table, for a reader
     assert list(tmp_path.iterdir()) == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import time
 from collections.abc import Callable
@@ -127,6 +128,10 @@ def test_a_budget_spent_on_the_baseline_says_what_was_not_measured(tmp_path: Pat
     proc = run_cli(*args, *STARTS_SLOWLY_SETS, env=isolated_env(tmp_path), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     report = json.loads((tmp_path / "tuned.report.json").read_text())
+    # the command to run it again, in the report and atop the config it wrote
+    assert report["command"] == shlex.join(["openclaw-dask", *args, *STARTS_SLOWLY_SETS])
+    assert out.read_text().startswith(f"# openclaw.config tuned by `{report['command']}`\n")
+    assert f"Command: `{report['command']}`" in (tmp_path / "tuned.report.md").read_text()
     baseline, *others = report["trials"]
     assert baseline["rate_samples"] and baseline["wall_s"] > 0
     assert others and all(t["skipped"] == "budget spent" for t in others)
