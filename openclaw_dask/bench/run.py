@@ -23,6 +23,7 @@ from openclaw_dask.config import Config, ConfigError, detect_hardware, load_conf
 from openclaw_dask.config.arguments import check_names, check_overrides, check_path
 from openclaw_dask.config.errors import Problem, did_you_mean
 from openclaw_dask.runtime import start_cluster
+from openclaw_dask.translate import ClusterPlan, plan_cluster
 from openclaw_dask.workflows.recovery import prepare_to_continue
 
 T = TypeVar("T")
@@ -252,6 +253,17 @@ def config_argument(func: str, config: Any, overrides: Any) -> Config:
     return load_config(config, overrides)
 
 
+def plan_facts(plan: ClusterPlan) -> dict[str, Any]:
+    """What a report records of the cluster its config plans: the backend, the layout, and
+    the plan's notes and the settings it does not apply (``config plan`` lists the same)."""
+    return {
+        "backend": plan.backend,
+        "layout": plan.layout,
+        "notes": list(plan.notes),
+        "unapplied": list(plan.unapplied),
+    }
+
+
 def _measured(ctx: BenchContext, name: str) -> tuple[dict[str, Any], list[str]]:
     """Suite ``name``'s result, and the workers that died while it ran (it went on)."""
     workers = watch_workers(ctx.client)
@@ -312,6 +324,7 @@ def benchmark(
     check_names("benchmark", "suites", suites)
     names = check_suites(suites)
     hw = detect_hardware()
+    plan = plan_cluster(config, hw)
     report: dict[str, Any] = {
         "config_hash": config.config_hash(),
         "config_file": str(config.file) if config.file else None,
@@ -320,8 +333,14 @@ def benchmark(
         "machine": machine_facts(hw),
         "versions": versions(),
         "quick": quick,
+        "plan": plan_facts(plan),
         "suites": {},
     }
+    # what the config asks for and the cluster will not do (gpu.devices on a machine without
+    # a GPU: CPU workers) had been said by `submit` and `config plan`, not here
+    for note in plan.unapplied:
+        if on_note:
+            on_note(note)
     t0 = time.perf_counter()
     watched = watch_start(config, hw)  # what the rest of the machine takes meanwhile
     # the scratch folder outlives the cluster: after a failed suite its other tasks may still

@@ -60,6 +60,7 @@ from openclaw_dask.bench.run import (
     config_argument,
     failed_first_note,
     lost_workers_note,
+    plan_facts,
     watch_workers,
     workers_lost,
 )
@@ -511,6 +512,8 @@ def tune(
     hw = detect_hardware()
     started = time.monotonic()
     tuner = Tuner(config, work, budget - reserve, hw, log)
+    for note in plan_cluster(config, hw).unapplied:  # (the baseline's: what it will not do)
+        log(f"note: {note}")
     tuner.watched = watch_start(config, hw)  # what the rest of the machine takes meanwhile
     try:
         best, comparison, recommended = _stages(tuner, config, work, hw)
@@ -616,6 +619,7 @@ def _report(
         "config_file": str(config.file) if config.file else None,
         "config_hash": config.config_hash(),
         "config": config_facts(config),  # the baseline's values, and any --set among them
+        "plan": plan_facts(plan_cluster(config, tuner.hw)),  # the baseline's cluster
         "machine": machine_facts(tuner.hw),
         "versions": versions(),
         "trials": [t.to_dict() for t in tuner.trials],
@@ -710,12 +714,15 @@ def budget_note(report: dict[str, Any]) -> str | None:
 
 
 def report_notes(report: dict[str, Any]) -> list[str]:
-    """The notes a tune's report carries: candidates the budget left unmeasured
+    """The notes a tune's report carries: the baseline's settings its cluster does not apply
+    (``gpu.devices`` without a GPU), candidates the budget left unmeasured
     (:func:`budget_note`), and other processes busy on the machine while it measured
     (:func:`~.load.load_note`)."""
     load = report.get("background")  # (absent from reports written before it was recorded)
     busy = load_note(load, report["machine"]["usable_cores"]) if load else None
-    return [note for note in (budget_note(report), busy) if note]
+    # settings of the baseline its cluster did not apply: every candidate shares them
+    unapplied = (report.get("plan") or {}).get("unapplied", [])
+    return [note for note in (*unapplied, budget_note(report), busy) if note]
 
 
 def tuned_config_text(config: Config, report: dict[str, Any]) -> str:

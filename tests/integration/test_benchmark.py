@@ -22,6 +22,7 @@ from openclaw_dask.bench.load import BUSY_CORES
 from openclaw_dask.bench.machine import cpu_model
 from openclaw_dask.bench.run import WorkersDiedError, again_if_a_worker_died
 from openclaw_dask.bench.suites.stencil import STATE_BYTES_PER_UPDATE
+from openclaw_dask.config import detect_hardware
 from openclaw_dask.runtime.cluster import start_cluster
 from tests.integration.conftest import isolated_env
 from tests.integration.dies_once import DIES_ONCE_SETS, MARKER_ENV, dask_log_lines
@@ -642,3 +643,22 @@ def test_stress_reports_failures_memory_and_drift(tmp_path: Path) -> None:
     load = result["background"]  # a drift may be another process's doing: the run says
     assert load["seconds"] >= 4 and load["other_cores"] >= 0, load
     assert ("other processes used" in proc.stdout) == (load["other_cores"] >= BUSY_CORES)
+
+
+NO_GPU = "gpu.devices is set but no GPU was found: using CPU workers"
+
+
+@pytest.mark.skipif(bool(detect_hardware().gpus), reason="a GPU is there: gpu.devices applies")
+def test_a_setting_the_cluster_does_not_apply_is_said_and_recorded(tmp_path: Path) -> None:
+    """`--set gpu.devices=all` on a machine without a GPU measured CPU workers without a word
+    (`submit` and `config plan` said it), and the JSON recorded gpu.devices: all."""
+    out = tmp_path / "out.json"
+    args = ("benchmark", "--quick", "--suite", "reduce", "--json", str(out))
+    sets = ("--set", "gpu.devices=all", "cluster.dashboard_address=127.0.0.1:0")
+    proc = run_cli(*args, *sets, env=isolated_env(tmp_path), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert f"note: {NO_GPU}" in said and said.index(NO_GPU) < said.index("suite reduce")
+    plan = json.loads(out.read_text())["plan"]
+    assert plan["backend"] == "local" and plan["unapplied"] == [NO_GPU], plan
+    assert plan["layout"]["threads"] >= 1

@@ -512,3 +512,21 @@ def test_a_worker_death_that_fails_the_climate_work_runs_it_again(
         assert died.exists() and comp["pairs"] == 2
         assert all(rate > 0 for rates in comp["rates"].values() for rate in rates)
         assert len(comp["workers_lost"]["tuned"]) == 1
+
+
+@pytest.mark.skipif(bool(detect_hardware().gpus), reason="a GPU is there: gpu.devices applies")
+def test_a_setting_the_baseline_s_cluster_does_not_apply_is_said_and_kept(tmp_path: Path) -> None:
+    """`--set gpu.devices=all` without a GPU tuned CPU workers without a word, and the tuned
+    config kept `gpu.devices: all` with nothing to say that it had not applied."""
+    no_gpu = "gpu.devices is set but no GPU was found: using CPU workers"
+    out = tmp_path / "tuned.config"
+    args = ("tune", "--workload", "stencil", "--budget", f"{MIN_BUDGET_S:.0f}s", "--out", str(out))
+    sets = ("--set", "gpu.devices=all")
+    proc = run_cli(*args, *sets, env=isolated_env(tmp_path), cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith(f"note: {no_gpu}\n"), proc.stderr  # before the baseline
+    report = json.loads((tmp_path / "tuned.report.json").read_text())
+    assert report["plan"]["backend"] == "local" and report["plan"]["unapplied"] == [no_gpu]
+    assert f"note: {no_gpu}" in proc.stdout  # and with the outcome
+    assert f"\n# {no_gpu}\n" in out.read_text()
+    assert f"{no_gpu[0].upper()}{no_gpu[1:]}." in (tmp_path / "tuned.report.md").read_text()
