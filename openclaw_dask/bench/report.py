@@ -32,7 +32,10 @@ def table(report: dict[str, Any]) -> Table:
     never cut (on an 80-column terminal a suite column beside them cut the first and the last:
     "fraction_of_copy_ba…", "0.860-…"); a goal wraps at its spaces instead.
     """
-    t = Table(title=f"openclaw-dask benchmark (config {report['config_hash']})")
+    title = f"openclaw-dask benchmark (config {report['config_hash']})"
+    if report.get("quick"):  # its goals were set for full sizes: said where the verdicts are
+        title += "\n--quick: small sizes, one repeat; the goals are set for full sizes"
+    t = Table(title=title)
     t.add_column("figure", no_wrap=True)
     t.add_column("value", no_wrap=True)
     t.add_column("spread", no_wrap=True)

@@ -303,3 +303,23 @@ def test_final_pairs_that_measured_the_challenger_faster_are_not_called_nothing_
     report["comparison"] = slower
     assert pairs_disagree(report) is None
     assert "Keep the baseline: no change measured faster in the final pairs." in markdown(report)
+
+
+def test_a_quick_table_says_it_is_quick_above_its_verdicts() -> None:
+    """A --quick table (1° stencil, 64 steps, one repeat) showed "missed" beside every goal
+    under the same title as a full run's: nothing said that its sizes were not the goals'."""
+    suite = {
+        "timings": {},
+        "throughput": {},
+        "ratios": {"parallel_efficiency": 0.115},
+        "goals": {"parallel_efficiency": {"target": 0.9, "kind": "at_least", "met": False}},
+        "notes": [],
+    }
+    texts = {}
+    for quick in (True, False):
+        console = Console(width=100, record=True)
+        report = {"config_hash": "0" * 16, "quick": quick, "suites": {"stencil": suite}}
+        console.print(table(report))
+        texts[quick] = " ".join(console.export_text().split())
+    said = "--quick: small sizes, one repeat; the goals are set for full sizes"
+    assert said in texts[True] and "--quick" not in texts[False]
