@@ -6,6 +6,8 @@ import json
 import os
 import shlex
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -530,3 +532,29 @@ def test_a_setting_the_baseline_s_cluster_does_not_apply_is_said_and_kept(tmp_pa
     assert f"note: {no_gpu}" in proc.stdout  # and with the outcome
     assert f"\n# {no_gpu}\n" in out.read_text()
     assert f"{no_gpu[0].upper()}{no_gpu[1:]}." in (tmp_path / "tuned.report.md").read_text()
+
+
+def test_the_time_a_tune_says_it_used_counts_the_command_s_start(tmp_path: Path) -> None:
+    """The report's "budget 20 s, used N s" was tune()'s own time, while --budget is the whole
+    command's: a start of seconds (Python, imports, the config) was left out. Here the
+    command's process sleeps 5 s before the command runs; its report must count them."""
+    start = (
+        "import runpy, time; time.sleep(5); "
+        "runpy.run_module('openclaw_dask', run_name='__main__', alter_sys=True)"
+    )
+    out = tmp_path / "tuned.config"
+    args = ["tune", "--workload", "stencil", "--budget", "30s", "--out", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-c", start, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env={**os.environ, **isolated_env(tmp_path)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "tuned.report.json").read_text())
+    measured = sum(t["wall_s"] for t in report["trials"])
+    assert report["wall_s"] >= 5.0 + measured, report["wall_s"]
+    md = (tmp_path / "tuned.report.md").read_text()
+    assert f"used {report['wall_s']:.0f} s." in md
