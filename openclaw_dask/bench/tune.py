@@ -736,8 +736,10 @@ def tuned_config_text(config: Config, report: dict[str, Any]) -> str:
     comp = report["comparison"]
     # the baseline said "defaults" even when --set or OPENCLAW_* values made it
     extra = ", ".join(f"{key}={value} ({source})" for key, value, source in values_set(report))
-    # the command as typed where the CLI recorded it (its --budget and --set too)
+    # the command as typed where the CLI recorded it (its --budget and --set too); a newline in
+    # an argument (`--out $'a\nb.config'`) would end the comment, so it continues one
     command = report.get("command") or f"openclaw-dask tune --workload {report['workload']['name']}"
+    command = command.replace("\n", "\n#   ")
     lines = [
         f"# openclaw.config tuned by `{command}`",
         f"# on {report['machine']['host']} ({report['machine']['usable_cores']} cores), "

@@ -323,3 +323,16 @@ def test_a_quick_table_says_it_is_quick_above_its_verdicts() -> None:
         texts[quick] = " ".join(console.export_text().split())
     said = "--quick: small sizes, one repeat; the goals are set for full sizes"
     assert said in texts[True] and "--quick" not in texts[False]
+
+
+def test_a_command_with_a_newline_stays_a_comment_atop_the_tuned_config(tmp_path: Path) -> None:
+    """The tuned config's first line names the command; a newline in one of its arguments
+    (`--out $'a\\nb: 1.config'`) made the rest of it YAML, and the config did not load."""
+    config = load_config(None, use_search_path=False)
+    report = {**_tune_report(config), "command": "openclaw-dask tune --out 'a\nb: 1.config'"}
+    file = tmp_path / "tuned.config"
+    file.write_text(tuned_config_text(config, report))
+    assert load_config(file).config_hash() == config.config_hash()
+    assert file.read_text().startswith(
+        "# openclaw.config tuned by `openclaw-dask tune --out 'a\n#   b: 1.config'`\n"
+    )
