@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_dask.config import Config, Hardware
-from openclaw_dask.config.hardware import software_versions as versions
+from openclaw_dask.config.hardware import package_versions, software_versions
 
 __all__ = ["cpu_model", "machine_facts", "versions"]
 
@@ -56,6 +56,26 @@ def cpu_model(cpuinfo: str | None = None) -> str:
     details = [f"{label} {fields[key]}" for key, label in _NUMBERS if key in fields]
     details += [f for f in _VECTOR_FLAGS if f in flags][:1]
     return f"{name} ({', '.join(details)})" if details else name
+
+
+def versions() -> dict[str, str]:
+    """The versions a run's record holds, and what computes the suites' kernels besides.
+
+    numba and llvmlite compile the climate step (the stencil suite and tune's workloads), and
+    the BLAS numpy calls does the matmul suite's work: a report without them could not tell a
+    compiler's or a BLAS's change from one of ours. The BLAS is this process's (the local
+    workers load the same; an ssh node's may differ).
+    """
+    found = {**software_versions(), **package_versions(("numba", "llvmlite"))}
+    import numpy  # noqa: F401  (threadpoolctl lists the libraries loaded: numpy's BLAS)
+    from threadpoolctl import threadpool_info
+
+    blas = [
+        f"{i['internal_api']} {i['version']}" for i in threadpool_info() if i["user_api"] == "blas"
+    ]
+    if blas:
+        found["blas"] = ", ".join(dict.fromkeys(blas))
+    return found
 
 
 def machine_facts(hw: Hardware) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from openclaw_dask.bench.machine import config_facts, values_set
+from openclaw_dask.bench.machine import config_facts, values_set, versions
 from openclaw_dask.bench.report import plot, plot_format, table, write_json
 from openclaw_dask.bench.tune import pairs_disagree, tuned_config_text
 from openclaw_dask.bench.tune_pairs import candidate_won, summary
@@ -336,3 +336,19 @@ def test_a_command_with_a_newline_stays_a_comment_atop_the_tuned_config(tmp_path
     assert file.read_text().startswith(
         "# openclaw.config tuned by `openclaw-dask tune --out 'a\n#   b: 1.config'`\n"
     )
+
+
+def test_a_report_s_versions_name_the_compiler_and_the_blas_its_kernels_ran_on() -> None:
+    """The stencil's figures depend on numba and llvmlite (they compile the climate step) and
+    matmul's on numpy's BLAS; a report's versions named neither."""
+    import importlib.metadata
+
+    import numpy  # noqa: F401  (its BLAS loaded, as in a benchmark)
+    from threadpoolctl import threadpool_info
+
+    found = versions()
+    assert found["numba"] == importlib.metadata.version("numba")
+    assert found["llvmlite"] == importlib.metadata.version("llvmlite")
+    blas = next(i for i in threadpool_info() if i["user_api"] == "blas")
+    assert f"{blas['internal_api']} {blas['version']}" in found["blas"]
+    assert found["dask"] == importlib.metadata.version("dask")  # the run record's, kept
