@@ -69,6 +69,7 @@ from openclaw_dask.bench.tune_pairs import (
     candidate_won,
     death_notes,
     failed_note,
+    speedup_text,
     summary,
     too_few_pairs,
 )
@@ -443,7 +444,7 @@ class Tuner:
         speedup = comparison["speedup"]
         line = (
             f"baseline vs {winner.label()}, {comparison['pairs']} interleaved pairs: "
-            f"{f'{speedup:.3f}x' if speedup is not None else 'no speedup measured'}, "
+            f"{speedup_text(speedup) if speedup is not None else 'no speedup measured'}, "
             f"candidate faster in {comparison['tuned_wins']}"
         )
         for note in death_notes(comparison):  # as a trial's line says it (Dask's logs are off)
@@ -666,7 +667,7 @@ def pairs_disagree(report: dict[str, Any]) -> str | None:
         else "its trial did not"
     )
     return (
-        f"the final pairs measured {label} {comp['speedup']:.3f}x the baseline (faster in "
+        f"the final pairs measured {label} {speedup_text(comp['speedup'])} the baseline (faster in "
         f"{comp['tuned_wins']} of {comp['pairs']}), but {trial}, short of the "
         f"{100 * (MIN_GAIN - 1):.0f} % gain a trial needs: the two measurements disagree, "
         "so it is not recommended; tune again on a quieter machine"
@@ -748,7 +749,7 @@ def tuned_config_text(config: Config, report: dict[str, Any]) -> str:
     ]
     if comp and changes:
         lines.append(
-            f"# measured: {comp['speedup']:.3f}x the baseline's throughput over "
+            f"# measured: {speedup_text(comp['speedup'])} the baseline's throughput over "
             f"{comp['pairs']} interleaved pairs (tuned faster in {comp['tuned_wins']})"
         )
     elif comp and comp.get("failed"):

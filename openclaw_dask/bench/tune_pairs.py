@@ -38,6 +38,19 @@ def summary(rates: dict[str, list[float]]) -> dict[str, Any]:
     }
 
 
+def speedup_text(speedup: float) -> str:
+    """``1.105x``: 3 decimals, more where 3 would read as no change at all.
+
+    A candidate is recommended from a median speedup above 1.0, and 1.0004 was said
+    "tuned: ... (1.000x over 5 pairs)"; it is ``1.0004x`` now (0.9996: ``0.9996x``).
+    """
+    for decimals in range(3, 10):
+        text = f"{speedup:.{decimals}f}"
+        if float(text) != 1.0 or speedup == 1.0:
+            return f"{text}x"
+    return f"{speedup!r}x"
+
+
 def candidate_won(comparison: dict[str, Any]) -> bool:
     """Whether the candidate is faster: in the median and in most of the pairs that count, of
     which there are at least :data:`MIN_PAIRS`, and no workflow step failed in the pairs."""

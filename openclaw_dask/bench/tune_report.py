@@ -9,7 +9,7 @@ from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.bench.machine import values_set
 from openclaw_dask.bench.report import save_figure, write_json
 from openclaw_dask.bench.tune import not_compared, pairs_disagree, report_notes
-from openclaw_dask.bench.tune_pairs import death_notes, failed_note, too_few_pairs
+from openclaw_dask.bench.tune_pairs import death_notes, failed_note, speedup_text, too_few_pairs
 from openclaw_dask.bench.workloads import describe_rate
 
 
@@ -83,7 +83,7 @@ def markdown(report: dict[str, Any]) -> str:
         if comp["speedup"] is not None:
             lines += [
                 "",
-                f"Median speedup {comp['speedup']:.3f}x; the candidate was faster in "
+                f"Median speedup {speedup_text(comp['speedup'])}; the candidate was faster in "
                 f"{comp['tuned_wins']} of {comp['pairs']} pairs"
                 + (" without a death" if hits else "")
                 + ".",
@@ -153,7 +153,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
         ax2.plot(n, comp["rates"]["tuned"], "s-", label="candidate")
         ax2.set_xlabel("interleaved pair")
         speedup = comp["speedup"]  # None: a worker died in every pair
-        shown = f"{speedup:.3f}x" if speedup is not None else "no pair without a death"
+        shown = speedup_text(speedup) if speedup is not None else "no pair without a death"
         ax2.set_title(f"baseline vs tuned: {shown}", fontsize=9)
         ax2.legend()
     fig.tight_layout()

@@ -292,7 +292,7 @@ def tune_cmd(
         tune,
         tuned_config_text,
     )
-    from openclaw_dask.bench.tune_pairs import failed_note, too_few_pairs
+    from openclaw_dask.bench.tune_pairs import failed_note, speedup_text, too_few_pairs
     from openclaw_dask.bench.tune_report import report_paths, write_all
     from openclaw_dask.bench.workloads import workload as check_workload
     from openclaw_dask.config import load_config
@@ -372,7 +372,8 @@ def tune_cmd(
     if report["recommended"]:
         changed = ", ".join(f"{k}={v}" for k, v in report["recommended"].items())
         comp = report["comparison"]
-        out.print(f"[green]tuned[/]: {changed} ({comp['speedup']:.3f}x over {comp['pairs']} pairs)")
+        speedup = speedup_text(comp["speedup"])
+        out.print(f"[green]tuned[/]: {changed} ({speedup} over {comp['pairs']} pairs)")
     elif report["comparison"] and report["comparison"].get("failed"):
         out.print(f"[yellow]no change[/]: {escape(failed_note(report['comparison']) or '')}")
     elif report["comparison"] and too_few_pairs(report["comparison"]):

@@ -13,7 +13,7 @@ from rich.console import Console
 from openclaw_dask.bench.machine import config_facts, values_set, versions
 from openclaw_dask.bench.report import plot, plot_format, table, write_json
 from openclaw_dask.bench.tune import pairs_disagree, tuned_config_text
-from openclaw_dask.bench.tune_pairs import candidate_won, summary
+from openclaw_dask.bench.tune_pairs import candidate_won, speedup_text, summary
 from openclaw_dask.bench.tune_report import markdown
 from openclaw_dask.config import load_config
 
@@ -352,3 +352,25 @@ def test_a_report_s_versions_name_the_compiler_and_the_blas_its_kernels_ran_on()
     blas = next(i for i in threadpool_info() if i["user_api"] == "blas")
     assert f"{blas['internal_api']} {blas['version']}" in found["blas"]
     assert found["dask"] == importlib.metadata.version("dask")  # the run record's, kept
+
+
+def test_a_speedup_just_over_one_is_not_said_as_one() -> None:
+    """A candidate is recommended from a median speedup above 1.0: 1.0004 had been said
+    "1.000x" in the CLI line, the tuned config and the report, as if nothing changed."""
+    assert [speedup_text(x) for x in (1.0004, 0.9996, 1.105, 1.0)] == [
+        "1.0004x",
+        "0.9996x",
+        "1.105x",
+        "1.000x",
+    ]
+    config = load_config(None, use_search_path=False)
+    comparison = {
+        "candidate": {"parallel.processes": 1},
+        **summary({"baseline": [1.0, 1.0, 1.0], "tuned": [1.0004, 1.0004, 1.0004]}),
+        "dropped": [],
+        "workers_lost": {"baseline": [], "tuned": []},
+    }
+    recommended = {"parallel.processes": 1}
+    report = {**_tune_report(config), "comparison": comparison, "recommended": recommended}
+    assert "# measured: 1.0004x the baseline's throughput" in tuned_config_text(config, report)
+    assert "Median speedup 1.0004x;" in markdown(report)
