@@ -333,6 +333,7 @@ def benchmark(
         "machine": machine_facts(hw),
         "versions": versions(),
         "quick": quick,
+        "started": time.time(),  # seconds since the epoch, as run.json's
         "plan": plan_facts(plan),
         "suites": {},
     }

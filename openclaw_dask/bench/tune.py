@@ -616,6 +616,9 @@ def _report(
     return {
         "workload": {"name": work.name, "unit": work.unit, "description": work.description},
         "budget_s": budget,
+        # when it began, in seconds since the epoch as run.json's: the stored results had their
+        # date only in their file names
+        "started": time.time() - (time.monotonic() - started),
         "wall_s": time.monotonic() - started,
         "config_file": str(config.file) if config.file else None,
         "config_hash": config.config_hash(),

@@ -149,9 +149,11 @@ def test_json_dash_puts_the_report_alone_on_stdout_and_the_table_on_stderr(
 ) -> None:
     """`--json -` (to pipe into jq) had written a file named "-" in the current folder."""
     args = ("benchmark", "--quick", "--suite", "reduce", "--json", "-")
+    began = time.time()
     proc = run_cli(*args, "--set", "cluster.dashboard_address=127.0.0.1:0", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)  # the report alone: nothing else on stdout
+    assert began < report["started"] < time.time()  # its date, as run.json's "started"
     assert list(report["suites"]) == ["reduce"]
     # the command to run it again: the JSON had the config and machine but not the options
     assert report["command"] == (

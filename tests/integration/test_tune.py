@@ -127,9 +127,11 @@ def test_a_budget_spent_on_the_baseline_says_what_was_not_measured(tmp_path: Pat
     args = ("tune", "--workload", "stencil", "--budget", BASELINE_ONLY, "--out", str(out))
     # every trial's cluster starts 5 s late: a quick baseline (3.5 s, once in CI) had left a
     # candidate room enough
+    began = time.time()
     proc = run_cli(*args, *STARTS_SLOWLY_SETS, env=isolated_env(tmp_path), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     report = json.loads((tmp_path / "tuned.report.json").read_text())
+    assert began < report["started"] < began + report["wall_s"]  # its date, as run.json's
     # the command to run it again, in the report and atop the config it wrote
     assert report["command"] == shlex.join(["openclaw-dask", *args, *STARTS_SLOWLY_SETS])
     assert out.read_text().startswith(f"# openclaw.config tuned by `{report['command']}`\n")
