@@ -242,6 +242,8 @@ class IterativeOp:
             first records written (``da.stack`` of scalars makes one chunk, and one file, per
             record: ``.rechunk(-1)`` makes one per window). Everything needed to continue,
             accumulators included, must be in the state: the runner checkpoints only the state.
+            The new state has the variables of the one given, each with the same dimensions,
+            sizes and dtype (new values only): a step whose state changed them is refused.
         """
         raise NotImplementedError
 
@@ -340,6 +342,43 @@ def _state(value: Any, what: str) -> xr.Dataset:
             "xarray.Dataset of dask arrays"
         )
     return value
+
+
+def _same_state(before: xr.Dataset, after: xr.Dataset, what: str) -> None:
+    """Check that ``after``, the state ``what`` (``Op.advance(state, 0, 4)``) returned, keeps
+    ``before``'s variables, and each one its dimensions, sizes and dtype.
+
+    An advance that dropped a column (a halo trimmed once too often) or cast the state to
+    float32 completed without a word: every window after it, the checkpoints and the outputs
+    carried the change, and a resume read them back as if they were the model's.
+
+    Raises
+    ------
+    TypeError
+        Naming each variable that changed, as it is and as it was.
+    """
+    changes = []
+    added = sorted(map(str, set(after.data_vars) - set(before.data_vars)))
+    dropped = sorted(map(str, set(before.data_vars) - set(after.data_vars)))
+    if added or dropped:
+        changes.append(f"variables {added or 'none'} added, {dropped or 'none'} dropped")
+    for name in before.data_vars:
+        if name in after.data_vars:
+            was, now = _layout(before[name]), _layout(after[name])
+            if was != now:
+                changes.append(f"{str(name)!r} is {now}, was {was}")
+    if changes:
+        raise TypeError(
+            f"{what} changed the state: {'; '.join(changes)}; the state keeps the variables, "
+            "sizes and dtypes of initial_state from window to window (its checkpoints are "
+            "read back as initial_state's), so return it as it came, with new values"
+        )
+
+
+def _layout(variable: xr.DataArray) -> str:
+    """``(y: 64, x: 63) float64``: a variable's dimensions, sizes and dtype, as said."""
+    sizes = ", ".join(f"{d}: {n}" for d, n in zip(variable.dims, variable.shape, strict=True))
+    return f"({sizes}) {variable.dtype}"
 
 
 def _type_name(value: Any) -> str:

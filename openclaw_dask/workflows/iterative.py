@@ -34,6 +34,7 @@ from openclaw_dask.workflows.context import (
     IterativeOp,
     StepContext,
     _datasets,
+    _same_state,
     _state,
     _type_name,
 )
@@ -181,6 +182,7 @@ class IterativeSteps:
                     f"{type(op).__name__}.advance returned {got} as the new state; expected an "
                     "xarray.Dataset: return (state, {output: records}), the records may be {}"
                 )
+            _same_state(state, new_state, f"{type(op).__name__}.advance(state, {s}, {n})")
             records = _datasets(records, f"{type(op).__name__}.advance's records", step)
             for name, ds in records.items():
                 # without it, one window's records made an output with no time at all, and

@@ -282,6 +282,22 @@ def test_a_task_that_fails_on_a_worker_is_one_line_and_its_traceback_is_kept(
             "TypeError: AdvancesToNone.advance returned None as the new state; expected an "
             "xarray.Dataset: return (state, {output: records})",
         ),
+        (  # these three completed, exit 0: outputs a column short, or in float32, unsaid
+            "AdvancesToFewerColumns",
+            "TypeError: AdvancesToFewerColumns.advance(state, 0, 4) changed the state: "
+            "'temperature' is (y: 64, x: 63) float64, was (y: 64, x: 64) float64; the state "
+            "keeps the variables, sizes and dtypes of initial_state from window to window",
+        ),
+        (
+            "AdvancesToSinglePrecision",
+            "TypeError: AdvancesToSinglePrecision.advance(state, 0, 4) changed the state: "
+            "'temperature' is (y: 64, x: 64) float32, was (y: 64, x: 64) float64",
+        ),
+        (
+            "AdvancesToAnotherVariable",
+            "TypeError: AdvancesToAnotherVariable.advance(state, 0, 4) changed the state: "
+            "variables ['t'] added, ['temperature'] dropped",
+        ),
     ],
 )
 def test_an_op_that_returns_no_datasets_is_told_what_to_return(

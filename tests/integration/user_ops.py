@@ -332,3 +332,31 @@ DYING_WORKFLOW = (
     "           deaths: DEATHS, hangs: HANGS}\n"
     "    outputs: [history.zarr, smoothed.zarr]\n"
 )
+
+
+class _WritesItsState(_CountsSteps):
+    """:class:`_CountsSteps` whose final state is its output: a run of it completes."""
+
+    def finish(self, state: xr.Dataset) -> Any:
+        return {"nothing": state}
+
+
+class AdvancesToFewerColumns(_WritesItsState):
+    """Its ``advance`` drops a column of the state (an off-by-one in a halo trim)."""
+
+    def advance(self, state: xr.Dataset, step0: int, nsteps: int) -> Any:
+        return state.isel(x=slice(0, -1)), {}
+
+
+class AdvancesToSinglePrecision(_WritesItsState):
+    """Its ``advance`` returns the state in float32 (an ``astype`` in a helper)."""
+
+    def advance(self, state: xr.Dataset, step0: int, nsteps: int) -> Any:
+        return state.assign(temperature=state["temperature"].astype("float32")), {}
+
+
+class AdvancesToAnotherVariable(_WritesItsState):
+    """Its ``advance`` returns a state whose variable is named anew."""
+
+    def advance(self, state: xr.Dataset, step0: int, nsteps: int) -> Any:
+        return state.rename(temperature="t"), {}
