@@ -204,6 +204,9 @@ def submit_cmd(
             out.print(f"resume: {step}: {what}", markup=False)
         if record.get("dropped_steps"):
             out.print(dropped_note(record["dropped_steps"]), markup=False)
+        if record.get("op_modules_changed"):
+            edits = ", ".join(record["op_modules_changed"])
+            out.print(f"resume: op modules: {edits}", markup=False)
         if record.get("software_changed"):
             changed = ", ".join(record["software_changed"])
             out.print(

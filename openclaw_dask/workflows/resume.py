@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import shlex
@@ -487,3 +488,44 @@ def software_changes(record: Mapping[str, Any], now: Mapping[str, str]) -> list[
 def _same(a: Any, b: Any) -> bool:
     # the record went through JSON (tuples became lists): compare in that form
     return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def module_changes(record: Mapping[str, Any]) -> list[str]:
+    """The op modules beside the workflow that were edited, or removed, since the recorded
+    attempt ran them (its ``workflow.op_modules``).
+
+    A resume runs a completed step again when its op's own source changed
+    (:attr:`~openclaw_dask.workflows.registry.OpInfo.code`), not for an edit of a helper the op
+    calls or of a module constant: a kernel fixed in a helper had resumed as "nothing to run",
+    unsaid, and a resume that ran another step recorded the edited module's hash beside
+    outputs that the module as it was had made. Said, as an upgrade of the software is.
+
+    Returns
+    -------
+    list of str
+        ``"ops.py edited (sha256 b66976797777 -> c68fa6bcda7e)"`` or ``"ops.py removed"``
+        for each module, in the recorded order.
+    """
+    workflow = record.get("workflow")
+    recorded = workflow.get("op_modules") if isinstance(workflow, Mapping) else None
+    if not isinstance(recorded, Mapping):
+        return []
+    said = []
+    for file, digest in recorded.items():
+        try:
+            now = hashlib.sha256(Path(file).read_bytes()).hexdigest()
+        except OSError:
+            said.append(f"{Path(file).name} removed")
+            continue
+        if now != digest:
+            said.append(f"{Path(file).name} edited (sha256 {str(digest)[:12]} -> {now[:12]})")
+    return said
+
+
+def module_note(edits: Sequence[str]) -> str:
+    """The line a resume says of :func:`module_changes`."""
+    return (
+        f"note: {', '.join(edits)} since the run's last attempt: a completed step runs again "
+        "only when its op's own code changed, so the steps kept were made by the module as it "
+        "was (a new run makes them with the module as it is)"
+    )

@@ -26,7 +26,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -69,6 +69,8 @@ from openclaw_dask.workflows.resume import (
     carried_origin,
     dropped_note,
     dropped_steps,
+    module_changes,
+    module_note,
     move_dropped,
     read_run,
     recorded_workflow,
@@ -110,6 +112,20 @@ def split_overrides(overrides: Sequence[str] | None) -> tuple[list[str], dict[st
         else:
             config.append(item)
     return config, params
+
+
+def _op_module_edits(
+    previous: Mapping[str, Any], edits: Sequence[str], attempt: int
+) -> dict[str, list[str]]:
+    """``{"op_modules_changed": [...]}``: the earlier attempts' edits of the op modules and
+    this one's, or nothing for a run whose modules were never edited between attempts."""
+    workflow = previous.get("workflow")
+    earlier = workflow.get("op_modules_changed") if isinstance(workflow, Mapping) else None
+    said = [
+        *(earlier if isinstance(earlier, list) else []),
+        *(f"attempt {attempt}: {e}" for e in edits),
+    ]
+    return {"op_modules_changed": said} if said else {}
 
 
 def _sha256_file(path: str) -> str:
@@ -308,6 +324,7 @@ def run_workflow(
     }
     # the run's steps that the (edited) workflow lacks: their records leave `steps`
     dropped = dropped_steps(previous, workflow) if resume is not None else []
+    edits = module_changes(previous) if resume is not None else []  # op modules edited since
     if resume is not None and not dry_run:
         with run_dir_lock.hold(resume_path):  # not while another run is using it
             # with steps dropped there is a record to rewrite: "run.json is unchanged" had
@@ -315,6 +332,8 @@ def run_workflow(
             if not dropped and nothing_left(workflow, cfg, previous, resume_path):
                 # no cluster to start (on ssh or mpi, nodes and ranks) to skip every step
                 if announce:
+                    if edits:
+                        announce(module_note(edits))
                     announce(
                         f"nothing to run: every step of {resume_path} completed in an earlier "
                         "attempt; run.json is unchanged"
@@ -350,6 +369,7 @@ def run_workflow(
             summary["resume"] = resume_plan(workflow, cfg, previous, resume_path)
             summary["dropped_steps"] = dropped
             summary["software_changed"] = changed
+            summary["op_modules_changed"] = edits
         return {"status": "dry-run", **summary}
 
     made = False  # whether this run made its directory (a --resume's, a user's empty one: not)
@@ -372,6 +392,8 @@ def run_workflow(
             "sha256": _sha256_file(str(path)),
             # the op modules beside it that the cluster was sent, as they were
             "op_modules": {file: _sha256_file(file) for file in workflow.op_files},
+            # every attempt's edits of them: the steps kept were made by the earlier modules
+            **_op_module_edits(previous, edits, attempt),
             "params": workflow.values,
             "param_sources": workflow.param_sources,
         },
@@ -425,6 +447,8 @@ def run_workflow(
                         f"({', '.join(changed)}); the completed steps and the checkpoint are kept "
                         "as the earlier versions made them"
                     )
+                if edits:
+                    announce(module_note(edits))
                 if plan.backend != "attach":  # the attach line below lists its own
                     for note in plan.unapplied:  # set by the user and not done: say so now
                         announce(f"note: {note}")

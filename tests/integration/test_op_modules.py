@@ -219,3 +219,78 @@ def test_a_checkpoint_of_an_edited_iterative_op_is_continued_and_the_edit_said(
     field = xr.open_zarr(run_dir / "field.zarr")["temperature"].values
     counted = xr.open_zarr(run_dir / "counted.zarr")["temperature"].values
     np.testing.assert_array_equal(counted, field + 6)
+
+
+#: ops whose numbers come from a helper of their module: an edit there is not the op's own
+KERNEL = "openclaw_test_kernel_ops"
+
+KERNEL_OPS = """
+def _factor():
+    return FACTOR
+
+
+def scale(ctx):
+    field = ctx.input("field")["temperature"]
+    return {"scaled": (field * _factor()).to_dataset()}
+
+
+def check(ctx):
+    BODY
+"""
+
+
+def test_a_resume_says_an_op_module_edited_outside_the_ops_it_keeps(tmp_path: Path) -> None:
+    """A fixed kernel in a helper of a completed step's op resumed as "nothing to run", and a
+    resume that ran another step recorded the edited module's hash for outputs the module
+    had made before the edit, both unsaid. The steps stay kept (only an op's own code runs it
+    again: the design notes' decision); the resume says so, and run.json keeps it."""
+    folder = tmp_path / "flows"
+    folder.mkdir()
+    module = folder / f"{KERNEL}.py"
+
+    def write(factor: str, body: str) -> None:
+        module.write_text(KERNEL_OPS.replace("FACTOR", factor).replace("BODY", body))
+
+    write("2.0", 'raise RuntimeError("not written yet")')
+    first_digest = hashlib.sha256(module.read_bytes()).hexdigest()
+    workflow = folder / "kernel.yaml"
+    workflow.write_text(
+        "name: kernel\nsteps:\n"
+        "  field:\n    op: example.field\n    with: {size: 32, chunk: 16}\n"
+        "    outputs: [field.zarr]\n"
+        f"  scale:\n    op: {KERNEL}:scale\n    needs: [field]\n    outputs: [scaled.zarr]\n"
+        f"  check:\n    op: {KERNEL}:check\n    needs: [scale]\n    outputs: [checked.zarr]\n"
+    )
+    run_dir = tmp_path / "run"
+    note = f"note: {KERNEL}.py edited (sha256 "
+    why = "since the run's last attempt: a completed step runs again only when its op's own code"
+    with start_cluster(overrides=QUIET[1:]) as client:
+        attach = ["--address", client.scheduler.address]
+        first = submit(str(workflow), *attach, "--run-dir", str(run_dir), *QUIET)
+        assert first.returncode == 1 and "not written yet" in first.stderr, first.stderr
+        # the failed op fixed, and the helper of the completed one edited with it
+        write("3.0", 'return {"checked": ctx.input("scale")}')
+        digest = hashlib.sha256(module.read_bytes()).hexdigest()
+        edit = f"{KERNEL}.py edited (sha256 {first_digest[:12]} -> {digest[:12]})"
+        plan = submit("--resume", str(run_dir), *attach, "--dry-run", *QUIET)
+        assert f"resume: op modules: {edit}" in plan.stdout, plan.stdout
+        fixed = submit("--resume", str(run_dir), *attach, *QUIET)
+        assert fixed.returncode == 0, fixed.stderr
+        assert "scale: completed in an earlier attempt, skipped" in fixed.stderr
+        assert f"{note}{first_digest[:12]} -> {digest[:12]}) {why}" in fixed.stderr
+        assert "(a new run makes them with the module as it is)" in fixed.stderr, fixed.stderr
+        record = json.loads((run_dir / "run.json").read_text())
+        assert record["workflow"]["op_modules_changed"] == [f"attempt 2: {edit}"]
+        # nothing edited since: nothing said
+        again = submit("--resume", str(run_dir), *attach, *QUIET)
+        assert again.returncode == 0 and note not in again.stderr, again.stderr
+        # edited after the run completed: nothing runs, and the resume says why
+        write("4.0", 'return {"checked": ctx.input("scale")}')
+        late = submit("--resume", str(run_dir), *attach, *QUIET)
+    assert late.returncode == 0, late.stderr
+    assert f"{note}{digest[:12]} -> " in late.stderr and why in late.stderr, late.stderr
+    assert "nothing to run" in late.stderr
+    # the outputs are the module's as it ran: 2.0 (its edits kept the completed step)
+    field = xr.open_zarr(run_dir / "field.zarr")["temperature"].values
+    checked = xr.open_zarr(run_dir / "checked.zarr")["temperature"].values
+    np.testing.assert_array_equal(checked, field * 2.0)
