@@ -100,6 +100,34 @@ def write(ds: xr.Dataset, path: Path, config: Config, append_dim: str | None = N
     )
 
 
+def lossy_append(ds: xr.Dataset, path: Path) -> list[str]:
+    """The variables of ``ds`` that an append to the store at ``path`` would cast with a loss
+    to the dtype the store holds them in (float64 into float32, a float into an int).
+
+    xarray casts appended values to the store's dtype without a word: a float record after a
+    first window's int was stored rounded. A variable whose own encoding names its stored
+    dtype (cast on purpose) and one that is not a number (CF-encoded times) are not compared.
+
+    Returns
+    -------
+    list of str
+        ``"'level' is float64, stored as int64"`` for each such variable.
+    """
+    if not path.exists():
+        return []
+    group = zarr.open_group(path, mode="r", zarr_format=3)
+    stored = {name: np.dtype(array.dtype) for name, array in group.arrays()}
+    said = []
+    for name, var in ds.variables.items():
+        held = stored.get(str(name))
+        if held is None or "dtype" in var.encoding:
+            continue
+        numeric = var.dtype.kind in "biufc" and held.kind in "biufc"
+        if numeric and not np.can_cast(var.dtype, held, casting="safe"):
+            said.append(f"{str(name)!r} is {var.dtype}, stored as {held}")
+    return said
+
+
 def consolidate(path: Path) -> None:
     """Consolidate a finished store's metadata, so ``xarray.open_zarr(path)`` opens it fast
     and without a warning (zarr says v3 consolidation is an extension; xarray relies on it)."""

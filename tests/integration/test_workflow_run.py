@@ -315,6 +315,26 @@ def test_an_op_that_returns_no_datasets_is_told_what_to_return(
     assert not (tmp_path / "run/final.zarr").exists()  # no output the step does not list
 
 
+def test_records_that_an_append_would_cast_with_a_loss_fail_their_step(tmp_path: Path) -> None:
+    """A later window's float records were appended to the int store of the first window's
+    as their rounded values (2.5 stored as 2), and the run completed; now the step fails
+    before the write, and the first window's records stay as written."""
+    wf = tmp_path / "dtypes.yaml"
+    text = FAILING_WORKFLOW.replace("user_ops:explode", "user_ops:RecordsInTwoDtypes")
+    wf.write_text(text.replace("    with: {message: kaboom}\n", ""))
+    run_dir = tmp_path / "run"
+    windows = ["--set", "distributed.sync_interval=2"]
+    result = submit(str(wf), "--run-dir", str(run_dir), "--no-report", *windows, *QUIET)
+    assert result.returncode == 1, result.stderr
+    said = (
+        "TypeError: RecordsInTwoDtypes.advance(state, 2, 2)'s records for 'nothing' would be "
+        "cast with a loss to the dtypes nothing.zarr holds: 'level' is float64, stored as int64"
+    )
+    assert said in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert xr.open_zarr(run_dir / "nothing.zarr")["level"].values.tolist() == [2]
+
+
 def test_an_op_error_whose_message_cannot_be_made_fails_its_step(tmp_path: Path) -> None:
     """Found by an exploratory test of workflow submit: an exception whose ``__str__`` raises
     escaped the step's failure as "error: RuntimeError: cannot str", no step named, and

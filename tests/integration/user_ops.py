@@ -360,3 +360,12 @@ class AdvancesToAnotherVariable(_WritesItsState):
 
     def advance(self, state: xr.Dataset, step0: int, nsteps: int) -> Any:
         return state.rename(temperature="t"), {}
+
+
+class RecordsInTwoDtypes(_CountsSteps):
+    """Its first window records an int, the later ones a float (0.5 more than the step)."""
+
+    def advance(self, state: xr.Dataset, step0: int, nsteps: int) -> Any:
+        level = np.array([step0 + nsteps]) if step0 == 0 else np.array([step0 + nsteps + 0.5])
+        rec = xr.Dataset({"level": ("time", level)}, coords={"time": [step0 + nsteps]})
+        return state, {"nothing": rec.chunk()}
