@@ -332,7 +332,7 @@ def test_records_that_an_append_would_cast_with_a_loss_fail_their_step(tmp_path:
     )
     assert said in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
-    assert xr.open_zarr(run_dir / "nothing.zarr")["level"].values.tolist() == [2]
+    assert zarrio.open_output(run_dir / "nothing.zarr")["level"].values.tolist() == [2]
 
 
 def test_an_op_error_whose_message_cannot_be_made_fails_its_step(tmp_path: Path) -> None:
