@@ -129,7 +129,8 @@ class StepContext:
         The built-in ops give them in either setting (seeded blocks, fixed chunk sizes, sums
         that do not depend on the chunking: :func:`~.reductions.sum_rows_first`); an op whose
         chunking follows the cluster (:attr:`worker_threads`) should fix it, or sum that way,
-        when this is true.
+        when this is true. Nothing checks an op's own determinism: one that draws unseeded
+        random numbers runs in this mode too, and each run's checksums differ.
         """
         return bool(self.config["parallel.deterministic_mode"])
 
@@ -240,8 +241,10 @@ class IterativeOp:
             (may be empty). Each record has ``append_dim`` among its dimensions (give it its
             coordinate, e.g. the step numbers); the output keeps the chunks along it of the
             first records written (``da.stack`` of scalars makes one chunk, and one file, per
-            record: ``.rechunk(-1)`` makes one per window). Everything needed to continue,
-            accumulators included, must be in the state: the runner checkpoints only the state.
+            record: ``.rechunk(-1)`` makes one per window), and each variable the dtype of
+            its first records (a cast with a loss, a float into an int, is refused). Everything
+            needed to continue, accumulators included, must be in the state: the runner
+            checkpoints only the state.
             The new state has the variables of the one given, each with the same dimensions,
             sizes and dtype (new values only): a step whose state changed them is refused.
         """
