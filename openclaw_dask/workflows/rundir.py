@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 from openclaw_dask.config import ConfigError
@@ -16,6 +18,34 @@ from openclaw_dask.workflows.resume import RUN_RECORD
 from openclaw_dask.workflows.spec import Workflow
 
 PERFORMANCE_REPORT = "performance-report.html"
+#: The folder of a run directory that keeps the workflow file and its op modules as the last
+#: attempt ran them (a dot name: no output can be called so)
+SOURCES = ".source"
+
+
+def keep_sources(directory: Path, files: Sequence[str]) -> list[str]:
+    """Copy ``files`` (the workflow file and the op modules beside it) into ``directory``'s
+    :data:`SOURCES` folder, in place of an earlier attempt's copies.
+
+    run.json had kept their paths and hashes only: a colleague given the run directory could
+    check a module but not read it, and the author's next edit lost the code that made the
+    outputs. With the copies, ``submit DIR/.source/WORKFLOW.yaml`` runs the same ops again
+    (the modules are beside it). Files the ops read themselves are not copied.
+
+    Returns
+    -------
+    list of str
+        The copies' paths, relative to ``directory``.
+    """
+    folder = directory / SOURCES
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    kept = []
+    for file in files:
+        target = folder / Path(file).name  # (one folder: the workflow's, so names differ)
+        shutil.copyfile(file, target)
+        kept.append(f"{SOURCES}/{target.name}")
+    return kept
 
 
 def report_path(directory: Path, attempt: int) -> Path:
@@ -157,6 +187,7 @@ def _discard(directory: Path, made: bool, outermost: Path | None = None) -> None
     run's ``runs/<workflow>``, and ``runs``; an empty ``runs/<workflow>/`` had stayed)."""
     for name in (RUN_RECORD, run_dir_lock.LOCK):
         (directory / name).unlink(missing_ok=True)
+    shutil.rmtree(directory / SOURCES, ignore_errors=True)
     if not made:
         return
     with contextlib.suppress(OSError):  # not empty after all (another run's): leave it

@@ -95,6 +95,7 @@ from openclaw_dask.workflows.rundir import (
     _outermost_missing,
     check_run_dir,
     check_runs_folder,
+    keep_sources,
     report_path,
 )
 from openclaw_dask.workflows.spec import Workflow, load_workflow, run_problems
@@ -477,6 +478,9 @@ def run_workflow(
                 record["cluster"] = _cluster_summary(client)
                 counter.install(client)
                 ship_modules(client, workflow.op_files)  # ops beside the workflow file
+                # and their copies, with the workflow's, for whoever reads the run later
+                sources = [os.path.abspath(path), *workflow.op_files]
+                record["workflow"]["copies"] = keep_sources(directory, sources)
                 run.watch = stack.enter_context(PauseWatch(client))
                 run.save()
                 run.run_steps(client)

@@ -294,3 +294,38 @@ def test_a_resume_says_an_op_module_edited_outside_the_ops_it_keeps(tmp_path: Pa
     field = xr.open_zarr(run_dir / "field.zarr")["temperature"].values
     checked = xr.open_zarr(run_dir / "checked.zarr")["temperature"].values
     np.testing.assert_array_equal(checked, field * 2.0)
+
+
+def test_a_run_keeps_its_workflow_and_op_modules_for_a_colleague_to_run_again(
+    tmp_path: Path,
+) -> None:
+    """run.json had kept the op modules' paths and hashes only: once the author's folder was
+    edited or gone, nothing in the run directory said what code made its outputs. The run
+    keeps copies, and the workflow copy runs again from there alone, to the same checksums."""
+    folder = tmp_path / "flows"
+    folder.mkdir()
+    (folder / f"{MODULE}.py").write_text(OPS)
+    (folder / f"{HELPERS}.py").write_text("FACTOR = 3.0\n")
+    (folder / "beside.yaml").write_text(WORKFLOW)
+    run_dir = tmp_path / "run"
+    with start_cluster(overrides=QUIET[1:]) as client:
+        attach = ["--address", client.scheduler.address]
+        done = submit(str(folder / "beside.yaml"), *attach, "--run-dir", str(run_dir), *QUIET)
+        assert done.returncode == 0, done.stderr
+        record = json.loads((run_dir / "run.json").read_text())
+        copies = record["workflow"]["copies"]
+        assert sorted(copies) == sorted(
+            f".source/{name}" for name in ("beside.yaml", f"{MODULE}.py", f"{HELPERS}.py")
+        )
+        for copy in copies:
+            assert (run_dir / copy).read_bytes() == (folder / Path(copy).name).read_bytes()
+        # the author's folder gone: the colleague runs the copy
+        for file in folder.iterdir():
+            file.unlink()
+        again = tmp_path / "again"
+        rerun = submit(str(run_dir / ".source/beside.yaml"), *attach, "--run-dir", str(again))
+        assert rerun.returncode == 0, rerun.stderr
+    theirs = json.loads((again / "run.json").read_text())["steps"]
+    assert {k: v["checksums"] for k, v in theirs.items()} == {
+        k: v["checksums"] for k, v in record["steps"].items()
+    }
