@@ -24,13 +24,15 @@ SOURCES = ".source"
 
 
 def keep_sources(directory: Path, files: Sequence[str]) -> list[str]:
-    """Copy ``files`` (the workflow file and the op modules beside it) into ``directory``'s
-    :data:`SOURCES` folder, in place of an earlier attempt's copies.
+    """Copy ``files`` (the workflow file, the op modules beside it and the config file) into
+    ``directory``'s :data:`SOURCES` folder, in place of an earlier attempt's copies.
 
     run.json had kept their paths and hashes only: a colleague given the run directory could
     check a module but not read it, and the author's next edit lost the code that made the
     outputs. With the copies, ``submit DIR/.source/WORKFLOW.yaml`` runs the same ops again
-    (the modules are beside it). Files the ops read themselves are not copied.
+    (the modules are beside it, and so is a workflow's ``config: NAME`` beside its file).
+    Files the ops read themselves are not copied, nor a file whose name an earlier one of
+    ``files`` took (the config may come from anywhere).
 
     Returns
     -------
@@ -40,11 +42,12 @@ def keep_sources(directory: Path, files: Sequence[str]) -> list[str]:
     folder = directory / SOURCES
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir()
-    kept = []
+    kept: list[str] = []
     for file in files:
-        target = folder / Path(file).name  # (one folder: the workflow's, so names differ)
-        shutil.copyfile(file, target)
-        kept.append(f"{SOURCES}/{target.name}")
+        target = folder / Path(file).name
+        if f"{SOURCES}/{target.name}" not in kept:
+            shutil.copyfile(file, target)
+            kept.append(f"{SOURCES}/{target.name}")
     return kept
 
 

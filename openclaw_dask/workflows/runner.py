@@ -479,7 +479,7 @@ def run_workflow(
                 counter.install(client)
                 ship_modules(client, workflow.op_files)  # ops beside the workflow file
                 # and their copies, with the workflow's, for whoever reads the run later
-                sources = [os.path.abspath(path), *workflow.op_files]
+                sources = [os.path.abspath(path), *workflow.op_files, *filter(None, [cfg.file])]
                 record["workflow"]["copies"] = keep_sources(directory, sources)
                 run.watch = stack.enter_context(PauseWatch(client))
                 run.save()

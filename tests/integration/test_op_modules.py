@@ -306,16 +306,19 @@ def test_a_run_keeps_its_workflow_and_op_modules_for_a_colleague_to_run_again(
     folder.mkdir()
     (folder / f"{MODULE}.py").write_text(OPS)
     (folder / f"{HELPERS}.py").write_text("FACTOR = 3.0\n")
-    (folder / "beside.yaml").write_text(WORKFLOW)
+    # a config of its own beside it, as the workflow names it
+    (folder / "beside.yaml").write_text(WORKFLOW.replace("steps:", "config: own.config\nsteps:"))
+    (folder / "own.config").write_text("cluster:\n  dashboard_address: 127.0.0.1:0\n")
     run_dir = tmp_path / "run"
     with start_cluster(overrides=QUIET[1:]) as client:
         attach = ["--address", client.scheduler.address]
-        done = submit(str(folder / "beside.yaml"), *attach, "--run-dir", str(run_dir), *QUIET)
+        done = submit(str(folder / "beside.yaml"), *attach, "--run-dir", str(run_dir))
         assert done.returncode == 0, done.stderr
         record = json.loads((run_dir / "run.json").read_text())
         copies = record["workflow"]["copies"]
         assert sorted(copies) == sorted(
-            f".source/{name}" for name in ("beside.yaml", f"{MODULE}.py", f"{HELPERS}.py")
+            f".source/{name}"
+            for name in ("beside.yaml", f"{MODULE}.py", f"{HELPERS}.py", "own.config")
         )
         for copy in copies:
             assert (run_dir / copy).read_bytes() == (folder / Path(copy).name).read_bytes()
