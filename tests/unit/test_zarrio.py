@@ -109,3 +109,38 @@ def test_a_variable_s_own_dtype_and_time_units_are_written_as_xarray_writes_them
     back = zarrio.open_output(tmp_path / "out.zarr")
     assert back["field"].dtype == np.float32
     assert list(back.indexes["time"]) == list(time)
+
+
+def test_an_append_that_would_cast_with_a_loss_is_named_and_a_lossless_one_is_not(
+    tmp_path: Path,
+) -> None:
+    """xarray casts appended values to the store's dtype without a word: 2.5 into an int
+    store was kept as 2. What numpy calls an unsafe cast is named; float32 into float64, a
+    variable cast on purpose by its own encoding, and CF-encoded times are not."""
+    config = load_config(use_search_path=False)
+    path = tmp_path / "rec.zarr"
+    first = xr.Dataset(
+        {
+            "count": ("time", np.array([1])),
+            "mean": ("time", np.array([1.0])),
+            "low": ("time", np.array([1.0], dtype="float32")),
+            "packed": ("time", np.array([1.0], dtype="float32")),
+        },
+        coords={"time": np.array(["2000-01-01"], dtype="datetime64[ns]")},
+    ).chunk()
+    zarrio.write(first, path, config).compute()
+    later = xr.Dataset(
+        {
+            "count": ("time", np.array([2.5])),  # float into int: refused
+            "mean": ("time", np.array([2.0], dtype="float32")),  # float32 into float64: kept
+            "low": ("time", np.array([2.0])),  # float64 into float32: refused
+            "packed": ("time", np.array([2.0])),
+        },
+        coords={"time": np.array(["2000-01-02"], dtype="datetime64[ns]")},
+    ).chunk()
+    later["packed"].encoding["dtype"] = "float32"  # the op's own choice of stored dtype
+    assert zarrio.lossy_append(later, path) == [
+        "'count' is float64, stored as int64",
+        "'low' is float64, stored as float32",
+    ]
+    assert zarrio.lossy_append(later, tmp_path / "none.zarr") == []  # nothing stored yet
