@@ -241,8 +241,9 @@ class IterativeOp:
             (may be empty). Each record has ``append_dim`` among its dimensions (give it its
             coordinate, e.g. the step numbers); the output keeps the chunks along it of the
             first records written (``da.stack`` of scalars makes one chunk, and one file, per
-            record: ``.rechunk(-1)`` makes one per window), and each variable the dtype of
-            its first records (a cast with a loss, a float into an int, is refused). Everything
+            record: ``.rechunk(-1)`` makes one per window), and each window's records the
+            variables, sizes and dtypes of the first (a cast with a loss, a float into an
+            int, a variable missing or new, are refused). Everything
             needed to continue, accumulators included, must be in the state: the runner
             checkpoints only the state.
             The new state has the variables of the one given, each with the same dimensions,

@@ -193,13 +193,14 @@ class IterativeSteps:
                         f"{op.append_dim!r} (its append_dim, along which they are appended); "
                         f"they have {tuple(ds.dims) or 'none'}"
                     )
-                lossy = zarrio.lossy_append(ds, self.run_dir / f"{name}.zarr")
-                if lossy:
+                misfit = zarrio.append_problems(ds, self.run_dir / f"{name}.zarr", op.append_dim)
+                if misfit:
                     raise TypeError(
                         f"{type(op).__name__}.advance(state, {s}, {n})'s records for {name!r} "
-                        f"would be cast with a loss to the dtypes {name}.zarr holds: "
-                        f"{'; '.join(lossy)}; emit each record variable in one dtype, as the "
-                        "first records were (astype)"
+                        f"do not fit those in {name}.zarr: {'; '.join(misfit)}; each window's "
+                        f"records hold the same variables, with the same sizes besides "
+                        f"{op.append_dim!r} and the dtypes of the first (a cast with a loss is "
+                        "refused)"
                     )
             chain += len(new_state.__dask_graph__())
             # submit the window and go on: its writes run while the next window computes

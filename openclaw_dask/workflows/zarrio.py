@@ -100,30 +100,49 @@ def write(ds: xr.Dataset, path: Path, config: Config, append_dim: str | None = N
     )
 
 
-def lossy_append(ds: xr.Dataset, path: Path) -> list[str]:
-    """The variables of ``ds`` that an append to the store at ``path`` would cast with a loss
-    to the dtype the store holds them in (float64 into float32, a float into an int).
+def append_problems(ds: xr.Dataset, path: Path, append_dim: str) -> list[str]:
+    """Why the records ``ds`` do not fit the store at ``path`` that earlier records made,
+    appended along ``append_dim``.
 
-    xarray casts appended values to the store's dtype without a word: a float record after a
-    first window's int was stored rounded. A variable whose own encoding names its stored
-    dtype (cast on purpose) and one that is not a number (CF-encoded times) are not compared.
+    xarray appends what it is given: a variable the store has along ``append_dim`` and the
+    records lack (or the reverse) left the dimension of two lengths, and the store no longer
+    opened ("conflicting sizes"), found after the step as an error of no step; a value cast to
+    the store's dtype with a loss was stored without a word (2.5 into an int store as 2); a
+    variable of another size was said in xarray's words (``to_zarr``'s ``region``). A
+    variable whose own encoding names its stored dtype (cast on purpose) and one that is not
+    a number (CF-encoded times) are not compared by dtype.
 
     Returns
     -------
     list of str
-        ``"'level' is float64, stored as int64"`` for each such variable.
+        ``"'level' is float64, stored as int64"``, ``"'v_max' is not in the records"``...
     """
     if not path.exists():
         return []
     group = zarr.open_group(path, mode="r", zarr_format=3)
-    stored = {name: np.dtype(array.dtype) for name, array in group.arrays()}
+    stored = {
+        name: (tuple(array.metadata.dimension_names or ()), array.shape, np.dtype(array.dtype))
+        for name, array in group.arrays()
+    }
     said = []
+    for name, (dims, _, _) in stored.items():
+        if append_dim in dims and name not in ds.variables:
+            said.append(f"{name!r} is not in the records")
     for name, var in ds.variables.items():
-        held = stored.get(str(name))
-        if held is None or "dtype" in var.encoding:
+        if append_dim not in var.dims:
             continue
+        if str(name) not in stored:
+            said.append(f"{str(name)!r} is new")
+            continue
+        dims, shape, held = stored[str(name)]
+        sizes = dict(zip(dims, shape, strict=False))
+        other = {d: n for d, n in var.sizes.items() if d != append_dim and sizes.get(d) != n}
+        if other or set(var.dims) != set(dims):
+            was = ", ".join(f"{d}: {n}" for d, n in sizes.items() if d != append_dim)
+            now = ", ".join(f"{d}: {n}" for d, n in var.sizes.items() if d != append_dim)
+            said.append(f"{str(name)!r} has ({now}) besides {append_dim}, stored with ({was})")
         numeric = var.dtype.kind in "biufc" and held.kind in "biufc"
-        if numeric and not np.can_cast(var.dtype, held, casting="safe"):
+        if numeric and "dtype" not in var.encoding and not np.can_cast(var.dtype, held, "safe"):
             said.append(f"{str(name)!r} is {var.dtype}, stored as {held}")
     return said
 

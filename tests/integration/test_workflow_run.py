@@ -315,24 +315,42 @@ def test_an_op_that_returns_no_datasets_is_told_what_to_return(
     assert not (tmp_path / "run/final.zarr").exists()  # no output the step does not list
 
 
-def test_records_that_an_append_would_cast_with_a_loss_fail_their_step(tmp_path: Path) -> None:
-    """A later window's float records were appended to the int store of the first window's
-    as their rounded values (2.5 stored as 2), and the run completed; now the step fails
-    before the write, and the first window's records stay as written."""
-    wf = tmp_path / "dtypes.yaml"
-    text = FAILING_WORKFLOW.replace("user_ops:explode", "user_ops:RecordsInTwoDtypes")
+@pytest.mark.parametrize(
+    ("op", "said", "kept"),
+    [
+        (  # 2.5 was stored as 2 in the int store of the first window's records; exit 0
+            "RecordsInTwoDtypes",
+            "'level' is float64, stored as int64",
+            {"level": [2]},
+        ),
+        (  # the store no longer opened ("conflicting sizes"), said as an error of no step
+            "RecordsLosingAVariable",
+            "'peak' is not in the records",
+            {"level": [2.0], "peak": [3.0]},
+        ),
+    ],
+)
+def test_records_that_do_not_fit_the_earlier_ones_fail_their_step(
+    tmp_path: Path, op: str, said: str, kept: dict[str, list[float]]
+) -> None:
+    """A later window's records that xarray would append as a loss or a broken store fail
+    the step before the write, in its words; the first window's records stay as written."""
+    wf = tmp_path / "records.yaml"
+    text = FAILING_WORKFLOW.replace("user_ops:explode", f"user_ops:{op}")
     wf.write_text(text.replace("    with: {message: kaboom}\n", ""))
     run_dir = tmp_path / "run"
     windows = ["--set", "distributed.sync_interval=2"]
     result = submit(str(wf), "--run-dir", str(run_dir), "--no-report", *windows, *QUIET)
     assert result.returncode == 1, result.stderr
-    said = (
-        "TypeError: RecordsInTwoDtypes.advance(state, 2, 2)'s records for 'nothing' would be "
-        "cast with a loss to the dtypes nothing.zarr holds: 'level' is float64, stored as int64"
+    line = (
+        f"failed: step 'bad' (op tests.integration.user_ops:{op}): TypeError: {op}.advance("
+        f"state, 2, 2)'s records for 'nothing' do not fit those in nothing.zarr: {said}; "
+        "each window's records hold the same variables"
     )
-    assert said in result.stderr, result.stderr
+    assert line in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
-    assert zarrio.open_output(run_dir / "nothing.zarr")["level"].values.tolist() == [2]
+    stored = zarrio.open_output(run_dir / "nothing.zarr")
+    assert {name: stored[name].values.tolist() for name in stored.data_vars} == kept
 
 
 def test_an_op_error_whose_message_cannot_be_made_fails_its_step(tmp_path: Path) -> None:

@@ -369,3 +369,13 @@ class RecordsInTwoDtypes(_CountsSteps):
         level = np.array([step0 + nsteps]) if step0 == 0 else np.array([step0 + nsteps + 0.5])
         rec = xr.Dataset({"level": ("time", level)}, coords={"time": [step0 + nsteps]})
         return state, {"nothing": rec.chunk()}
+
+
+class RecordsLosingAVariable(_CountsSteps):
+    """Its first window records ``level`` and ``peak``, the later ones ``level`` alone."""
+
+    def advance(self, state: xr.Dataset, step0: int, nsteps: int) -> Any:
+        rec = xr.Dataset({"level": ("time", [2.0])}, coords={"time": [step0 + nsteps]})
+        if step0 == 0:
+            rec["peak"] = ("time", [3.0])
+        return state, {"nothing": rec.chunk()}

@@ -111,12 +111,13 @@ def test_a_variable_s_own_dtype_and_time_units_are_written_as_xarray_writes_them
     assert list(back.indexes["time"]) == list(time)
 
 
-def test_an_append_that_would_cast_with_a_loss_is_named_and_a_lossless_one_is_not(
+def test_records_that_do_not_fit_a_store_are_named_and_fitting_ones_are_not(
     tmp_path: Path,
 ) -> None:
-    """xarray casts appended values to the store's dtype without a word: 2.5 into an int
-    store was kept as 2. What numpy calls an unsafe cast is named; float32 into float64, a
-    variable cast on purpose by its own encoding, and CF-encoded times are not."""
+    """xarray appends what it is given: a cast with a loss (2.5 into an int store was kept
+    as 2), a variable missing or new (the store then no longer opened) or of another size.
+    A lossless cast (float32 into float64), a variable cast on purpose by its own encoding
+    and CF-encoded times are not named."""
     config = load_config(use_search_path=False)
     path = tmp_path / "rec.zarr"
     first = xr.Dataset(
@@ -125,22 +126,30 @@ def test_an_append_that_would_cast_with_a_loss_is_named_and_a_lossless_one_is_no
             "mean": ("time", np.array([1.0])),
             "low": ("time", np.array([1.0], dtype="float32")),
             "packed": ("time", np.array([1.0], dtype="float32")),
+            "gone": ("time", np.array([1.0])),
+            "profile": (("time", "y"), np.zeros((1, 3))),
         },
         coords={"time": np.array(["2000-01-01"], dtype="datetime64[ns]")},
     ).chunk()
     zarrio.write(first, path, config).compute()
     later = xr.Dataset(
         {
-            "count": ("time", np.array([2.5])),  # float into int: refused
-            "mean": ("time", np.array([2.0], dtype="float32")),  # float32 into float64: kept
-            "low": ("time", np.array([2.0])),  # float64 into float32: refused
+            "count": ("time", np.array([2.5])),  # float into int: named
+            "mean": ("time", np.array([2.0], dtype="float32")),  # float32 into float64: not
+            "low": ("time", np.array([2.0])),  # float64 into float32: named
             "packed": ("time", np.array([2.0])),
+            "fresh": ("time", np.array([2.0])),  # new: named; "gone" missing: named
+            "profile": (("time", "y"), np.zeros((1, 4))),  # another size: named
         },
         coords={"time": np.array(["2000-01-02"], dtype="datetime64[ns]")},
     ).chunk()
     later["packed"].encoding["dtype"] = "float32"  # the op's own choice of stored dtype
-    assert zarrio.lossy_append(later, path) == [
+    assert sorted(zarrio.append_problems(later, path, "time")) == [
         "'count' is float64, stored as int64",
+        "'fresh' is new",
+        "'gone' is not in the records",
         "'low' is float64, stored as float32",
+        "'profile' has (y: 4) besides time, stored with (y: 3)",
     ]
-    assert zarrio.lossy_append(later, tmp_path / "none.zarr") == []  # nothing stored yet
+    assert zarrio.append_problems(first, path, "time") == []  # the same again: fits
+    assert zarrio.append_problems(later, tmp_path / "none.zarr", "time") == []  # none yet
