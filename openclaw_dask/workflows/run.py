@@ -27,6 +27,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.config import Config, ConfigError
+from openclaw_dask.config.errors import did_you_mean
 from openclaw_dask.runtime import counter
 from openclaw_dask.runtime.cluster import ClusterLostError, cluster_gone
 from openclaw_dask.runtime.oom import PauseWatch, out_of_memory
@@ -179,6 +180,10 @@ class Run(IterativeSteps):
             )
             if not as_dict:
                 hint = " as a dict of output name -> xarray.Dataset" + _return_hint(expected)
+            elif not folders:
+                hint = _names_hint(
+                    sorted(returned - set(expected)), sorted(set(expected) - returned)
+                )
             raise TypeError(f"op returned {got}; the workflow expects outputs {expected}{hint}")
         for name, ds in result.items():
             _check_dataset("op", name, ds)
@@ -298,3 +303,21 @@ def raised_in(exc: BaseException, files: Sequence[str]) -> str | None:
         if path in paths or (Path(path).name in names and not path.startswith(libraries)):
             return f"{Path(path).name}, line {frame.lineno}, in {frame.name}"
     return None
+
+
+def _names_hint(extra: list[str], missing: list[str]) -> str:
+    """`` (bonus is not among the step's outputs: ...; nothing for stats)``: which returned
+    names the step does not list, and which listed ones came back empty, said apart (the two
+    lists side by side left the user to compare them)."""
+    said = []
+    if extra:
+        names = ", ".join(extra)
+        stores = ", ".join(f"{e}.zarr" for e in extra)
+        verb = "is" if len(extra) == 1 else "are"
+        said.append(
+            f"{names} {verb} not among the step's outputs: list {stores} there, or do not return it"
+        )
+    if missing:
+        near = did_you_mean(extra[0], missing).removeprefix("; ") if len(extra) == 1 else ""
+        said.append(f"nothing for {', '.join(missing)}" + (f"; {near}" if near else ""))
+    return f" ({'; '.join(said)})" if said else ""

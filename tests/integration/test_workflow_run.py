@@ -219,6 +219,18 @@ def test_a_task_that_fails_on_a_worker_is_one_line_and_its_traceback_is_kept(
             "TypeError: op returned xarray.DataArray for output 'nothing'; expected an "
             "xarray.Dataset (DataArray.to_dataset(name=...) makes one)",
         ),
+        (  # said which was which only by comparing the two lists
+            "returns_one_output_more",
+            "TypeError: op returned ['bonus', 'nothing']; the workflow expects outputs "
+            "['nothing'] (bonus is not among the step's outputs: list bonus.zarr there, or "
+            "do not return it)",
+        ),
+        (
+            "returns_a_misnamed_output",
+            "TypeError: op returned ['nothin']; the workflow expects outputs ['nothing'] "
+            "(nothin is not among the step's outputs: list nothin.zarr there, or do not "
+            "return it; nothing for nothing; did you mean 'nothing'?)",
+        ),
         (  # was "ValueError: The truth value of an array ... is ambiguous"
             "returns_an_array",
             "TypeError: op returned dask.Array; the workflow expects outputs ['nothing'] as a "

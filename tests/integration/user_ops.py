@@ -84,6 +84,16 @@ def returns_a_dataset(ctx: StepContext) -> dict[str, xr.Dataset]:
     return {"nothing": ctx.input("field")}
 
 
+def returns_one_output_more(ctx: StepContext) -> dict[str, xr.Dataset]:
+    """A user op that returns its output and one its step does not list."""
+    return {"nothing": ctx.input("field"), "bonus": ctx.input("field")}
+
+
+def returns_a_misnamed_output(ctx: StepContext) -> dict[str, xr.Dataset]:
+    """A user op that returns its output under a name one letter off."""
+    return {"nothin": ctx.input("field")}
+
+
 def fills_a_folder(ctx: StepContext) -> dict[str, xr.Dataset]:
     """A user op that writes a file into its ``nothing/`` folder output, declaring no outputs."""
     (ctx.output_dir("nothing") / "note.txt").write_text("written by the op\n")
