@@ -61,6 +61,7 @@ from openclaw_dask.workflows.fingerprint import code_changed as code_changed
 from openclaw_dask.workflows.fingerprint import same_step as same_step
 from openclaw_dask.workflows.fingerprint import same_value as same_value
 from openclaw_dask.workflows.fingerprint import step_fingerprint as step_fingerprint
+from openclaw_dask.workflows.module_claims import claim_modules
 from openclaw_dask.workflows.progress import ProgressNews as ProgressNews
 from openclaw_dask.workflows.registry import ship_modules
 from openclaw_dask.workflows.resume import RUN_RECORD as RUN_RECORD
@@ -458,6 +459,9 @@ def run_workflow(
             with ExitStack() as stack:
                 client = stack.enter_context(start_cluster(cfg, backend=backend))
                 stack.enter_context(client.as_current())
+                # before anything is written: another run on a shared cluster may hold a
+                # module of the same name (refused, a first run leaves no directory)
+                claim_modules(client, workflow.op_files, str(directory.resolve()))
                 if report:
                     from distributed import performance_report
 
