@@ -53,10 +53,10 @@ def claim_modules(client: Any, files: Sequence[str], run: str) -> None:
         return
     name, other = held[0], held[1]
     problem = (
-        f"op module {name} is not the {name} that the run {other} sent to "
-        f"this cluster, and that run is still going: a worker holds one module of a name, so "
-        f"one run would execute the other's code. Rename {name} (and the op: names that use "
-        "it), or submit once that run has ended"
+        f"op module {name} is not the {name} that the run {other} sent to this cluster, and "
+        "that run is still going: a worker holds one module of a name, so one run would "
+        f"execute the other's code. Rename {name} (and the op: names that use it), or submit "
+        "once that run has ended"
     )
     raise ConfigError([Problem(problem, file=wanted[name][1])])
 
