@@ -17,12 +17,12 @@ gone) is void: the next run may ship an edited file, as before.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from openclaw_dask.config.errors import ConfigError, Problem
+from openclaw_dask.workflows.registry import file_sha256
 
 #: The scheduler metadata key under which the claims are kept (``Scheduler.set_metadata``).
 CLAIMS = "openclaw-op-module-claims"
@@ -47,7 +47,7 @@ def claim_modules(client: Any, files: Sequence[str], run: str) -> None:
     """
     if not files:
         return
-    wanted = {Path(f).name: (hashlib.sha256(Path(f).read_bytes()).hexdigest(), f) for f in files}
+    wanted = {Path(f).name: (file_sha256(f), f) for f in files}
     held = client.run_on_scheduler(_claim, wanted, client.id, run)
     if not held:
         return

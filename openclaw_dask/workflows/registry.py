@@ -507,9 +507,15 @@ def _import(module_name: str, beside: Path | None) -> Any:
     return module
 
 
+def file_sha256(file: str | os.PathLike[str]) -> str:
+    """The sha256 of a file's bytes, as run.json, a resume and a shared cluster's module claims
+    compare op modules by (raises ``OSError`` for a file that cannot be read)."""
+    return hashlib.sha256(Path(file).read_bytes()).hexdigest()
+
+
 def _sha256(file: str) -> str | None:
     try:
-        return hashlib.sha256(Path(file).read_bytes()).hexdigest()
+        return file_sha256(file)
     except OSError:  # deleted since
         return None
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import os
 import shlex
@@ -34,6 +33,7 @@ from openclaw_dask.config.loader import is_set_source
 from openclaw_dask.config.render import yaml_value
 from openclaw_dask.config.yamlsource import read_yaml
 from openclaw_dask.translate.plan import flatten
+from openclaw_dask.workflows.registry import file_sha256
 from openclaw_dask.workflows.spec import REF_RE, Workflow
 from openclaw_dask.workflows.strictjson import json_kind
 
@@ -513,7 +513,7 @@ def module_changes(record: Mapping[str, Any]) -> list[str]:
     said = []
     for file, digest in recorded.items():
         try:
-            now = hashlib.sha256(Path(file).read_bytes()).hexdigest()
+            now = file_sha256(file)
         except OSError:
             said.append(f"{Path(file).name} removed")
             continue

@@ -22,7 +22,6 @@ cluster; the run itself is :class:`~openclaw_dask.workflows.run.Run`, its iterat
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import time
@@ -63,7 +62,7 @@ from openclaw_dask.workflows.fingerprint import same_value as same_value
 from openclaw_dask.workflows.fingerprint import step_fingerprint as step_fingerprint
 from openclaw_dask.workflows.module_claims import claim_modules
 from openclaw_dask.workflows.progress import ProgressNews as ProgressNews
-from openclaw_dask.workflows.registry import ship_modules
+from openclaw_dask.workflows.registry import file_sha256, ship_modules
 from openclaw_dask.workflows.resume import RUN_RECORD as RUN_RECORD
 from openclaw_dask.workflows.resume import (
     carried_inputs,
@@ -128,10 +127,6 @@ def _op_module_edits(
         *(f"attempt {attempt}: {e}" for e in edits),
     ]
     return {"op_modules_changed": said} if said else {}
-
-
-def _sha256_file(path: str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _load_config(
@@ -391,9 +386,9 @@ def run_workflow(
             # as named (absolute, for a resume from elsewhere): workflows/example.yaml is a
             # link to the packaged example, whose path had stood here
             "file": os.path.abspath(path),
-            "sha256": _sha256_file(str(path)),
+            "sha256": file_sha256(str(path)),
             # the op modules beside it that the cluster was sent, as they were
-            "op_modules": {file: _sha256_file(file) for file in workflow.op_files},
+            "op_modules": {file: file_sha256(file) for file in workflow.op_files},
             # every attempt's edits of them: the steps kept were made by the earlier modules
             **_op_module_edits(previous, edits, attempt),
             "params": workflow.values,
