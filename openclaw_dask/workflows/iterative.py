@@ -11,6 +11,7 @@ whole), and after a lost worker the step continues from the last checkpoint
 
 from __future__ import annotations
 
+import contextlib
 import json
 import numbers
 import shutil
@@ -168,40 +169,16 @@ class IterativeSteps:
 
         while s < total:
             n = min(interval, total - s)
-            advanced = op.advance(state, s, n)
-            if not (isinstance(advanced, tuple) and len(advanced) == 2):
-                raise TypeError(
-                    f"{type(op).__name__}.advance returned {type(advanced).__name__}; "
-                    "expected (state, {output: records}), the records may be {}"
-                )
-            new_state, records = advanced
-            # a None state had failed only in finish, which was blamed for it
-            if not isinstance(new_state, xr.Dataset):
-                got = "None" if new_state is None else _type_name(new_state)
-                raise TypeError(
-                    f"{type(op).__name__}.advance returned {got} as the new state; expected an "
-                    "xarray.Dataset: return (state, {output: records}), the records may be {}"
-                )
-            _same_state(state, new_state, f"{type(op).__name__}.advance(state, {s}, {n})")
-            records = _datasets(records, f"{type(op).__name__}.advance's records", step)
-            for name, ds in records.items():
-                # without it, one window's records made an output with no time at all, and
-                # only a second window's append said so (in xarray's words)
-                if op.append_dim not in ds.dims:
-                    raise TypeError(
-                        f"{type(op).__name__}.advance's records for {name!r} have no dimension "
-                        f"{op.append_dim!r} (its append_dim, along which they are appended); "
-                        f"they have {tuple(ds.dims) or 'none'}"
-                    )
-                misfit = zarrio.append_problems(ds, self.run_dir / f"{name}.zarr", op.append_dim)
-                if misfit:
-                    raise TypeError(
-                        f"{type(op).__name__}.advance(state, {s}, {n})'s records for {name!r} "
-                        f"do not fit those in {name}.zarr: {'; '.join(misfit)}; each window's "
-                        f"records hold the same variables, with the same sizes besides "
-                        f"{op.append_dim!r} and the dtypes of the first (a cast with a loss is "
-                        "refused)"
-                    )
+            try:
+                new_state, records = self._window(op, step, state, s, n)
+            except Exception:
+                # the window before is whole: its writes (in flight) finish and its checkpoint
+                # commits, so its records stay in the outputs and a resume starts after it
+                # (they were cancelled half-written, the records' store left at fill values)
+                if pending:
+                    with contextlib.suppress(Exception):  # the op's error is the one to say
+                        settle(pending)
+                raise
             chain += len(new_state.__dask_graph__())
             # submit the window and go on: its writes run while the next window computes
             # on the run's client; the optimisation runs on the scheduler, so it is this flag
@@ -249,6 +226,47 @@ class IterativeSteps:
                 "advance's records nor finish returned it"
             )
         shutil.rmtree(ckpt_dir, ignore_errors=True)
+
+    def _window(
+        self, op: IterativeOp, step: StepSpec, state: xr.Dataset, s: int, n: int
+    ) -> tuple[xr.Dataset, dict[str, xr.Dataset]]:
+        """Steps ``s`` to ``s + n`` as ``op.advance`` returns them (lazy), checked: a new state
+        like the old one, records that fit the outputs written so far."""
+        advanced = op.advance(state, s, n)
+        if not (isinstance(advanced, tuple) and len(advanced) == 2):
+            raise TypeError(
+                f"{type(op).__name__}.advance returned {type(advanced).__name__}; "
+                "expected (state, {output: records}), the records may be {}"
+            )
+        new_state, records = advanced
+        # a None state had failed only in finish, which was blamed for it
+        if not isinstance(new_state, xr.Dataset):
+            got = "None" if new_state is None else _type_name(new_state)
+            raise TypeError(
+                f"{type(op).__name__}.advance returned {got} as the new state; expected an "
+                "xarray.Dataset: return (state, {output: records}), the records may be {}"
+            )
+        _same_state(state, new_state, f"{type(op).__name__}.advance(state, {s}, {n})")
+        records = _datasets(records, f"{type(op).__name__}.advance's records", step)
+        for name, ds in records.items():
+            # without it, one window's records made an output with no time at all, and
+            # only a second window's append said so (in xarray's words)
+            if op.append_dim not in ds.dims:
+                raise TypeError(
+                    f"{type(op).__name__}.advance's records for {name!r} have no dimension "
+                    f"{op.append_dim!r} (its append_dim, along which they are appended); "
+                    f"they have {tuple(ds.dims) or 'none'}"
+                )
+            misfit = zarrio.append_problems(ds, self.run_dir / f"{name}.zarr", op.append_dim)
+            if misfit:
+                raise TypeError(
+                    f"{type(op).__name__}.advance(state, {s}, {n})'s records for {name!r} "
+                    f"do not fit those in {name}.zarr: {'; '.join(misfit)}; each window's "
+                    f"records hold the same variables, with the same sizes besides "
+                    f"{op.append_dim!r} and the dtypes of the first (a cast with a loss is "
+                    "refused)"
+                )
+        return new_state, records
 
     def _resume_point(
         self,

@@ -207,12 +207,12 @@ def test_a_checkpoint_of_an_edited_iterative_op_is_continued_and_the_edit_said(
         assert first.returncode == 1 and "not yet" in first.stderr, first.stderr
         module.write_text(COUNTING_OPS.replace("BREAK", "pass"))
         plan = submit("--resume", str(run_dir), *attach, "--dry-run", *QUIET)
-        edited = "resume: count: continue from its checkpoint at step 2 (its op's code changed"
+        edited = "resume: count: continue from its checkpoint at step 4 (its op's code changed"
         assert edited in plan.stdout, plan.stdout
         again = submit("--resume", str(run_dir), *attach, *QUIET)
         assert again.returncode == 0, again.stderr
     said = (
-        "count: continuing from its checkpoint at step 2 (its op's code changed since; delete "
+        "count: continuing from its checkpoint at step 4 (its op's code changed since; delete "
         f"{run_dir / '.checkpoints' / 'count'} to run the step from step 0)"
     )
     assert said in again.stderr, again.stderr
