@@ -226,6 +226,8 @@ class IterativeSteps:
                 "advance's records nor finish returned it"
             )
         shutil.rmtree(ckpt_dir, ignore_errors=True)
+        with contextlib.suppress(OSError):  # left empty in a completed run's directory
+            ckpt_dir.parent.rmdir()  # (another step's checkpoint there keeps it: not empty)
 
     def _window(
         self, op: IterativeOp, step: StepSpec, state: xr.Dataset, s: int, n: int

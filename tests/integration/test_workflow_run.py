@@ -862,6 +862,7 @@ def test_a_checkpoint_made_with_other_arguments_is_not_continued(tmp_path: Path)
     field = xr.open_zarr(run_dir / "field.zarr")["temperature"]
     counted = xr.open_zarr(run_dir / "counted.zarr")["temperature"]
     assert bool((counted == field + 2 * 6).all())  # not field + 1 * 4 + 2 * 2
+    assert not (run_dir / ".checkpoints").exists()  # nor the folder, left empty before
 
 
 def _failed_after_a_checkpoint(tmp_path: Path, module: str) -> tuple[Path, Path, list[str]]:
