@@ -470,13 +470,16 @@ def workers_table(address: str, facts: dict[str, dict[str, Any]]) -> Table:
 @ADDRESS_OPTION
 @CLIENT_CONFIG_OPTION
 def status_cmd(address: str | None, config_path: str | None) -> None:
-    """List the workers: threads, pinned cores, allocator, memory limit, config hash."""
+    """List the workers (threads, pinned cores, allocator, memory limit, config hash) and the
+    runs on the cluster."""
     from openclaw_dask.runtime.cluster import attached_dashboard
     from openclaw_dask.runtime.inspect import ask_workers, refused_workers, worker_facts
+    from openclaw_dask.workflows.cluster_runs import runs_on, runs_text
 
     with _connected(address, config_path) as (address, client, dashboard):
         facts, silent = ask_workers(client, worker_facts)
         refused = refused_workers(client)
+        runs = runs_on(client)  # the submits on it now: a `cluster down` would end them
         # Dask formats a link even for a scheduler that serves no dashboard: `cluster up`
         # recorded whether its own does; another scheduler (--address) is asked
         link = attached_dashboard(client) if dashboard else None
@@ -488,6 +491,7 @@ def status_cmd(address: str | None, config_path: str | None) -> None:
         err.print(f"refused {worker}: {reason}", markup=False)
     if link:
         out.print(f"dashboard: {link}")
+    out.print(f"runs: {len(runs)}" + (f": {runs_text(runs)}" if runs else ""), markup=False)
     _say_silent(silent)
     if not facts:
         sys.exit(EXIT_FAILED)

@@ -56,11 +56,11 @@ from openclaw_dask.runtime.oom import PauseWatch
 from openclaw_dask.runtime.terminal import interrupts
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 from openclaw_dask.workflows import lock as run_dir_lock
+from openclaw_dask.workflows.cluster_runs import register_run, runs_text
 from openclaw_dask.workflows.fingerprint import code_changed as code_changed
 from openclaw_dask.workflows.fingerprint import same_step as same_step
 from openclaw_dask.workflows.fingerprint import same_value as same_value
 from openclaw_dask.workflows.fingerprint import step_fingerprint as step_fingerprint
-from openclaw_dask.workflows.module_claims import claim_modules
 from openclaw_dask.workflows.progress import ProgressNews as ProgressNews
 from openclaw_dask.workflows.registry import file_sha256, ship_modules
 from openclaw_dask.workflows.resume import RUN_RECORD as RUN_RECORD
@@ -456,7 +456,9 @@ def run_workflow(
                 stack.enter_context(client.as_current())
                 # before anything is written: another run on a shared cluster may hold a
                 # module of the same name (refused, a first run leaves no directory)
-                claim_modules(client, workflow.op_files, str(directory.resolve()))
+                others = register_run(
+                    client, workflow.op_files, str(directory.resolve()), workflow.name
+                )
                 if report:
                     from distributed import performance_report
 
@@ -474,7 +476,18 @@ def run_workflow(
                     if link:
                         note = link if plan.backend == "attach" else dashboard_note(client, cfg)
                         announce(f"dashboard: {note}")
-                record["cluster"] = _cluster_summary(client)
+                    if others:  # their tasks are in this run's report, their load on its time
+                        many = len(others) > 1
+                        seen = ", and this run's performance report shows their tasks too"
+                        announce(
+                            f"note: {len(others)} other run{'s are' if many else ' is'} on this "
+                            f"cluster: {runs_text(others)}. The runs share its workers"
+                            + (seen if report else "")
+                        )
+                record["cluster"] = {
+                    **_cluster_summary(client),
+                    "shared_with": [r["run"] for r in others],  # the runs on it at the start
+                }
                 counter.install(client)
                 ship_modules(client, workflow.op_files)  # ops beside the workflow file
                 # and their copies, with the workflow's, for whoever reads the run later

@@ -78,6 +78,7 @@ def test_up_status_compact_down() -> None:
         assert len(rows) == 2 and all("jemalloc" in r for r in rows)
         cores = sorted(r.split("│")[3].strip() for r in rows)
         assert cores == ["0", "1"]
+        assert "\nruns: 0\n" in status.stdout  # no submit on it
 
         compact = sh("memory", "compact")
         assert compact.returncode == 0 and compact.stdout.count("mallctl(arena.all.purge)") == 2

@@ -1,4 +1,5 @@
-"""Runs that share one cluster: each run's op modules are its own, or the run is refused."""
+"""Runs that share one cluster: each run's op modules are its own, or the run is refused; the
+runs on a cluster are listed by ``cluster status`` and told to each other."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ import numpy as np
 import xarray as xr
 
 from openclaw_dask.runtime.cluster import start_cluster
-from tests.integration.test_workflow_run import EXE, QUIET, ROOT, submit
+from tests.integration.test_workflow_run import (
+    EXAMPLE,
+    EXE,
+    QUIET,
+    ROOT,
+    SMALL,
+    record_of,
+    submit,
+)
 
 #: the same module name in both workflows' folders, with other code in each
 OPS = """
@@ -81,11 +90,15 @@ def test_a_run_whose_op_module_another_live_run_holds_at_other_code_is_refused(
     shipped its module over the first's, and the first's later graphs ran it (measured: its
     second step multiplied by the other's factor, status completed, run.json naming its own
     file's sha256). The second is now refused (exit 2, naming the first run) and leaves no run
-    directory; once the first has ended, it runs with its own code."""
+    directory; once the first has ended, it runs with its own code.
+
+    A third run without op modules starts beside the first: it is told that the first is on
+    the cluster and records it (``cluster.shared_with``), and ``cluster status`` lists both
+    (a group's shared cluster had shown no sign of the runs a ``cluster down`` would end)."""
     gate = tmp_path / "gate"
     first_flow = _workflow(tmp_path / "a", 2.0, gate)
     second_flow = _workflow(tmp_path / "b", 3.0, None)
-    first_dir, second_dir = tmp_path / "run-a", tmp_path / "run-b"
+    first_dir, second_dir, third_dir = tmp_path / "run-a", tmp_path / "run-b", tmp_path / "run-c"
     with start_cluster(overrides=QUIET[1:]) as client:
         address = client.scheduler.address
         args = [str(first_flow), "--address", address, "--run-dir", str(first_dir), *QUIET]
@@ -106,9 +119,40 @@ def test_a_run_whose_op_module_another_live_run_holds_at_other_code_is_refused(
             second = submit(
                 str(second_flow), "--address", address, "--run-dir", str(second_dir), *QUIET
             )
+            third_args = [str(EXAMPLE), *SMALL, "--address", address, "--no-report", *QUIET]
+            third = subprocess.Popen(
+                [str(EXE), "submit", *third_args, "--run-dir", str(third_dir)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
+            while not (third_dir / "run.json").exists() or "cluster" not in record_of(third_dir):
+                assert third.poll() is None, third.communicate()  # registered, then recorded
+                assert time.monotonic() < deadline, "the third run never started"
+                time.sleep(0.1)
+            status = subprocess.run(
+                [str(EXE), "cluster", "status", "--address", address],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=120,
+            )
         finally:
             gate.touch()
             _, err = first.communicate(timeout=300)
+        _, third_err = third.communicate(timeout=300)
+        assert third.returncode == 0, third_err
+        a, c = first_dir.resolve(), third_dir.resolve()
+        said = f"note: 1 other run is on this cluster: {a} (workflow shared, since "
+        assert said in third_err and "The runs share its workers\n" in third_err, third_err
+        assert record_of(third_dir)["cluster"]["shared_with"] == [str(a)]
+        assert record_of(first_dir)["cluster"]["shared_with"] == []  # alone when it started
+        assert status.returncode == 0, status.stderr
+        listed = f"runs: 2: {a} (workflow shared, since "
+        assert listed in status.stdout and f"; {c} (workflow example-smoothing, since " in (
+            status.stdout
+        ), status.stdout
         assert first.returncode == 0, err
         _assert_scaled_twice(first_dir, 2.0)
         assert second.returncode == 2, second.stderr
