@@ -332,6 +332,7 @@ def _connected(address: str | None, config_path: str | None) -> Iterator[tuple[s
     ``--config`` when given, else from what `cluster up` recorded.
     """
     from openclaw_dask.runtime.cluster import client_settings, connect
+    from openclaw_dask.runtime.openclaw_there import check_openclaw_there
 
     # bad input first: a --config that is missing or invalid, or an --address of '', had been
     # passed over without a word when no cluster ran ("no cluster is running", exit 1)
@@ -350,7 +351,20 @@ def _connected(address: str | None, config_path: str | None) -> Iterator[tuple[s
         settings = client_settings(plan.dask_config)
         _check_scheme(address, config, config_path)
     with dask.config.set(settings), connect(address, where) as client:
-        yield address, client, dashboard
+        try:
+            yield address, client, dashboard
+        except ConfigError:
+            raise
+        except Exception as exc:
+            # asked only after a failure: asked first, a stopped worker's bounded wait had
+            # been waited twice (a cluster wired by hand failed in "ModuleNotFoundError")
+            try:
+                check_openclaw_there(client, where or Problem("", origin="--address"))
+            except ConfigError:
+                raise
+            except Exception:  # the check could not tell (a scheduler gone meanwhile)
+                raise exc from None
+            raise
 
 
 @cluster_group.command("down")

@@ -46,6 +46,7 @@ from openclaw_dask.config.validate import locate
 from openclaw_dask.runtime.build import cluster_class, materialise_kwargs
 from openclaw_dask.runtime.inspect import inspect_workers, refusals
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
+from openclaw_dask.runtime.openclaw_there import check_openclaw_there
 from openclaw_dask.runtime.plugins import OWN_FINGERPRINT
 from openclaw_dask.runtime.state import address_problem, read_state_or_warn
 from openclaw_dask.runtime.terminal import (
@@ -780,6 +781,7 @@ def start_cluster(
             source = config.sources.get("cluster.scheduler_address", "")
             if source.startswith(f"{CLUSTER_UP_SOURCE} ("):
                 _check_has_workers(client, config)
+            check_openclaw_there(client, where)  # a cluster wired by hand may lack us
             if verify:
                 _check_attached(client, plan, config)
             register_plugins(client, plan)

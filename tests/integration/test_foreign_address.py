@@ -1,5 +1,6 @@
-"""``--address`` of something that is not a plain Dask scheduler: real servers on 127.0.0.1
-(an HTTP server, a TLS server), reached through the command line as a user reaches them."""
+"""``--address`` of something that is not a plain Dask scheduler (real servers on 127.0.0.1:
+an HTTP server, a TLS server), or of a Dask cluster without openclaw-dask, reached through the
+command line as a user reaches them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -15,6 +17,7 @@ from pathlib import Path
 from openclaw_dask.config.tls import create_certificates
 
 EXE = Path(sys.executable).with_name("openclaw-dask")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
@@ -83,3 +86,65 @@ def test_a_tls_server_reached_over_tcp_is_said_to_speak_tls(tmp_path: Path) -> N
     assert "Traceback" not in result.stderr
     (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert f"it speaks TLS: use tls://127.0.0.1:{port} and the cluster's certificates" in line
+
+
+#: a Dask scheduler or worker (no nanny) in an environment without openclaw-dask: the package
+#: is made unimportable in its process
+BARE = """
+import sys
+sys.modules["openclaw_dask"] = None
+from distributed.cli import dask_scheduler, dask_worker
+(dask_scheduler if sys.argv[1] == "scheduler" else dask_worker).main(sys.argv[2:])
+"""
+
+
+def test_a_cluster_without_openclaw_dask_is_said_before_a_run_starts(tmp_path: Path) -> None:
+    """A Dask cluster wired by hand in an environment without openclaw-dask: `cluster status`
+    and `submit --address` failed with ``error: Exception: ModuleNotFoundError(...)``, exit 1,
+    and the run left its directory. Now both say so in one line (exit 2), nothing written."""
+    from distributed import Client
+
+    script, info = tmp_path / "bare.py", tmp_path / "scheduler.json"
+    script.write_text(BARE)
+    common = ["--scheduler-file", str(info), "--no-dashboard"]
+    started = [
+        subprocess.Popen(
+            [sys.executable, str(script), role, *common, *extra],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for role, extra in (("scheduler", ["--port", "0"]), ("worker", ["--no-nanny"]))
+    ]
+    try:
+        deadline = time.monotonic() + 60
+        while not info.exists():
+            assert time.monotonic() < deadline, "the bare scheduler never started"
+            time.sleep(0.1)
+        with Client(scheduler_file=str(info), timeout=30) as client:
+            client.wait_for_workers(1, timeout=60)
+            address = client.scheduler.address
+        said = (
+            f"the cluster at {address} cannot run openclaw-dask's code: its scheduler and 1 of "
+            "its 1 workers (tcp://"
+        )
+        install = "); install openclaw-dask (0.1.0, as here) in the environment they run in"
+        result = status(address)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert f"error: --address: {said}" in result.stderr and install in result.stderr
+        run_dir = tmp_path / "run"
+        example = str(ROOT / "workflows/example.yaml")
+        args = [example, "--address", address, "--run-dir", str(run_dir)]
+        run = subprocess.run(
+            [str(EXE), "submit", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+        assert said in run.stderr and install in run.stderr, run.stderr
+        assert not run_dir.exists()
+    finally:
+        for proc in started:
+            proc.terminate()
+        for proc in started:
+            proc.wait(timeout=30)
