@@ -179,6 +179,14 @@ def recorded_workflow(record: Mapping[str, Any], directory: Path) -> str:
         f"--resume without a workflow continues the run's own workflow, but {where}: give it, "
         f"as in `openclaw-dask submit WORKFLOW --resume {directory}`"
     )
+    copies = record.get("workflow", {}).get("copies")
+    first = copies[0] if isinstance(copies, list) and copies else None
+    kept = directory / first if isinstance(first, str) else None  # the workflow's copy
+    if kept is not None and kept.is_file():
+        message += (
+            f"; the copy its last attempt ran, kept with the run: `openclaw-dask submit {kept} "
+            f"--resume {directory}`"
+        )
     raise ConfigError([Problem(message, "", str(directory))])
 
 

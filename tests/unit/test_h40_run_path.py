@@ -414,6 +414,21 @@ def test_resume_without_a_workflow_refuses_a_recorded_file_that_is_gone(tmp_path
     record = {"workflow": {"file": str(tmp_path / "gone.yaml")}}
     with pytest.raises(ConfigError, match="is not there any more"):
         resume.recorded_workflow(record, tmp_path)
+    # the copy the run keeps of it is named, with the command that resumes from it (the
+    # message had said only "give it", the author's folder deleted)
+    (tmp_path / ".source").mkdir()
+    (tmp_path / ".source/gone.yaml").write_text("name: gone\n")
+    record["workflow"]["copies"] = [".source/gone.yaml", ".source/ops.py"]
+    with pytest.raises(ConfigError) as refused:
+        resume.recorded_workflow(record, tmp_path)
+    kept = tmp_path / ".source/gone.yaml"
+    assert str(refused.value).endswith(
+        f"; the copy its last attempt ran, kept with the run: `openclaw-dask submit {kept} "
+        f"--resume {tmp_path}`"
+    )
+    kept.unlink()  # a copy gone too is not offered
+    with pytest.raises(ConfigError, match=r"--resume \S+`$"):
+        resume.recorded_workflow(record, tmp_path)
 
 
 # -- what an op gets -------------------------------------------------------------------------
