@@ -86,18 +86,38 @@ def write(ds: xr.Dataset, path: Path, config: Config, append_dim: str | None = N
     With ``append_dim`` and an existing store, ``ds`` is appended along that dimension.
     """
     ds = regular_chunks(ds)
-    if append_dim and path.exists():
+    try:
+        if append_dim and path.exists():
+            return ds.to_zarr(
+                path,
+                mode="a",
+                append_dim=append_dim,
+                compute=False,
+                zarr_format=3,
+                consolidated=False,
+            )
         return ds.to_zarr(
-            path, mode="a", append_dim=append_dim, compute=False, zarr_format=3, consolidated=False
+            path,
+            mode="w",
+            encoding=encoding(ds, config),
+            compute=False,
+            zarr_format=3,
+            consolidated=False,
         )
-    return ds.to_zarr(
-        path,
-        mode="w",
-        encoding=encoding(ds, config),
-        compute=False,
-        zarr_format=3,
-        consolidated=False,
-    )
+    except ValueError as exc:
+        said = str(exc)
+        if not said.startswith("unable to infer dtype on variable"):
+            raise
+        # xarray names the variable None here (it loses the name on the way); its reason
+        # ("xarray cannot serialize arbitrary Python objects", "mixed native types") is kept
+        held = [str(n) for n, v in ds.variables.items() if v.dtype == object]
+        why = said.partition("; ")[2]
+        raise ValueError(
+            f"{', '.join(map(repr, held)) or 'a variable'} in {path.name} hold"
+            f"{'s' if len(held) == 1 else ''} Python objects (dtype object) that Zarr cannot "
+            f"store{f' ({why})' if why else ''}: give it numbers or text (.astype(float), "
+            ".astype(str))"
+        ) from None
 
 
 def append_problems(ds: xr.Dataset, path: Path, append_dim: str) -> list[str]:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 import xarray as xr
 import zarr
+from xarray.coding.variables import SerializationWarning
 
 from openclaw_dask.config import load_config
 from openclaw_dask.workflows import zarrio
@@ -153,3 +155,19 @@ def test_records_that_do_not_fit_a_store_are_named_and_fitting_ones_are_not(
     ]
     assert zarrio.append_problems(first, path, "time") == []  # the same again: fits
     assert zarrio.append_problems(later, tmp_path / "none.zarr", "time") == []  # none yet
+
+
+def test_a_variable_of_python_objects_is_named_in_the_refusal(tmp_path: Path) -> None:
+    """xarray refuses it as "unable to infer dtype on variable None": the op's author could
+    not tell which of their variables it was (found writing an own workflow, session 44)."""
+    config = load_config(use_search_path=False)
+    held = np.array([{"a": 1}, None, 3], dtype=object)
+    ds = xr.Dataset({"label": ("x", held), "t": ("x", np.arange(3.0))}).chunk({"x": 3})
+    # (the warning is xarray's, as it loads the objects to look at them)
+    with pytest.warns(SerializationWarning), pytest.raises(ValueError) as refused:
+        zarrio.write(ds, tmp_path / "objects.zarr", config)
+    assert str(refused.value) == (
+        "'label' in objects.zarr holds Python objects (dtype object) that Zarr cannot store "
+        "(object array contains mixed native types: dict, int): give it numbers or text "
+        "(.astype(float), .astype(str))"
+    )
