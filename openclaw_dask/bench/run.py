@@ -20,7 +20,13 @@ from openclaw_dask.bench.machine import config_facts, machine_facts, versions
 from openclaw_dask.bench.suite import BenchContext
 from openclaw_dask.bench.suites import NAMES, suite
 from openclaw_dask.config import Config, ConfigError, detect_hardware, load_config
-from openclaw_dask.config.arguments import check_names, check_overrides, check_path
+from openclaw_dask.config.arguments import (
+    check_callable,
+    check_flag,
+    check_names,
+    check_overrides,
+    check_path,
+)
 from openclaw_dask.config.errors import Problem, did_you_mean
 from openclaw_dask.runtime import start_cluster
 from openclaw_dask.translate import ClusterPlan, plan_cluster
@@ -318,10 +324,16 @@ def benchmark(
         failure and the suites not run (the suites measure independent things, but a suite
         that failed may have left the cluster short of workers or memory, so none follows).
     TypeError
-        An argument of the wrong type (a string where a list belongs).
+        An argument of the wrong type (a string where a list belongs, a ``quick`` that is not
+        True or False, a callback that is not a function).
     """
     config = config_argument("benchmark", config, overrides)
     check_names("benchmark", "suites", suites)
+    # quick="no" is true to Python: it had run the quick sizes, and a callback that is not
+    # one had failed only once the first suite began, after the cluster's start
+    check_flag("benchmark", "quick", quick)
+    check_callable("benchmark", "on_suite", on_suite, "one str")
+    check_callable("benchmark", "on_note", on_note, "one str")
     names = check_suites(suites)
     hw = detect_hardware()
     plan = plan_cluster(config, hw)

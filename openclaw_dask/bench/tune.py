@@ -75,7 +75,7 @@ from openclaw_dask.bench.tune_pairs import (
 )
 from openclaw_dask.bench.workloads import Workload, describe_rate, workload
 from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware
-from openclaw_dask.config.arguments import check_instance
+from openclaw_dask.config.arguments import check_callable, check_instance
 from openclaw_dask.config.render import yaml_value
 from openclaw_dask.config.schema import KEYS, KEYS_BY_PATH, SECTIONS
 from openclaw_dask.config.validate import locate
@@ -498,7 +498,9 @@ def tune(
         measured so far (the one cut short marked so), no comparison and no recommendation.
     TypeError
         An argument of the wrong type (a string where a list belongs, a budget that is not a
-        number of seconds).
+        number of seconds, a ``log`` that is not a function).
+    ValueError
+        A budget under :data:`MIN_BUDGET_S` seconds, negative or not finite.
     ConfigError
         The config's problems, and a config that attaches to a running scheduler
         (``cluster.scheduler_address``): tune starts the clusters it measures.
@@ -508,6 +510,15 @@ def tune(
     if isinstance(budget, bool) or not isinstance(budget, int | float):
         # "5m" (the CLI's form) had been "unsupported operand type(s) for +: 'float' and 'str'"
         raise TypeError(f"tune: budget must be a number of seconds, got {budget!r}")
+    # as `tune --budget` refuses it: 5, -1 or nan had run the whole baseline (~20 s) anyway
+    if not math.isfinite(budget) or budget < MIN_BUDGET_S:
+        raise ValueError(
+            f"tune: budget must be {MIN_BUDGET_S:.0f} seconds or more (the baseline alone takes "
+            f"about that), got {budget!r}"
+        )
+    check_callable("tune", "log", log, "one str")
+    if log is None:  # (check_callable lets None through: here there is no default to fall to)
+        raise TypeError("tune: log must be a function of one str, such as print, got None")
     check_starts_clusters(config)
     work = workload(workload_name)
     hw = detect_hardware()

@@ -1,0 +1,68 @@
+"""The public Python API as a script or notebook calls it: wrong arguments are refused at once.
+
+Each case had been accepted and ran a cluster (tens of seconds) before it failed or measured
+the wrong thing; now it is one ``TypeError``/``ValueError`` naming the argument, before
+anything starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import openclaw_dask as oc
+
+
+def _defaults() -> oc.Config:
+    return oc.load_config(use_search_path=False)
+
+
+@pytest.mark.parametrize(
+    ("call", "kind", "said"),
+    [
+        # 5, -1 and nan had each run the whole baseline (~20 s), as `tune --budget` refuses
+        (
+            lambda: oc.tune(_defaults(), budget=5),
+            ValueError,
+            "tune: budget must be 20 seconds or more (the baseline alone takes about that), got 5",
+        ),
+        (
+            lambda: oc.tune(_defaults(), budget=-1.0),
+            ValueError,
+            "tune: budget must be 20 seconds or more (the baseline alone takes about that), "
+            "got -1.0",
+        ),
+        (
+            lambda: oc.tune(_defaults(), budget=float("nan")),
+            ValueError,
+            "tune: budget must be 20 seconds or more (the baseline alone takes about that), "
+            "got nan",
+        ),
+        # had been "'NoneType' object is not callable" once the baseline was measured
+        (
+            lambda: oc.tune(_defaults(), budget=60, log=None),
+            TypeError,
+            "tune: log must be a function of one str, such as print, got None",
+        ),
+        # "no" is true: it had run the quick sizes
+        (
+            lambda: oc.benchmark(_defaults(), suites=["overhead"], quick="no"),
+            TypeError,
+            "benchmark: quick must be True or False, got str 'no'",
+        ),
+        # had failed only at the first suite, after the cluster's start
+        (
+            lambda: oc.benchmark(_defaults(), suites=["overhead"], on_suite="progress"),
+            TypeError,
+            "benchmark: on_suite must be a function of one str or None, got str 'progress'",
+        ),
+    ],
+)
+def test_a_bad_benchmark_or_tune_argument_is_refused_before_a_cluster_starts(
+    call: Callable[[], Any], kind: type[Exception], said: str
+) -> None:
+    with pytest.raises(kind) as info:
+        call()
+    assert str(info.value) == said
