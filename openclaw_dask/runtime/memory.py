@@ -72,6 +72,8 @@ def memory_compact(client: Any) -> dict[str, dict[str, Any]]:
     ------
     TypeError
         When ``client`` is not a ``distributed.Client``.
+    ValueError
+        When ``client`` is closed (used after its ``start_cluster`` block).
     """
     from distributed import Client
 
@@ -83,6 +85,13 @@ def memory_compact(client: Any) -> dict[str, dict[str, Any]]:
         "a distributed.Client",
         " (start_cluster yields one)",
     )
+    if client.status != "running":
+        # a client used after its `with start_cluster(...)` block: Dask's own error had been
+        # "RuntimeError: IOLoop is closed" from six frames down
+        raise ValueError(
+            f"memory_compact: client must be connected, this one is {client.status} (call it "
+            "inside the `with start_cluster(...) as client:` block)"
+        )
     return client.run(compact_worker)
 
 

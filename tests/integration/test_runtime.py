@@ -197,6 +197,13 @@ def test_memory_compact_returns_memory_on_glibc() -> None:
         assert result["rss_before"] > 300e6, "the freed memory should still be held"
         assert result["rss_after"] < result["rss_before"] - 200e6
         assert before >= result["rss_before"] - 50e6
+    # the client kept past its block: one line saying so, not Dask's "IOLoop is closed"
+    with pytest.raises(ValueError) as info:
+        memory_compact(client)
+    assert str(info.value) == (
+        "memory_compact: client must be connected, this one is closed (call it inside the "
+        "`with start_cluster(...) as client:` block)"
+    )
 
 
 def kernel_page_faults() -> float:
