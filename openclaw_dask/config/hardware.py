@@ -130,6 +130,8 @@ class Hardware:
         d["numa_nodes"] = {str(k): v for k, v in self.numa_nodes.items()}
         d["siblings"] = {str(k): v for k, v in self.siblings.items()}
         d["interfaces"] = list(self.interfaces)
+        # a list, as a JSON file reads back: run_workflow's record had () where run.json has []
+        d["gpus"] = list(d["gpus"])
         # run.json and the benchmark reports record this form: they carry no IP addresses
         # (a description read back has none: the checks that use them are skipped)
         del d["addresses"]
@@ -185,7 +187,7 @@ def _is_int(value: Any, least: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
-# lists or tuples: a JSON file has lists, to_dict() keeps gpus a tuple
+# lists or tuples: a JSON file has lists, a Hardware built in Python may have tuples
 
 
 def _core_list_issue(value: Any) -> str | None:

@@ -1,0 +1,46 @@
+"""``run_workflow`` as a scientist's script calls it, beside a Dask client of its own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from distributed import Client, LocalCluster, default_client
+
+from openclaw_dask import run_workflow
+from tests.conftest import ROOT
+
+#: the example workflow at its smallest (a run of ~5 s here)
+SMALL = (
+    "params.size=128",
+    "params.chunk=64",
+    "params.steps=40",
+    "cluster.dashboard_address=127.0.0.1:0",
+)
+
+
+def _add_one(x: int) -> int:
+    return x + 1
+
+
+def test_a_run_beside_the_users_client_leaves_it_and_returns_what_run_json_says(
+    tmp_path: Path,
+) -> None:
+    # the notebook's own cluster (in-process: no worker processes of its own to start)
+    with (
+        LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as theirs,
+        Client(theirs) as client,
+    ):
+        pending = client.submit(_add_one, 1)
+        record = run_workflow(
+            ROOT / "workflows" / "example.yaml", overrides=SMALL, run_dir=tmp_path / "run"
+        )
+        # ours had its own cluster and client; theirs is still the default, its work intact
+        assert record["status"] == "completed"
+        assert record["cluster"]["scheduler"] != theirs.scheduler_address
+        assert default_client() is client
+        assert pending.result(timeout=10) == 2
+        assert client.submit(_add_one, 2).result(timeout=10) == 3
+    # the returned record is run.json's, value for value: the hardware's gpus had come back
+    # a tuple (() against run.json's [])
+    assert record == json.loads((tmp_path / "run" / "run.json").read_text())
