@@ -178,6 +178,7 @@ def run_workflow(
         Force a backend.
     run_dir
         Where the run writes (default ``runs/<workflow>/<timestamp>``); must be new or empty.
+        Not with ``resume``, which continues in the resumed run's directory.
     resume
         A run directory to continue: its ``--set`` values and config file come along, and a
         differing parameter or result-relevant config value is refused
@@ -214,6 +215,8 @@ def run_workflow(
     ConfigError
         Bad input (workflow, config, overrides, a resume that differs), or workers that do not
         honour the config; nothing has run.
+    ValueError
+        Both ``run_dir`` and ``resume``.
     StepFailedError
         A step failed (:class:`~openclaw_dask.workflows.run.StepFailedError`): its ``error``
         is what the op raised, a ``ClusterLostError`` (the cluster stopped under it) or a
@@ -231,6 +234,13 @@ def run_workflow(
     check_overrides("run_workflow", overrides, mapping=False)
     check_path("run_workflow", "run_dir", run_dir)
     check_path("run_workflow", "resume", resume)
+    if resume is not None and run_dir is not None:
+        # as `submit --resume --run-dir` is refused: the run_dir had been ignored in silence,
+        # the resume going on in the resumed run's directory
+        raise ValueError(
+            "run_workflow: resume continues a run in its own directory; pass run_dir or "
+            "resume, not both"
+        )
     check_flag("run_workflow", "dry_run", dry_run)
     check_flag("run_workflow", "progress", progress)
     check_flag("run_workflow", "report", report, none=True)

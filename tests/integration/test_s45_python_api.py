@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from distributed import Client, LocalCluster, default_client
 
 from openclaw_dask import run_workflow
@@ -43,4 +44,15 @@ def test_a_run_beside_the_users_client_leaves_it_and_returns_what_run_json_says(
         assert client.submit(_add_one, 2).result(timeout=10) == 3
     # the returned record is run.json's, value for value: the hardware's gpus had come back
     # a tuple (() against run.json's [])
-    assert record == json.loads((tmp_path / "run" / "run.json").read_text())
+    written = (tmp_path / "run" / "run.json").read_text()
+    assert record == json.loads(written)
+    # a resume given a run_dir too: refused, as `submit --resume --run-dir` is (the run_dir had
+    # been ignored in silence), and nothing written
+    with pytest.raises(ValueError) as info:
+        run_workflow(None, resume=tmp_path / "run", run_dir=tmp_path / "elsewhere")
+    assert str(info.value) == (
+        "run_workflow: resume continues a run in its own directory; pass run_dir or resume, "
+        "not both"
+    )
+    assert not (tmp_path / "elsewhere").exists()
+    assert (tmp_path / "run" / "run.json").read_text() == written
