@@ -40,6 +40,7 @@ import inspect
 import os
 import socket
 import sys
+import threading
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -82,6 +83,9 @@ _REGISTRY: dict[str, OpInfo] = {}
 #: that names one, never to the others
 _BROKEN: dict[str, str] = {}
 _loaded = False
+#: set while one thread loads the built-in ops (see :func:`_load_builtins`)
+_loading = False
+_load_lock = threading.RLock()
 
 
 class OpError(Exception):
@@ -343,17 +347,33 @@ def register(
 
 
 def _load_builtins() -> None:
-    global _loaded
+    global _loaded, _loading
     if _loaded:
         return
-    _loaded = True
-    for module in BUILTIN_MODULES:
-        importlib.import_module(module)
-    _load_entry_points()
+    # marked loaded only once the modules are in, under a lock: marked first, a second thread
+    # (two run_workflow calls of a thread pool's sweep) found the registry "loaded" and still
+    # empty: "unknown op 'example.field'; available: " (nothing). The same thread coming back
+    # from one of these imports finds _loading set and goes on with what is registered.
+    with _load_lock:
+        if _loaded or _loading:
+            return
+        _loading = True
+        try:
+            for module in BUILTIN_MODULES:
+                importlib.import_module(module)
+            _load_entry_points()
+            _loaded = True
+        finally:
+            _loading = False
 
 
 def _load_entry_points() -> None:
     """Register the installed packages' ops not registered yet (a broken one is tried again)."""
+    with _load_lock:  # (resolve_op calls it again for an unknown name, from any thread)
+        _register_entry_points()
+
+
+def _register_entry_points() -> None:
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         if ep.name not in _REGISTRY:
             try:

@@ -7,12 +7,16 @@ anything starts.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import openclaw_dask as oc
+from tests.conftest import ROOT
 
 
 def _defaults() -> oc.Config:
@@ -66,3 +70,43 @@ def test_a_bad_benchmark_or_tune_argument_is_refused_before_a_cluster_starts(
     with pytest.raises(kind) as info:
         call()
     assert str(info.value) == said
+
+
+#: a fresh interpreter (the ops are loaded once a process) in which two threads look up a
+#: built-in op at the same moment, as two runs of a thread pool's parameter sweep do
+TWO_THREADS = """
+import threading
+from openclaw_dask.workflows.registry import resolve_op
+
+start = threading.Barrier(2)
+found = []
+
+def look():
+    start.wait()
+    try:
+        found.append(resolve_op("example.field").name)
+    except Exception as exc:
+        found.append(f"{type(exc).__name__}: {exc}")
+
+threads = [threading.Thread(target=look) for _ in range(2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(found)
+"""
+
+
+def test_two_threads_find_the_built_in_ops_at_the_same_time() -> None:
+    # the second had seen the registry "loaded" and still empty: two run_workflow calls from
+    # a ThreadPoolExecutor, one failed with "unknown op 'example.field'; available: "
+    done = subprocess.run(
+        [sys.executable, "-c", TWO_THREADS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['example.field', 'example.field']"
