@@ -80,6 +80,12 @@ def plan_cluster(
     Returns
     -------
     ClusterPlan
+
+    Raises
+    ------
+    ConfigError
+        The config does not fit the machine (with ``strict``), or it attaches to a running
+        scheduler (``cluster.scheduler_address``) while ``backend`` forces one to start.
     """
     check_instance(
         "plan_cluster",
@@ -93,6 +99,17 @@ def plan_cluster(
     check_backend(backend)
     hw = hardware or detect_hardware()
     values = config.values
+    # a forced backend never attaches: the address the user gave (run_workflow(address=A,
+    # backend="local"), submit --address A --backend local) had been dropped in silence and a
+    # cluster started; config.validate refuses the same for cluster.backend (an address taken
+    # from the `cluster up` cluster is not the user's: see there)
+    theirs = not config.sources.get("cluster.scheduler_address", "").startswith("cluster up")
+    if backend is not None and values["cluster.scheduler_address"] and theirs:
+        message = (
+            f"attaches to a running scheduler, but backend {backend} starts one; remove one of them"
+        )
+        problem = locate("cluster.scheduler_address", config.sources, message, config.line_of)
+        raise ConfigError([problem])
     attach = backend is None and values["cluster.scheduler_address"]
     chosen = "local" if attach else backend or resolve_backend(values, hw)
     too_many = check_threads(values, config.sources, hw, chosen, config.line_of)

@@ -110,3 +110,25 @@ def test_two_threads_find_the_built_in_ops_at_the_same_time() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['example.field', 'example.field']"
+
+
+def test_an_address_with_a_forced_backend_is_refused_not_dropped() -> None:
+    # the address had been dropped in silence: the dry run planned a local cluster (and the
+    # run started one) instead of attaching, as asked, to the scheduler named
+    with pytest.raises(oc.ConfigError) as info:
+        oc.run_workflow(
+            ROOT / "workflows" / "example.yaml",
+            address="tcp://127.0.0.1:8786",
+            backend="local",
+            dry_run=True,
+        )
+    assert str(info.value) == (
+        "--address: cluster.scheduler_address: attaches to a running scheduler, but backend "
+        "local starts one; remove one of them"
+    )
+    attached = oc.load_config(
+        overrides=["cluster.scheduler_address=tcp://127.0.0.1:8786"], use_search_path=False
+    )
+    with pytest.raises(oc.ConfigError, match="but backend cuda starts one; remove one of them"):
+        oc.plan_cluster(attached, backend="cuda")
+    assert oc.plan_cluster(attached).backend == "attach"  # without a forced one, as before
