@@ -326,9 +326,18 @@ def benchmark(
     TypeError
         An argument of the wrong type (a string where a list belongs, a ``quick`` that is not
         True or False, a callback that is not a function).
+    ValueError
+        ``suites`` empty: it had run every suite, minutes the caller did not ask for.
     """
     config = config_argument("benchmark", config, overrides)
     check_names("benchmark", "suites", suites)
+    if suites is not None:
+        suites = list(suites)
+        if not suites:  # (a filtered list that came out empty) refused as `--suite ""` is
+            raise ValueError(
+                f"benchmark: suites names none: give some of {', '.join(NAMES)}, or None for "
+                "every suite"
+            )
     # quick="no" is true to Python: it had run the quick sizes, and a callback that is not
     # one had failed only once the first suite began, after the cluster's start
     check_flag("benchmark", "quick", quick)

@@ -56,6 +56,13 @@ def _defaults() -> oc.Config:
             TypeError,
             "benchmark: quick must be True or False, got str 'no'",
         ),
+        # had run every suite (minutes), where `benchmark --suite ""` is refused
+        (
+            lambda: oc.benchmark(_defaults(), suites=[], quick=True),
+            ValueError,
+            "benchmark: suites names none: give some of matmul, stencil, reduce, zarr, overhead, "
+            "graph, or None for every suite",
+        ),
         # had failed only at the first suite, after the cluster's start
         (
             lambda: oc.benchmark(_defaults(), suites=["overhead"], on_suite="progress"),
