@@ -22,8 +22,10 @@ cluster; the run itself is :class:`~openclaw_dask.workflows.run.Run`, its iterat
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
@@ -147,6 +149,37 @@ def _load_config(
     return config_arg.with_overrides(config_overrides, params=params)
 
 
+#: held while a run_workflow call runs (see :func:`_one_run_at_a_time`)
+_RUNNING = threading.Lock()
+
+
+def _one_run_at_a_time(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Refuse a call while another runs in this process (another thread, or from inside it).
+
+    Dask's config is one per process and ``dask.config.set`` puts values back in the order it
+    set them: two runs of a thread pool's sweep completed, and left the process with one run's
+    worker preload, compression and malloc settings (found by an exploratory test of the Python
+    API), which a later cluster of the process would start with.
+    """
+
+    @functools.wraps(function)
+    def once(*args: Any, **kwargs: Any) -> Any:
+        if not _RUNNING.acquire(blocking=False):
+            raise RuntimeError(
+                "run_workflow: another run_workflow is running in this process; Dask's config "
+                "is one per process, so runs at once would change each other's settings: run "
+                "them one after another, or each in its own process (a sweep's "
+                "ProcessPoolExecutor, or `openclaw-dask submit`)"
+            )
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _RUNNING.release()
+
+    return once
+
+
+@_one_run_at_a_time
 def run_workflow(
     path: str | os.PathLike[str] | None,
     config: Config | str | os.PathLike[str] | None = None,
@@ -229,6 +262,9 @@ def run_workflow(
     ClusterLostError
         (mpi backend) ``mpirun`` ended before any step ran: a
         :class:`~openclaw_dask.workflows.mpi_run.MpiRunError`, with its ``returncode``.
+    RuntimeError
+        Another ``run_workflow`` is running in this process (another thread): Dask's config is
+        one per process; run each in its own process.
     """
     check_path("run_workflow", "path", path)
     check_overrides("run_workflow", overrides, mapping=False)

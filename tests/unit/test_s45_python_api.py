@@ -139,3 +139,22 @@ def test_an_address_with_a_forced_backend_is_refused_not_dropped() -> None:
     with pytest.raises(oc.ConfigError, match="but backend cuda starts one; remove one of them"):
         oc.plan_cluster(attached, backend="cuda")
     assert oc.plan_cluster(attached).backend == "attach"  # without a forced one, as before
+
+
+def test_a_second_run_in_one_process_is_refused_while_the_first_runs(tmp_path: Any) -> None:
+    """Two run_workflow calls of a thread pool's sweep left the process with one run's Dask
+    settings (its worker preload, compression, malloc environment): a second call while one
+    runs is refused in one line, and the refusal, or any failure, leaves the next call free."""
+    from openclaw_dask.workflows import runner
+
+    workflow = str(ROOT / "workflows/example.yaml")
+    assert runner._RUNNING.acquire(blocking=False)  # as a run in another thread holds it
+    try:
+        with pytest.raises(RuntimeError, match=r"^run_workflow: another run_workflow is running"):
+            oc.run_workflow(workflow, dry_run=True)
+    finally:
+        runner._RUNNING.release()
+    with pytest.raises(ValueError, match="not both"):  # a failed call lets the lock go
+        oc.run_workflow(workflow, run_dir=tmp_path / "a", resume=tmp_path / "b")
+    plan = oc.run_workflow(workflow, dry_run=True, run_dir=tmp_path / "run")
+    assert plan["workflow"] == "example-smoothing" and not runner._RUNNING.locked()
