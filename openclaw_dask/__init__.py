@@ -3,7 +3,9 @@
 Public API: :func:`load_config`, :func:`plan_cluster`, :func:`start_cluster` (a context manager
 yielding a ``distributed.Client``), :func:`memory_compact` (alias ``openclaw_memory_compact``)
 and :func:`run_workflow` (returns the run record); :func:`benchmark` and :func:`tune` measure
-and improve a config.
+and improve a config. The exceptions a script catches: :class:`ConfigError` (bad input),
+:class:`StepFailedError` (a step failed: its ``error``), :class:`ClusterLostError`,
+:class:`WorkersOutOfMemoryError` and :class:`TuneInterrupted` (a ``KeyboardInterrupt``).
 
 The names are imported on first use (PEP 562): ``import openclaw_dask.config`` runs this file
 first, and every CLI command and every spawned worker process imports the package, so importing
@@ -17,10 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from openclaw_dask.bench.run import benchmark
-    from openclaw_dask.bench.tune import tune
+    from openclaw_dask.bench.tune import TuneInterrupted, tune
     from openclaw_dask.config import Config, ConfigError, Hardware, detect_hardware, load_config
     from openclaw_dask.runtime import memory_compact, openclaw_memory_compact, start_cluster
+    from openclaw_dask.runtime.cluster import ClusterLostError
+    from openclaw_dask.runtime.oom import WorkersOutOfMemoryError
     from openclaw_dask.translate import ClusterPlan, plan_cluster
+    from openclaw_dask.workflows.run import StepFailedError
     from openclaw_dask.workflows.runner import run_workflow
 
 __version__ = "0.1.0"
@@ -40,13 +45,23 @@ _HOMES = {
     "ClusterPlan": "openclaw_dask.translate",
     "plan_cluster": "openclaw_dask.translate",
     "run_workflow": "openclaw_dask.workflows.runner",
+    # what a script catches: a step's failure (its .error, .step, .run_dir), the cluster gone
+    # under a run, workers out of memory, a tune interrupted (its partial report)
+    "StepFailedError": "openclaw_dask.workflows.run",
+    "ClusterLostError": "openclaw_dask.runtime.cluster",
+    "WorkersOutOfMemoryError": "openclaw_dask.runtime.oom",
+    "TuneInterrupted": "openclaw_dask.bench.tune",
 }
 
 __all__ = [
+    "ClusterLostError",
     "ClusterPlan",
     "Config",
     "ConfigError",
     "Hardware",
+    "StepFailedError",
+    "TuneInterrupted",
+    "WorkersOutOfMemoryError",
     "__version__",
     "benchmark",
     "detect_hardware",

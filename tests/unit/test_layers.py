@@ -39,7 +39,7 @@ def test_no_layer_imports_a_layer_above_it() -> None:
 def test_the_package_imports_its_api_on_first_use() -> None:
     """Every CLI command and every spawned worker imports the package: ``openclaw_dask.config``
     alone must not bring Dask's scheduler, xarray or the benchmarks along (~1 s each time on a
-    2 GHz core). The 14 public names all still resolve, to the objects their modules hold."""
+    2 GHz core). The 18 public names all still resolve, to the objects their modules hold."""
     probe = (
         "import sys, openclaw_dask.config; "
         "print(sorted(m for m in ('distributed', 'xarray', 'openclaw_dask.bench') "
@@ -52,13 +52,16 @@ def test_the_package_imports_its_api_on_first_use() -> None:
     from openclaw_dask.runtime import start_cluster
     from openclaw_dask.workflows.runner import run_workflow
 
-    assert len(openclaw_dask.__all__) == 14
-    # the lazy table and __all__ name the same 14 (ruff checks the typing imports against __all__)
+    assert len(openclaw_dask.__all__) == 18
+    # the lazy table and __all__ name the same 18 (ruff checks the typing imports against __all__)
     assert set(openclaw_dask.__all__) == {*openclaw_dask._HOMES, "__version__"}
     assert set(openclaw_dask.__all__) <= set(dir(openclaw_dask))
     for name in openclaw_dask.__all__:
         assert getattr(openclaw_dask, name) is not None, name
     found = (openclaw_dask.benchmark, openclaw_dask.start_cluster, openclaw_dask.run_workflow)
     assert found == (benchmark, start_cluster, run_workflow)
+    from openclaw_dask.workflows.run import StepFailedError
+
+    assert openclaw_dask.StepFailedError is StepFailedError  # what a script catches
     with pytest.raises(AttributeError, match="has no attribute 'plan'"):
         openclaw_dask.plan  # noqa: B018
