@@ -144,7 +144,11 @@ def test_a_cluster_without_openclaw_dask_is_said_before_a_run_starts(tmp_path: P
         assert said in run.stderr and install in run.stderr, run.stderr
         assert not run_dir.exists()
     finally:
-        for proc in started:
+        # the worker first: one whose scheduler has gone waits on it to close (CI saw 30 s)
+        for proc in reversed(started):
             proc.terminate()
-        for proc in started:
-            proc.wait(timeout=30)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
