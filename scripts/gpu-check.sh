@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one-shot GPU check, for a session that is lent a GPU device machine (an H100 or H200) (15 minutes of
+# The one-shot GPU check, for a session lent a GPU device machine (an H100 or H200; 15 minutes of
 # device time in all, so everything runs in ONE call). From the repository root, with the
 # wheels fetched by scripts/gpu-wheels.sh, the device `run` call is:
 #
