@@ -1345,6 +1345,28 @@ def test_a_b_and_d_are_checked_where_they_are_written(tmp_path: Path) -> None:
     assert chosen.steps["forcing"].args["diffusivity"] == 0.0
 
 
+def test_an_a_whose_planet_cools_below_absolute_zero_is_refused() -> None:
+    """``olr_intercept=1000`` (with today's B) wrote a global mean of -412 degC with exit 0
+    (exploratory run, 2026-12-06): the outgoing radiation A + B T is still positive at absolute
+    zero, so an unlit planet keeps cooling past it; A must stay below 273.15 B."""
+    with pytest.raises(ConfigError) as info:
+        load_workflow(CLIMATE, {"olr_intercept": "1000"})
+    [problem] = [str(p) for p in info.value.problems]
+    assert problem == (
+        f"{CLIMATE}:{climate_line('olr_intercept')}: steps.forcing.with.olr_intercept: 1000.0 "
+        "is not an A of A + B T with B = 2.09: the outgoing radiation falls to 0 at T = -A/B = "
+        "-478.5 degC, at or below absolute zero, and an unlit planet cools past -273.15 "
+        "degC; expected A below 273.15 B = 570.88 W m-2 (from params.olr_intercept, set by --set)"
+    )
+    # the same bound moves with B, and a value just inside it is taken
+    with pytest.raises(ConfigError, match=r"expected A below 273\.15 B = 273\.15 W m-2"):
+        load_workflow(CLIMATE, {"olr_intercept": "300", "olr_slope": "1"})
+    assert (
+        load_workflow(CLIMATE, {"olr_intercept": "570"}).steps["forcing"].args["olr_intercept"]
+        == 570.0
+    )
+
+
 def test_a_value_near_one_of_the_choices_is_pointed_at_it(tmp_path: Path) -> None:
     """``--set params.mode=acurate`` listed the choices but named none (exploratory test,
     2026-12-05)."""

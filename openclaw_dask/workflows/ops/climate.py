@@ -234,8 +234,9 @@ def _check_sun(args: Mapping[str, Any]) -> dict[str, str]:
 
 def _check_energy(args: Mapping[str, Any]) -> dict[str, str]:
     """``olr_intercept``, ``olr_slope`` and ``diffusivity``: ``A`` any number, ``B > 0`` (with
-    ``B ≤ 0`` warming emits no more: no equilibrium, a runaway), ``D ≥ 0`` (a negative
-    diffusion sharpens every contrast without bound)."""
+    ``B ≤ 0`` warming emits no more: no equilibrium, a runaway), ``A < 273.15 B`` (the
+    planet stops emitting above absolute zero, which it then never cools past), ``D ≥ 0`` (a
+    negative diffusion sharpens every contrast without bound)."""
     a = args.get("olr_intercept", EBMParams.A)
     if not math.isfinite(a):
         return {"olr_intercept": f"{a!r} is not an A of A + B T: a number of W m-2"}
@@ -244,6 +245,15 @@ def _check_energy(args: Mapping[str, Any]) -> dict[str, str]:
         return {
             "olr_slope": f"{b!r} is not a B of A + B T: a number of W m-2 K-1 above 0 (at 0 "
             "or below, a warmer planet emits no more and the run has no equilibrium)"
+        }
+    if -a / b <= ABSOLUTE_ZERO:
+        # no cell cools below -A/B, where A + B T reaches 0, or below its start; past 273.15 B
+        # an unlit cell kept cooling below absolute zero (A = 1000: a -412 degC mean, exit 0)
+        return {
+            "olr_intercept": f"{a!r} is not an A of A + B T with B = {b:g}: the outgoing "
+            f"radiation falls to 0 at T = -A/B = {-a / b:.4g} degC, at or below absolute zero, and "
+            f"an unlit planet cools past {ABSOLUTE_ZERO:g} degC; expected A below "
+            f"{-ABSOLUTE_ZERO:g} B = {-ABSOLUTE_ZERO * b:.5g} W m-2"
         }
     d = args.get("diffusivity", EBMParams.D)
     if not 0 <= d < math.inf:
