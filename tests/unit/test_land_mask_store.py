@@ -10,6 +10,7 @@ import pytest
 import xarray as xr
 
 from openclaw_dask.workflows.climate import LatLonGrid
+from openclaw_dask.workflows.ops.climate import initial_field
 from openclaw_dask.workflows.ops.fields import land_mask_field, read_land_mask
 
 
@@ -102,3 +103,40 @@ def test_what_is_not_a_land_mask_is_refused_saying_what_it_holds(
         assert "did you mean" in message and "mask.zarr" in message, message
     if change == "array":
         assert message.endswith(f"did you mean '{tmp_path / 'm.zarr'}'?"), message
+
+
+def test_descending_latitudes_and_a_repeated_seam_column_are_named_with_their_fix(
+    tmp_path: Path,
+) -> None:
+    """ERA5's latitudes run north to south and many maps repeat 0° as 360° (a cyclic column):
+    both were refused with "lat and lon must increase, lon within one turn", which named
+    neither the coordinate at fault, nor what it held, nor the fix (exploratory runs,
+    2026-12-06)."""
+    grid = LatLonGrid(5.0)
+    values = np.zeros(grid.shape)
+    north_first = write_mask(tmp_path / "era5.zarr", values[::-1], grid.lat[::-1], grid.lon)
+    with pytest.raises(ValueError) as caught:
+        land_mask_field(north_first)
+    assert str(caught.value) == (
+        f"{north_first}: land_mask's lat decreases, from 87.5 to -87.5; expected increasing "
+        "lat (xarray: ds.sortby('lat'))"
+    )
+    seam = np.append(grid.lon - 2.5, 360.0)  # 0, 5, ..., 355, 360
+    cyclic = write_mask(tmp_path / "cyclic.zarr", np.zeros((36, 73)), grid.lat, seam)
+    with pytest.raises(ValueError) as caught:
+        land_mask_field(cyclic)
+    assert str(caught.value) == (
+        f"{cyclic}: land_mask's lon spans 0 to 360, a whole turn or more (a repeated seam "
+        "column?); expected under 360 degrees (xarray: ds.isel(lon=slice(None, -1)))"
+    )
+    # an initial state (params.initial) is read with the same rule and says the same
+    final = tmp_path / "final.zarr"
+    temperature = xr.DataArray(values[::-1] + 10.0, dims=("lat", "lon"), attrs={"units": "degC"})
+    temperature = temperature.assign_coords(lat=grid.lat[::-1], lon=grid.lon)
+    xr.Dataset({"T": temperature}).to_zarr(final, zarr_format=3, consolidated=False)
+    with pytest.raises(ValueError) as caught:
+        initial_field(str(final))
+    assert str(caught.value) == (
+        f"{final}: T's lat decreases, from 87.5 to -87.5; expected increasing lat (xarray: "
+        "ds.sortby('lat'))"
+    )

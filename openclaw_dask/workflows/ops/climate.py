@@ -47,6 +47,7 @@ from openclaw_dask.workflows.ops.fields import (
     bad_cells,
     coverage_problem,
     land_mask_field,
+    order_problem,
     read_land_mask,
     zarr_node,
 )
@@ -489,8 +490,9 @@ def initial_field(path: str) -> xr.DataArray:
         raise ValueError(
             f"{store}: T has dimensions {T.dims}, expected (lat, lon), with coords{hint}"
         )
-    if not (np.all(np.diff(lat) > 0) and np.all(np.diff(lon) > 0) and lon[-1] - lon[0] < 360):
-        raise ValueError(f"{store}: lat and lon must increase, lon within one turn")
+    problem = order_problem("T", lat, lon)
+    if problem:
+        raise ValueError(f"{store}: {problem}")
     if T.attrs.get("units", "degC") != "degC":
         raise ValueError(f"{store}: T is in {T.attrs['units']!r}, expected degC")
     return T

@@ -22,6 +22,7 @@ __all__ = [
     "count",
     "coverage_problem",
     "land_mask_field",
+    "order_problem",
     "read_land_mask",
     "zarr_node",
 ]
@@ -52,6 +53,32 @@ def coverage_problem(store: Path, name: str, lat: np.ndarray, lon: np.ndarray) -
         return (
             f"{store}: {name} has {count(lon.size, 'column')}, from longitude {lon[0]:g} to "
             f"{lon[-1]:g}; {whole} (no gap around the turn wider than two column spacings)"
+        )
+    return None
+
+
+def order_problem(name: str, lat: np.ndarray, lon: np.ndarray) -> str | None:
+    """Why the coordinates of field ``name`` are not in the order regridding reads, or
+    ``None``: both increasing, ``lon`` within one turn. Says which coordinate, what it holds
+    and the xarray call that fixes it (ERA5's latitudes run north to south; many maps repeat
+    the seam column at 360°)."""
+    for axis, values in (("lat", lat), ("lon", lon)):
+        steps = np.diff(values)
+        if values.size > 1 and np.all(steps < 0):
+            return (
+                f"{name}'s {axis} decreases, from {values[0]:g} to {values[-1]:g}; expected "
+                f"increasing {axis} (xarray: ds.sortby('{axis}'))"
+            )
+        if not np.all(steps > 0):
+            i = int(np.argmax(steps <= 0))
+            return (
+                f"{name}'s {axis} does not increase from {values[i]:g} to {values[i + 1]:g}; "
+                f"expected strictly increasing {axis} (xarray: ds.sortby('{axis}'))"
+            )
+    if lon[-1] - lon[0] >= 360:
+        return (
+            f"{name}'s lon spans {lon[0]:g} to {lon[-1]:g}, a whole turn or more (a repeated seam "
+            "column?); expected under 360 degrees (xarray: ds.isel(lon=slice(None, -1)))"
         )
     return None
 
@@ -103,8 +130,9 @@ def land_mask_field(path: str) -> xr.DataArray:
     lat, lon = (mask[c].values if c in mask.coords else None for c in ("lat", "lon"))
     if mask.dims != ("lat", "lon") or lat is None or lon is None:
         raise ValueError(f"{path}: {LAND_MASK} has dimensions {mask.dims}; {expected}, with coords")
-    if not (np.all(np.diff(lat) > 0) and np.all(np.diff(lon) > 0) and lon[-1] - lon[0] < 360):
-        raise ValueError(f"{path}: lat and lon must increase, lon within one turn")
+    order = order_problem(LAND_MASK, lat, lon)
+    if order:
+        raise ValueError(f"{path}: {order}")
     problem = coverage_problem(store, LAND_MASK, lat, lon)
     if problem:
         raise ValueError(problem)
