@@ -119,3 +119,31 @@ def test_the_forcing_records_the_years_mean_insolation_in_watts(tmp_path: Path) 
     np.testing.assert_allclose(made["insolation"].values, daily.mean(axis=0), rtol=1e-10)
     weights = made["area_weight"].values * made.sizes["lon"]
     assert float(made["insolation"].values @ weights) == pytest.approx(made.attrs["Q"], rel=2e-3)
+
+
+def test_a_model_that_blew_up_fails_instead_of_writing_nan(tmp_path: Path) -> None:
+    """``--set params.olr_intercept=-1e305`` completed with exit 0, its final state and monthly
+    means NaN everywhere and ``global_mean_last_year: none`` (exploratory run, 2026-12-06): the
+    planet absorbs 1e305 W m-2 from space, T overflows to inf, then NaN. ``finish`` now refuses
+    a state that is not finite, so the run fails (exit 1) saying so."""
+    config = load_config(None, use_search_path=False)
+    made = forcing(
+        StepContext("forcing", config, None, tmp_path, {}), resolution=10.0, olr_intercept=-1e305
+    )
+    inputs = {"forcing": {"forcing": made["forcing"]}}
+    ctx = StepContext("simulate", config, None, tmp_path, {}, inputs)
+    model = EnergyBalanceModel(ctx, years=1, spinup_years=0)
+    state = model.initial_state()
+    state, _ = model.advance(state, 0, model.total_steps)
+    (state,) = dask.persist(state, scheduler="sync")
+    with pytest.raises(ValueError) as caught:
+        model.finish(state)
+    assert str(caught.value) == (
+        "the temperature is NaN or infinite in 648 of 648 cells after 366 steps: the model blew "
+        "up (the monthly means already written hold it), so final.zarr is not written; its "
+        "parameters (A = -1e+305, B = 2.09, D = 0.649, Q = 334.4) have no finite climate"
+    )
+    # a model that did not blow up finishes as before
+    sane, _ = _model(tmp_path / "sane")
+    start = sane.initial_state()
+    assert np.isfinite(sane.finish(start)["final"]["T"].values).all()

@@ -781,6 +781,18 @@ class EnergyBalanceModel(IterativeOp):
         return self._state(T, total, count), emitted
 
     def finish(self, state: xr.Dataset) -> dict[str, xr.Dataset]:
+        """The last state as ``final``; refused (the run fails) where it is not finite."""
+        # a model that blew up (olr_intercept=-1e305: inf, then NaN through the albedo ramp)
+        # completed with exit 0 and NaN everywhere; the state is persisted, so this reads little
+        bad = int((~np.isfinite(state["T"].data)).sum().compute())
+        if bad:
+            p = self.params
+            raise ValueError(
+                f"the temperature is NaN or infinite in {bad} of {state['T'].size} cells after "
+                f"{self.total_steps} steps: the model blew up (the monthly means already written "
+                f"hold it), so final.zarr is not written; its parameters (A = {p.A:g}, B = "
+                f"{p.B:g}, D = {p.D:g}, Q = {p.Q:g}) have no finite climate"
+            )
         final = state[["T"]].assign_attrs(self.attrs, steps=self.total_steps)
         return {"final": final}
 
