@@ -283,7 +283,10 @@ def forcing(
     sphere; another run's ``forcing.zarr`` is one), regridded; ``""``: the idealised
     continents. ``solar_constant``: ``S0`` in W m⁻² (``Q = S0/4``; Budyko and Sellers'
     experiment: the ice edge moves equatorward as it falls, to a snowball). ``obliquity``:
-    the axial tilt in degrees, the seasons' strength (0: none). ``olr_intercept``,
+    the axial tilt in degrees, the seasons' strength (0: none); the ice-free albedo keeps
+    today's latitude profile (North's fit to today's tilt), so at 90° the poles still reflect
+    more than the equator and stay colder (no equatorial ice belt, unlike high-obliquity
+    studies with their own albedo). ``olr_intercept``,
     ``olr_slope``: ``A`` and ``B`` of the outgoing long-wave radiation ``A + B T`` (``1/B`` is
     the equilibrium warming per W m⁻² of forcing); ``diffusivity``: ``D``, the meridional heat
     transport (the stable time step shrinks as ``1/D``).
