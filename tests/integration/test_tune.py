@@ -545,7 +545,7 @@ def test_the_time_a_tune_says_it_used_counts_the_command_s_start(tmp_path: Path)
         "runpy.run_module('openclaw_dask', run_name='__main__', alter_sys=True)"
     )
     out = tmp_path / "tuned.config"
-    args = ["tune", "--workload", "stencil", "--budget", "30s", "--out", str(out)]
+    args = ["tune", "--workload", "stencil", "--budget", "20s", "--out", str(out)]
     proc = subprocess.run(
         [sys.executable, "-c", start, *args],
         capture_output=True,
