@@ -198,7 +198,7 @@ def test_a_worker_restarted_during_a_trial_does_not_end_the_tune(tmp_path: Path)
     died = tmp_path / "died"
     env = isolated_env(tmp_path) | {MARKER_ENV: str(died), AFTER_RUN_ENV: "_ctx_switches"}
     # the baseline only, with the time a worker's death and restart take (its 3 timed runs)
-    args = ["--workload", "matmul", "--budget", "30s", "--out", str(tmp_path / "tuned.config")]
+    args = ["--workload", "matmul", "--budget", "20s", "--out", str(tmp_path / "tuned.config")]
     args += ["--set", "cluster.dashboard_address=127.0.0.1:0", "parallel.processes=2"]
     proc = run_cli("tune", *args, *DIES_ONCE_SETS, env=env, cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr
