@@ -255,7 +255,7 @@ def config_argument(func: str, config: Any, overrides: Any) -> Config:
     check_overrides(func, overrides)
     if isinstance(config, Config):
         return config.with_overrides(overrides)
-    check_path(func, "config (a Config or its file)", config)
+    config = check_path(func, "config (a Config or its file)", config)
     return load_config(config, overrides)
 
 

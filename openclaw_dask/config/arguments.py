@@ -22,12 +22,21 @@ def _got(value: Any) -> str:
     return f"got {type(value).__name__} {value!r}"[:120]
 
 
-def check_path(func: str, name: str, value: Any) -> None:
-    """``value`` must be ``None``, a ``str`` or an ``os.PathLike``."""
-    if value is not None and not isinstance(value, str | os.PathLike):
+def check_path(func: str, name: str, value: Any) -> Any:
+    """``value`` must be ``None``, a ``str`` or an ``os.PathLike``; returned with a leading
+    ``~`` expanded.
+
+    A path given from Python passes no shell: ``run_workflow("~/wf.yaml")`` had said "file not
+    found", and a ``run_dir="~/runs/a"`` would have made a folder named ``~`` in the current
+    one, where a CLI user's shell expands it.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str | os.PathLike):
         raise TypeError(
             f"{func}: {name} must be a file path (str or os.PathLike) or None, {_got(value)}"
         )
+    return os.path.expanduser(value)
 
 
 def check_overrides(func: str, value: Any, mapping: bool = True) -> None:

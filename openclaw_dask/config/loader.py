@@ -418,7 +418,7 @@ def load_config(
     TypeError
         When ``path`` is not a path or ``overrides`` not a list of strings or a mapping.
     """
-    check_path("load_config", "path", path)
+    path = check_path("load_config", "path", path)
     check_overrides("load_config", overrides)
     if overrides is not None and not isinstance(overrides, Mapping):
         # read twice below (the values, then the keys given twice): a generator would be used

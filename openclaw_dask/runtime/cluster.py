@@ -108,7 +108,7 @@ def _resolve(
 ) -> Config:
     check_overrides("start_cluster", overrides)
     if not isinstance(config, Config):
-        check_path("start_cluster", "config (a Config or its file)", config)
+        config = check_path("start_cluster", "config (a Config or its file)", config)
         config = load_config(config, overrides)
     else:
         config = config.with_overrides(overrides)

@@ -266,10 +266,10 @@ def run_workflow(
         Another ``run_workflow`` is running in this process (another thread): Dask's config is
         one per process; run each in its own process.
     """
-    check_path("run_workflow", "path", path)
+    path = check_path("run_workflow", "path", path)
     check_overrides("run_workflow", overrides, mapping=False)
-    check_path("run_workflow", "run_dir", run_dir)
-    check_path("run_workflow", "resume", resume)
+    run_dir = check_path("run_workflow", "run_dir", run_dir)
+    resume = check_path("run_workflow", "resume", resume)
     if resume is not None and run_dir is not None:
         # as `submit --resume --run-dir` is refused: the run_dir had been ignored in silence,
         # the resume going on in the resumed run's directory
@@ -283,7 +283,7 @@ def run_workflow(
     # called first once the run directory exists: a wrong one had left a "failed" run there
     check_callable("run_workflow", "announce", announce, "one str")
     if not isinstance(config, Config):
-        check_path("run_workflow", "config (a Config or its file)", config)
+        config = check_path("run_workflow", "config (a Config or its file)", config)
     if overrides is not None:  # read more than once below: a generator would be used up
         overrides = list(overrides)
     given = list(overrides or ())

@@ -7,7 +7,9 @@ Found by an exploratory pass: a string given as ``overrides`` was read a charact
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -223,3 +225,25 @@ def test_env_must_be_a_mapping() -> None:
         oc.load_config(use_search_path=False, env=["OPENCLAW_PARALLEL__PROCESSES=2"])
     config = oc.load_config(use_search_path=False, env={"OPENCLAW_PARALLEL__PROCESSES": "2"})
     assert config["parallel.processes"] == 2
+
+
+def test_a_leading_tilde_is_the_home_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A path given from Python passes no shell: ``run_workflow("~/wf.yaml")`` and
+    ``load_config("~/c.config")`` had said "file not found", and a ``run_dir`` of ``~/runs/a``
+    would have been a folder named ``~`` in the current one."""
+    monkeypatch.setenv("HOME", str(tmp_path / "me"))
+    (tmp_path / "me").mkdir()
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(EXAMPLE, tmp_path / "me/ex.yaml")
+    (tmp_path / "me/c.config").write_text("storage:\n  level: 7\n")
+    config = oc.load_config("~/c.config")
+    assert config["storage.level"] == 7
+    assert config.sources["storage.level"].startswith(f"{tmp_path}/me/c.config:")
+    plan = oc.run_workflow("~/ex.yaml", "~/c.config", run_dir="~/runs/a", dry_run=True)
+    assert plan["status"] == "dry-run" and plan["workflow"] == "example-smoothing"
+    with pytest.raises(oc.ConfigError) as info:
+        oc.run_workflow(None, resume=Path("~/runs/none"))
+    assert str(info.value).startswith(f"{tmp_path}/me/runs/none: no such directory")
+    assert not (tmp_path / "~").exists()
