@@ -21,6 +21,7 @@ import time
 import urllib.parse
 import urllib.request
 import warnings
+import weakref
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, nullcontext
@@ -115,8 +116,8 @@ def _resolve(
     return with_address(config, address) if address else config
 
 
-def with_address(config: Config, address: str) -> Config:
-    """``config`` attached to the scheduler at ``address`` (``--address``), said as given there.
+def with_address(config: Config, address: str, source: str = "--address") -> Config:
+    """``config`` attached to the scheduler at ``address``, said as given by ``source``.
 
     Raises
     ------
@@ -126,8 +127,32 @@ def with_address(config: Config, address: str) -> Config:
     """
     problem = address_problem(address)
     if problem:
-        raise ConfigError([Problem(problem, "cluster.scheduler_address", origin="--address")])
-    return config.with_values(source="--address", cluster__scheduler_address=address)
+        raise ConfigError([Problem(problem, "cluster.scheduler_address", origin=source)])
+    return config.with_values(source=source, cluster__scheduler_address=address)
+
+
+#: The clients :func:`start_cluster` has yielded and whose block still runs.
+_YIELDED: weakref.WeakSet[Client] = weakref.WeakSet()
+#: How a run attached to the cluster of an enclosing ``start_cluster`` block says so.
+ENCLOSING_SOURCE = "the enclosing start_cluster block"
+
+
+def enclosing_cluster() -> str | None:
+    """The scheduler address of the ``with start_cluster() as client:`` block this call runs
+    in (its client is the current one), or ``None``.
+
+    ``run_workflow`` in such a block runs on that cluster, as the block's ``compute()`` does:
+    it had started a second cluster beside it, twice the workers on the machine. A client the
+    user made (``with Client(...)``) is not taken: its cluster may not be what the config
+    plans, and a run beside it keeps to its own (see ``run_workflow``).
+    """
+    try:
+        client = Client.current(allow_global=False)
+    except ValueError:  # no current client
+        return None
+    if client in _YIELDED and client.status == "running":
+        return str(client.scheduler.address)
+    return None
 
 
 def _cluster_up(
@@ -821,4 +846,6 @@ def start_cluster(
         # the block's compute() runs on this cluster (it had run on dask's local threads, or
         # on a notebook's own client); that client is the current one again after the block
         stack.enter_context(client.as_current())
+        _YIELDED.add(client)
+        stack.callback(_YIELDED.discard, client)
         yield client

@@ -43,10 +43,12 @@ from openclaw_dask.config.errors import Problem
 from openclaw_dask.config.hardware import software_versions
 from openclaw_dask.runtime import counter
 from openclaw_dask.runtime.cluster import (
+    ENCLOSING_SOURCE,
     attach_refusal,
     attached_dashboard,
     cluster_up_beside,
     dashboard_note,
+    enclosing_cluster,
     on_running_cluster,
     running_cluster,
     start_cluster,
@@ -344,6 +346,9 @@ def run_workflow(
         raise ConfigError(problems)
     if address:
         cfg = with_address(cfg, address)
+    elif backend is None and (enclosing := enclosing_cluster()):
+        # inside `with start_cluster() as client:`: that cluster, as the block's compute()
+        cfg = with_address(cfg, enclosing, ENCLOSING_SOURCE)
     running = running_cluster(cfg, backend=backend)
     if running:  # decided here, so that the dry run, run.json and the run itself agree
         cfg = on_running_cluster(cfg, running)

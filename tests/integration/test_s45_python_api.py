@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from distributed import Client, LocalCluster, default_client
 
-from openclaw_dask import run_workflow
+from openclaw_dask import run_workflow, start_cluster
 from tests.conftest import ROOT
 
 #: the example workflow at its smallest (a run of ~5 s here)
@@ -56,3 +56,30 @@ def test_a_run_beside_the_users_client_leaves_it_and_returns_what_run_json_says(
     )
     assert not (tmp_path / "elsewhere").exists()
     assert (tmp_path / "run" / "run.json").read_text() == written
+
+
+def test_a_run_inside_a_start_cluster_block_runs_on_its_cluster(tmp_path: Path) -> None:
+    """``with start_cluster() as client: run_workflow(...)`` had started a second cluster
+    beside the block's (twice the workers on the machine); the run now goes to the block's
+    cluster, as the block's ``compute()`` does, and says so. After the block, a run starts its
+    own again."""
+    said: list[str] = []
+    example = ROOT / "workflows" / "example.yaml"
+    with start_cluster(overrides=["cluster.dashboard_address=null"]) as client:
+        scheduler, workers = client.scheduler.address, set(client.scheduler_info()["workers"])
+        record = run_workflow(
+            example, overrides=SMALL, run_dir=tmp_path / "in", report=False, announce=said.append
+        )
+        assert record["status"] == "completed"
+        assert record["cluster"]["scheduler"] == scheduler
+        assert set(record["cluster"]["workers"]) == workers
+        assert set(client.scheduler_info()["workers"]) == workers  # the block's, still there
+    assert any(
+        line.startswith(
+            f"cluster: the running scheduler at {scheduler} "
+            "(the enclosing start_cluster block): 2 workers"
+        )
+        for line in said
+    ), said
+    after = run_workflow(example, overrides=SMALL, run_dir=tmp_path / "after", report=False)
+    assert after["cluster"]["scheduler"] != scheduler
