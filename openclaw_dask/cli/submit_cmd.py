@@ -200,6 +200,11 @@ def submit_cmd(
             out.print(f"  note: {note}", markup=False)
         if record.get("mpirun"):
             out.print(f"mpirun: {record['mpirun']}", markup=False)
+        for step, text in record.get("sizes", {}).items():  # under the plan: what it runs
+            first, *more = text.splitlines() or [""]
+            out.print(f"size: {step}: {first}", markup=False)
+            for line in more:
+                out.print(f"  {line}", markup=False)
         for step, what in record.get("resume", {}).items():
             out.print(f"resume: {step}: {what}", markup=False)
         if record.get("dropped_steps"):

@@ -204,6 +204,19 @@ class IterativeOp:
         """
         return {}
 
+    @staticmethod
+    def describe(args: Mapping[str, Any], run: RunFacts) -> str | None:
+        """The step's size before it runs, in exact terms (``None``: nothing to say, the
+        default).
+
+        ``args`` are the step's ``with:`` values, with the op's defaults for those left out;
+        ``run`` is the :class:`~openclaw_dask.workflows.registry.RunFacts`. Lines of text, the
+        first the summary: ``submit --dry-run`` prints them under the plan, a run's start says
+        them as one line, and the records keep them (``sizes``). Counts the op knows (its
+        grid, steps, outputs' bytes), never a time it would have to guess.
+        """
+        return None
+
     @property
     def total_steps(self) -> int:
         """Steps the run takes in all."""

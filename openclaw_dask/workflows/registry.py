@@ -27,6 +27,15 @@ A value that is wrong only with the run's config or another step's arguments (cl
 ``check_run=fn`` (or a ``check_run`` static method): ``fn(args, run)`` also gets a
 :class:`RunFacts`, once the config is loaded: in ``submit --dry-run`` too, and before the run
 directory is made or the cluster starts.
+
+An op may also say how big its step is before it runs: ``register(..., describe=fn)`` (or a
+``describe`` static method on an :class:`IterativeOp`). ``fn(args, run)`` gets the step's
+arguments (the op's defaults for those left out) and the :class:`RunFacts`, and returns a few
+lines of text (or ``None``: nothing to say) in exact terms the op knows without running: its
+grid, its steps, the bytes its outputs take before compression. ``submit --dry-run`` prints
+them under the plan, a real run's start says each as one line, and both records keep them
+under ``sizes``. A step size is a count, never a guessed time: the op knows its work, not the
+machine's speed.
 """
 
 from __future__ import annotations
@@ -78,6 +87,10 @@ class RunFacts:
 #: other steps (:class:`RunFacts`).
 RunCheck = Callable[[Mapping[str, Any], RunFacts], Mapping[str, str]]
 
+#: ``describe(args, run) -> text | None``: the step's size, said before it runs (lines of
+#: text; the first the summary).
+Describe = Callable[[Mapping[str, Any], RunFacts], str | None]
+
 _REGISTRY: dict[str, OpInfo] = {}
 #: Ops of installed packages (entry points) that cannot be used, and why: said to a workflow
 #: that names one, never to the others
@@ -116,6 +129,9 @@ class OpInfo:
     check_run
         ``check_run(args, run) -> {argument: problem}`` for the values that are wrong only with
         the run's config or another step's arguments (:class:`RunFacts`), or ``None``.
+    describe
+        ``describe(args, run) -> text | None``: the step's size before it runs, or ``None``
+        for an op that says nothing of it.
     """
 
     name: str
@@ -126,6 +142,7 @@ class OpInfo:
     folders: tuple[str, ...] = ()
     step_args: tuple[str, ...] = ()
     check_run: RunCheck | None = None
+    describe: Describe | None = None
 
     @property
     def parameters(self) -> Mapping[str, inspect.Parameter]:
@@ -189,6 +206,7 @@ def _info(
     check: ArgsCheck | None = None,
     step_args: tuple[str, ...] = (),
     check_run: RunCheck | None = None,
+    describe: Describe | None = None,
 ) -> OpInfo:
     from openclaw_dask.workflows.context import IterativeOp
 
@@ -206,13 +224,14 @@ def _info(
         outputs = _declared_outputs(name, target.outputs)
         check = check or target.check_args
         check_run = check_run or target.check_run
+        describe = describe or target.describe
         step_args = step_args or tuple(target.step_args)
         _check_signature(name, target.__init__, 2)  # (self, ctx)
     elif not callable(target):
         raise OpError(f"{name} is not a function or an IterativeOp subclass")
     else:
         _check_signature(name, target, 1)
-    return OpInfo(name, target, iterative, outputs, check, folders, step_args, check_run)
+    return OpInfo(name, target, iterative, outputs, check, folders, step_args, check_run, describe)
 
 
 def _declared_outputs(name: str, outputs: Any) -> tuple[str, ...]:
@@ -314,6 +333,7 @@ def register(
     check: ArgsCheck | None = None,
     step_args: tuple[str, ...] = (),
     check_run: RunCheck | None = None,
+    describe: Describe | None = None,
 ) -> Callable[[Any], Any]:
     """Decorator: register a built-in op under ``name`` (``family.op``).
 
@@ -335,10 +355,14 @@ def register(
         ``check_run(args, run) -> {argument: problem}``: what the op would refuse given the
         run's config and the other steps (:class:`RunFacts`), found once the config is loaded,
         before the run starts (iterative ops define ``check_run`` instead).
+    describe
+        ``describe(args, run) -> text | None``: the step's size in exact terms (its grid, its
+        steps, its outputs' bytes), said by the dry run and at the start of a run (iterative
+        ops define ``describe`` instead).
     """
 
     def decorate(target: Any) -> Any:
-        info = _info(name, target, outputs, check, step_args, check_run)
+        info = _info(name, target, outputs, check, step_args, check_run, describe)
         target.__openclaw_op__ = info
         _REGISTRY[name] = info
         return target

@@ -102,7 +102,7 @@ from openclaw_dask.workflows.rundir import (
     keep_sources,
     report_path,
 )
-from openclaw_dask.workflows.spec import Workflow, load_workflow, run_problems
+from openclaw_dask.workflows.spec import Workflow, load_workflow, run_problems, step_sizes
 
 logger = logging.getLogger("openclaw_dask.workflows")
 
@@ -240,7 +240,9 @@ def run_workflow(
     -------
     dict
         The run record (also in ``run_dir/run.json``): ``status`` ``completed``; ``dry-run``
-        (the plan, nothing run) with ``dry_run``; a resume's dry run also has ``resume`` (what
+        (the plan, nothing run) with ``dry_run``. Both have ``sizes``, ``{step: text}``: what
+        each op's ``describe`` says of its step's size (the steps a resume skips or continues
+        left out). A resume's dry run also has ``resume`` (what
         it does with each step) and ``dropped_steps`` (the names of the steps whose records it
         would move). A run that does not complete raises, and its
         ``run.json`` says ``failed``, ``interrupted`` or ``rejected``.
@@ -344,6 +346,9 @@ def run_workflow(
     problems = run_problems(workflow, cfg, settled)  # the ops' checks that need the config too
     if problems:
         raise ConfigError(problems)
+    # what each step's op knows of its size: said before a run that may take hours, whose
+    # length the user had learnt only from the progress bar
+    sizes = step_sizes(workflow, cfg, settled)
     if address:
         cfg = with_address(cfg, address)
     elif backend is None and (enclosing := enclosing_cluster()):
@@ -369,6 +374,7 @@ def run_workflow(
         "params": dict(workflow.values),
         "param_sources": dict(workflow.param_sources),
         "plan": plan.to_dict(),
+        "sizes": sizes,
     }
     # the run's steps that the (edited) workflow lacks: their records leave `steps`
     dropped = dropped_steps(previous, workflow) if resume is not None else []
@@ -468,6 +474,9 @@ def run_workflow(
             "unapplied": plan.unapplied,
         },
         "order": list(workflow.order),
+        # a resume describes only the steps it starts (its values are the run's): the
+        # earlier attempts' sizes of the others stay
+        "sizes": {**_sizes_of(previous), **sizes},
         "steps": steps,
         "attempts": attempt,
         "report": report,
@@ -487,6 +496,8 @@ def run_workflow(
             run.save()
             if announce:  # before the cluster starts: an interrupted start can be resumed too
                 announce(f"run directory: {directory}")
+                for step, text in sizes.items():  # one line each: the dry run has them all
+                    announce(f"size: {step}: {'; '.join(text.splitlines())}")
                 if dropped:
                     announce(dropped_note(dropped))
                 if changed:
@@ -613,6 +624,12 @@ def host_ops_note(workflow: Workflow, plan: ClusterPlan) -> list[str]:
         f"{threads} worker thread(s) (gpu.stream_count per GPU), not on every core; leave "
         "gpu.devices empty (or --backend local) to give them all cores"
     ]
+
+
+def _sizes_of(record: Mapping[str, Any]) -> dict[str, str]:
+    """The ``sizes`` of an earlier attempt's record (none in a record written before them)."""
+    sizes = record.get("sizes")
+    return dict(sizes) if isinstance(sizes, Mapping) else {}
 
 
 def _count(n: int, noun: str) -> str:

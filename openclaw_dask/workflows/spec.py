@@ -565,6 +565,41 @@ def run_problems(workflow: Workflow, config: Any, settled: Collection[str] = ())
     return problems
 
 
+def step_sizes(workflow: Workflow, config: Any, settled: Collection[str] = ()) -> dict[str, str]:
+    """What each step's op says of its size before it runs (its ``describe`` hook).
+
+    Called once the run's checks have passed (:func:`run_problems`), so an op describes only
+    arguments it accepts. Each op gets its step's arguments with its defaults for those left
+    out and a :class:`RunFacts`; the ``settled`` steps, which a resume skips or continues, are
+    not described, as :func:`run_problems` does not check them.
+
+    Returns
+    -------
+    dict
+        ``{step: text}`` in the workflow's order, for the steps whose op said something; an
+        op whose ``describe`` raised says so in its text (a user op's broken hook must not
+        stop a run it would not have changed).
+    """
+    facts = RunFacts(config, workflow.steps)
+    sizes = {}
+    for step in workflow.order:
+        spec = workflow.steps[step]
+        if spec.info.describe is None or step in settled:
+            continue
+        defaults = {
+            name: p.default
+            for name, p in spec.info.parameters.items()
+            if p.default is not inspect.Parameter.empty
+        }
+        try:
+            text = spec.info.describe({**defaults, **spec.args}, facts)
+        except Exception as exc:
+            text = f"op {spec.op}'s describe failed: {type(exc).__name__}: {exc}"
+        if text:
+            sizes[step] = str(text)
+    return sizes
+
+
 def argument_problem(workflow: Workflow, step: str, name: str, problem: str) -> Problem:
     """``problem`` with argument ``name`` of ``step`` (``""``: its ``with:``), at its line,
     saying the parameter its value came from, as :func:`load_workflow` says its own."""
