@@ -22,12 +22,13 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
+from dask.utils import format_bytes
 
 from openclaw_dask.config.errors import nearby
 from openclaw_dask.workflows.climate import (
@@ -262,7 +263,100 @@ def _check_energy(args: Mapping[str, Any]) -> dict[str, str]:
     return {}
 
 
-@register("climate.forcing", outputs=("forcing",), check=_check_forcing)
+class ForcingSetup(NamedTuple):
+    """What ``climate.forcing`` computes its fields from (:func:`forcing_setup`)."""
+
+    #: the model grid
+    grid: LatLonGrid
+    #: the model's parameters, ``dt`` the stable step (:meth:`EBMParams.resolved`)
+    params: EBMParams
+    #: land (True) or ocean, ``grid.shape``
+    mask: np.ndarray
+    #: whole time steps a model year (the forcing's ``steps_per_year``, which the model reads)
+    steps_per_year: int
+
+
+def forcing_setup(
+    *,
+    resolution: float,
+    land: bool,
+    seasonal_cycle: bool,
+    ice_albedo: bool,
+    land_mask: str,
+    solar_constant: float,
+    obliquity: float,
+    olr_intercept: float,
+    olr_slope: float,
+    diffusivity: float,
+) -> ForcingSetup:
+    """The grid, parameters, land mask and steps a year of ``climate.forcing``'s arguments.
+
+    The forcing op computes from these, and the steps' ``describe`` says their size from them,
+    so the size said before a run is the run's: the stable step depends on ``D``, the grid and
+    the smallest heat capacity, which the land mask decides (no land: the ocean's).
+
+    Parameters
+    ----------
+    resolution, land, seasonal_cycle, ice_albedo, land_mask, solar_constant, obliquity, \
+olr_intercept, olr_slope, diffusivity
+        As :func:`forcing` takes them.
+
+    Returns
+    -------
+    ForcingSetup
+    """
+    grid = LatLonGrid(resolution)
+    params = EBMParams.from_switches(
+        seasonal_cycle=seasonal_cycle,
+        ice_albedo=ice_albedo,
+        land=land,
+        Q=solar_constant / 4.0,
+        obliquity=obliquity,
+        A=olr_intercept,
+        B=olr_slope,
+        D=diffusivity,
+    )
+    if not land:
+        mask = np.zeros(grid.shape, dtype=bool)
+    elif land_mask:
+        mask = read_land_mask(land_mask, grid)
+    else:
+        mask = idealized_land_mask(grid)
+    params = params.resolved(grid, float(heat_capacity(params, grid, mask).min()))
+    return ForcingSetup(grid, params, mask, round(params.steps_per_year))
+
+
+def _grid_text(grid: LatLonGrid) -> str:
+    """``the 90 x 180 grid (2°, 16,200 cells)``."""
+    return f"the {grid.nlat:,} x {grid.nlon:,} grid ({grid.resolution:g}°, {grid.size:,} cells)"
+
+
+def _count_text(n: int) -> str:
+    """``3,183,364,800 (3.18e9)``: a large count exact, and its size at a glance."""
+    mantissa, exponent = f"{n:.2e}".split("e")
+    return f"{n:,}" if n < 10**6 else f"{n:,} ({mantissa}e{int(exponent)})"
+
+
+#: Where a step's size meets a time: this machine's measured rate, never an assumed one.
+RATE_HINT = (
+    "its time: this machine's cell-updates/s, from `openclaw-dask benchmark --suite stencil`"
+)
+
+
+def _describe_forcing(args: Mapping[str, Any], run: RunFacts) -> str:
+    """``climate.forcing``'s size: its grid, its store's bytes and the sun's time steps."""
+    grid, _, _, spy = forcing_setup(**args)
+    f8 = np.dtype(np.float64).itemsize
+    # what forcing() writes: land_mask int8 and heat_capacity float64 a cell, insolation and
+    # area_weight float64 a row, and the lat and lon coordinates
+    stored = grid.size * (np.dtype(np.int8).itemsize + f8) + f8 * (3 * grid.nlat + grid.nlon)
+    return (
+        f"{_grid_text(grid)}; forcing.zarr {format_bytes(stored)} before compression; the "
+        f"annual-mean sun summed over {spy:,} time steps of {grid.nlat:,} rows"
+    )
+
+
+@register("climate.forcing", outputs=("forcing",), check=_check_forcing, describe=_describe_forcing)
 def forcing(
     ctx: StepContext,
     *,
@@ -291,27 +385,20 @@ def forcing(
     the equilibrium warming per W m⁻² of forcing); ``diffusivity``: ``D``, the meridional heat
     transport (the stable time step shrinks as ``1/D``).
     """
-    grid = LatLonGrid(resolution)
-    params = EBMParams.from_switches(
+    grid, params, mask, spy = forcing_setup(
+        resolution=resolution,
+        land=land,
         seasonal_cycle=seasonal_cycle,
         ice_albedo=ice_albedo,
-        land=land,
-        Q=solar_constant / 4.0,
+        land_mask=land_mask,
+        solar_constant=solar_constant,
         obliquity=obliquity,
-        A=olr_intercept,
-        B=olr_slope,
-        D=diffusivity,
+        olr_intercept=olr_intercept,
+        olr_slope=olr_slope,
+        diffusivity=diffusivity,
     )
-    if not land:
-        mask = np.zeros(grid.shape, dtype=bool)
-    elif land_mask:
-        mask = read_land_mask(land_mask, grid)
-    else:
-        mask = idealized_land_mask(grid)
     source = str(Path(land_mask).expanduser().resolve()) if land and land_mask else "idealised"
-    params = params.resolved(grid, float(heat_capacity(params, grid, mask).min()))
     capacity = heat_capacity(params, grid, mask)
-    spy = round(params.steps_per_year)
     # annual mean of the orbital insolation at every row (what the seasons average to), summed
     # step by step: a list of every step's column held spy x nlat floats (3.3 GB at 0.25°,
     # 26 GB at 0.125°); the running sum adds in the same order, so the bits are np.mean's
@@ -560,6 +647,53 @@ def _check_forcing_dataset(ds: xr.Dataset, source: str) -> None:
         )
 
 
+def run_steps(spinup_years: int, years: int, steps_per_year: int) -> int:
+    """Time steps of a ``climate.ebm`` run: the spin-up's and the recorded years'."""
+    return (spinup_years + years) * steps_per_year
+
+
+def state_dataset(
+    grid: LatLonGrid, attrs: Mapping[str, Any], T: da.Array, total: da.Array, count: int
+) -> xr.Dataset:
+    """``climate.ebm``'s state: the temperature ``T``, the month's running sum ``total`` and
+    its ``count`` of steps (a checkpoint restarts the month exactly)."""
+    return xr.Dataset(
+        {
+            "T": (("lat", "lon"), T, {"units": "degC", "long_name": "surface temperature"}),
+            "month_sum": (("lat", "lon"), total, {"units": "degC"}),
+            "month_steps": ((), np.int64(count)),
+        },
+        coords=_coords(grid),
+        attrs=attrs,
+    )
+
+
+def month_dataset(
+    grid: LatLonGrid, attrs: Mapping[str, Any], mean: da.Array, month_index: int
+) -> xr.Dataset:
+    """One record of ``monthly``: the mean ``T`` of month ``month_index`` (0: the first after
+    the spin-up), dated at the month's middle."""
+    days = (month_index + 0.5) * DAYS_PER_YEAR / 12
+    return xr.Dataset(
+        {
+            "T": (
+                ("time", "lat", "lon"),
+                mean[None],
+                {
+                    "units": "degC",
+                    "long_name": "monthly-mean surface temperature",
+                    "cell_methods": "time: mean",
+                },
+            )
+        },
+        coords={
+            "time": ("time", [days], TIME_ATTRS),
+            **_coords(grid),
+        },
+        attrs=attrs,
+    )
+
+
 @register("climate.ebm")
 class EnergyBalanceModel(IterativeOp):
     """Spin up and run the 2-D energy-balance model; emit monthly means of T.
@@ -615,6 +749,47 @@ class EnergyBalanceModel(IterativeOp):
                     f"{args['initial']} (initial): leave one of them out"
                 )
         return problems
+
+    @staticmethod
+    def describe(args: Mapping[str, Any], run: RunFacts) -> str | None:
+        """The run's size from the forcing step's arguments: its grid, model years, time steps
+        and cell-updates, its outputs' bytes before compression and a state's.
+
+        ``None`` where the source step is not ``climate.forcing`` (another op's grid and time
+        step are known only from its output, when the step starts).
+        """
+        source = run.steps.get(args["source"])
+        if source is None or source.info.target is not forcing:
+            return None
+        # the forcing op's own grid and stable step, from its arguments as it gets them
+        grid, params, _, spy = forcing_setup(
+            **{name: source.arg(name) for name in source.info.parameters}
+        )
+        years, spinup = int(args["years"]), int(args["spinup_years"])
+        steps = run_steps(spinup, years, spy)
+        # lazy stand-ins of the float64 fields the kernel computes: nothing is allocated, and
+        # the datasets are the ones the op builds, coordinates included
+        field = da.zeros(grid.shape, dtype=np.float64)
+        state = state_dataset(grid, {}, field, field, 0)
+        month = month_dataset(grid, {}, field, 0)
+        rows_cols = sum(month[c].nbytes for c in ("lat", "lon"))  # once a store, not a month
+        monthly = 12 * years * (month.nbytes - rows_cols) + rows_cols
+        kind = month["T"].dtype
+        interval = int(run.config["distributed.sync_interval"])
+        return "\n".join(
+            [
+                f"{_grid_text(grid)}, {spinup + years:,} model years ({spinup:,} spin-up + "
+                f"{years:,} recorded), {spy:,} time steps a year (dt {params.dt:.6g} s): "
+                f"{steps:,} steps, {_count_text(steps * grid.size)} cell-updates",
+                f"outputs before compression: monthly.zarr {format_bytes(monthly)} (T(time "
+                f"{12 * years:,}, lat {grid.nlat:,}, lon {grid.nlon:,}) {kind}), final.zarr "
+                f"{format_bytes(state[['T']].nbytes)} (T(lat, lon) {kind})",
+                f"a state (T, month_sum: {kind}) holds "
+                f"{format_bytes(sum(v.nbytes for v in state.data_vars.values()))}; a checkpoint "
+                f"every {interval:,} steps (distributed.sync_interval)",
+                RATE_HINT,
+            ]
+        )
 
     @staticmethod
     def check_run(args: Mapping[str, Any], run: RunFacts) -> dict[str, str]:
@@ -679,7 +854,7 @@ class EnergyBalanceModel(IterativeOp):
 
     @property
     def total_steps(self) -> int:
-        return (self.spinup_years + self.years) * self.spy
+        return run_steps(self.spinup_years, self.years, self.spy)
 
     def month_end(self, step: int) -> int:
         """First month boundary after ``step`` (12 near-equal months per model year)."""
@@ -710,36 +885,10 @@ class EnergyBalanceModel(IterativeOp):
         return stored.chunk({"lat": self.bands, "lon": -1})
 
     def _state(self, T: da.Array, total: da.Array, count: int) -> xr.Dataset:
-        return xr.Dataset(
-            {
-                "T": (("lat", "lon"), T, {"units": "degC", "long_name": "surface temperature"}),
-                "month_sum": (("lat", "lon"), total, {"units": "degC"}),
-                "month_steps": ((), np.int64(count)),
-            },
-            coords=_coords(self.grid),
-            attrs=self.attrs,
-        )
+        return state_dataset(self.grid, self.attrs, T, total, count)
 
     def _record(self, mean: da.Array, month_index: int) -> xr.Dataset:
-        days = (month_index + 0.5) * DAYS_PER_YEAR / 12
-        return xr.Dataset(
-            {
-                "T": (
-                    ("time", "lat", "lon"),
-                    mean[None],
-                    {
-                        "units": "degC",
-                        "long_name": "monthly-mean surface temperature",
-                        "cell_methods": "time: mean",
-                    },
-                )
-            },
-            coords={
-                "time": ("time", [days], TIME_ATTRS),
-                **_coords(self.grid),
-            },
-            attrs=self.attrs,
-        )
+        return month_dataset(self.grid, self.attrs, mean, month_index)
 
     def advance(
         self, state: xr.Dataset, step0: int, nsteps: int
