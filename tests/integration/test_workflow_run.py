@@ -404,6 +404,50 @@ def test_an_op_error_whose_message_cannot_be_made_fails_its_step(tmp_path: Path)
     assert rec["steps"]["field"]["status"] == "completed"
 
 
+#: the climate model's forcing and run steps alone, on the coarsest grid, one year, no spin-up
+TINY_CLIMATE = """
+name: tiny-climate
+steps:
+  forcing:
+    op: climate.forcing
+    with: {resolution: 10.0}
+    outputs: [forcing.zarr]
+  simulate:
+    op: climate.ebm
+    needs: [forcing]
+    with: {years: 1, spinup_years: 0}
+    outputs: [monthly.zarr, final.zarr]
+"""
+
+
+def test_a_run_says_its_steps_sizes_at_its_start_and_keeps_them_in_run_json(
+    tmp_path: Path, shared_scheduler: str
+) -> None:
+    """What the dry run prints under the plan, a real run says before its cluster works, one
+    line a step, and records: 366 steps a year at 10° (the year over a day's step, rounded up:
+    the stability limit is longer there), on 18 x 36 cells."""
+    wf = tmp_path / "tiny.yaml"
+    wf.write_text(TINY_CLIMATE)
+    said: list[str] = []
+    rec = run_workflow(
+        wf, address=shared_scheduler, run_dir=tmp_path / "run", report=False, announce=said.append
+    )
+    assert rec["status"] == "completed"
+    lines = [line for line in said if line.startswith("size: simulate: ")]
+    assert len(lines) == 1 and "\n" not in lines[0], said
+    assert lines[0].startswith(
+        "size: simulate: the 18 x 36 grid (10°, 648 cells), 1 model year (0 spin-up + 1 "
+        "recorded), 366 time steps a year (dt 86223 s): 366 steps, 237,168 cell-updates; "
+        "outputs before compression: monthly.zarr "
+    )
+    sizes = record_of(tmp_path / "run")["sizes"]
+    assert sizes == rec["sizes"] and set(sizes) == {"forcing", "simulate"}
+    assert lines[0] == f"size: simulate: {'; '.join(sizes['simulate'].splitlines())}"
+    # and the run took what was said
+    assert rec["steps"]["simulate"]["total_steps"] == 366
+    assert xr.open_zarr(tmp_path / "run/monthly.zarr")["T"].shape == (12, 18, 36)
+
+
 def test_a_dataset_for_an_output_listed_as_a_folder_says_how_to_list_it(
     tmp_path: Path, shared_scheduler: str
 ) -> None:

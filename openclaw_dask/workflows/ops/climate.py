@@ -776,9 +776,10 @@ class EnergyBalanceModel(IterativeOp):
         monthly = 12 * years * (month.nbytes - rows_cols) + rows_cols
         kind = month["T"].dtype
         interval = int(run.config["distributed.sync_interval"])
+        plural = "" if spinup + years == 1 else "s"
         return "\n".join(
             [
-                f"{_grid_text(grid)}, {spinup + years:,} model years ({spinup:,} spin-up + "
+                f"{_grid_text(grid)}, {spinup + years:,} model year{plural} ({spinup:,} spin-up + "
                 f"{years:,} recorded), {spy:,} time steps a year (dt {params.dt:.6g} s): "
                 f"{steps:,} steps, {_count_text(steps * grid.size)} cell-updates",
                 f"outputs before compression: monthly.zarr {format_bytes(monthly)} (T(time "
