@@ -68,7 +68,7 @@ ArgsCheck = Callable[[Mapping[str, Any]], Mapping[str, str]]
 
 @dataclass(frozen=True)
 class RunFacts:
-    """What an op's ``check_run`` sees besides its own arguments.
+    """What an op's ``check_run`` and ``describe`` see besides its own arguments.
 
     Parameters
     ----------
