@@ -496,8 +496,8 @@ def run_workflow(
             run.save()
             if announce:  # before the cluster starts: an interrupted start can be resumed too
                 announce(f"run directory: {directory}")
-                for step, text in sizes.items():  # one line each: the dry run has them all
-                    announce(f"size: {step}: {'; '.join(text.splitlines())}")
+                for step, text in sizes.items():  # the summary: the dry run has them all
+                    announce(f"size: {step}: {text.splitlines()[0]}")
                 if dropped:
                     announce(dropped_note(dropped))
                 if changed:

@@ -338,9 +338,7 @@ def _count_text(n: int) -> str:
 
 
 #: Where a step's size meets a time: this machine's measured rate, never an assumed one.
-RATE_HINT = (
-    "its time: this machine's cell-updates/s, from `openclaw-dask benchmark --suite stencil`"
-)
+RATE_HINT = "this machine's cell-updates/s: `openclaw-dask benchmark --suite stencil` measures them"
 
 
 def _describe_forcing(args: Mapping[str, Any], run: RunFacts) -> str:
