@@ -43,7 +43,7 @@ from tests.integration.sshd import free_port
 from tests.integration.starts_slowly import STARTS_SLOWLY_SETS
 from tests.integration.test_h42_tune_budget import MARGIN_S
 from tests.integration.test_workflow_run import EXE, ctrl_c_after, foreground
-from tests.unit.test_cli import run_cli
+from tests.unit.test_cli import invoke, run_cli
 
 #: the shortest budget: the baseline, and no time for a candidate and the final pairs after it
 #: (while the baseline takes 3.5 s or more, as the stencil's does on the 2-core VM)
@@ -414,10 +414,12 @@ def test_a_worker_restarted_on_its_pinned_port_is_left_out_of_the_context_switch
 def test_bad_input_is_refused_before_anything_starts(
     args: list[str], expected: str, tmp_path: Path
 ) -> None:
-    proc = run_cli("tune", *args, cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr
-    assert expected in proc.stderr
-    assert "Traceback" not in proc.stderr
+    # in this process (the cwd is tmp_path): an interpreter's start and imports for each case
+    # cost more than the check; the commands that run do start one (run_cli)
+    result = invoke("tune", *args)
+    assert result.exit_code == 2, result.output
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr  # (an exception would also fail the test here)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -435,10 +437,10 @@ def test_an_out_that_is_an_input_is_refused_before_anything_starts(
     args = ["tune", "--budget", BASELINE_ONLY, "--workload", "stencil", option, given.name]
     # another spelling of the same file (mutation audit: paths compared as written: pathlib
     # makes ./NAME and NAME the same path already, so the test had passed without resolve())
-    proc = run_cli(*args, "--out", str(given), env=isolated_env(tmp_path), cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr
+    result = invoke(*args, "--out", str(given))  # (in this process, its cwd tmp_path)
+    assert result.exit_code == 2, result.output
     assert f"error: --out: {given} is also the {option} file; tune would replace it" in (
-        proc.stderr
+        result.stderr
     )
     assert given.read_text() == source.read_text()
     assert list(tmp_path.iterdir()) == [given]
@@ -449,9 +451,9 @@ def test_an_out_that_is_the_config_found_by_the_search_is_refused(tmp_path: Path
     --config) replaced it, comments and all, once the tuning was done."""
     (tmp_path / "openclaw.config").write_text("parallel:\n  processes: 1  # mine\n")
     args = ["tune", "--budget", BASELINE_ONLY, "--workload", "stencil", "--out", "openclaw.config"]
-    proc = run_cli(*args, env={"HOME": "/nowhere"}, cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr
-    assert "error: --out: openclaw.config is also the config file; tune would" in proc.stderr
+    result = invoke(*args, env={"HOME": "/nowhere"})  # (in this process, its cwd tmp_path)
+    assert result.exit_code == 2, result.output
+    assert "error: --out: openclaw.config is also the config file; tune would" in result.stderr
     assert (tmp_path / "openclaw.config").read_text() == "parallel:\n  processes: 1  # mine\n"
 
 
@@ -482,13 +484,13 @@ def test_a_config_that_attaches_to_a_scheduler_is_refused(tmp_path: Path) -> Non
         tune(config, workload_name="matmul", budget=60.0)
     (tmp_path / "att.config").write_text("cluster:\n  scheduler_address: tcp://127.0.0.1:1\n")
     args = ["tune", "--config", "att.config", "--budget", BASELINE_ONLY]
-    proc = run_cli(*args, env=isolated_env(tmp_path), cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.startswith(
+    result = invoke(*args)  # refused before a cluster starts: in this process, its cwd tmp_path
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(
         "error: att.config:2: cluster.scheduler_address: tune starts a cluster of each "
         "candidate config to measure it; an attached cluster's workers stay as they were "
         "started: drop cluster.scheduler_address\n"
-    ), proc.stderr
+    ), result.stderr
     assert not (tmp_path / "tuned.config").exists()
 
 
