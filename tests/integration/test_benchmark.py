@@ -510,10 +510,12 @@ def test_a_batch_deeper_than_the_bands_is_measured_at_their_height(tmp_path: Pat
 def test_bad_input_is_refused_before_anything_starts(
     args: list[str], expected: str, tmp_path: Path
 ) -> None:
-    proc = run_cli("benchmark", "--quick", *args, cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr
-    assert expected in proc.stderr
-    assert "Traceback" not in proc.stderr
+    # in this process (the cwd is tmp_path): an interpreter's start and imports for each case
+    # cost more than the check; the commands that run do start one (run_cli)
+    result = invoke("benchmark", "--quick", *args)
+    assert result.exit_code == 2, result.output
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr  # (an exception would also fail the test here)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -534,9 +536,9 @@ def test_an_output_that_is_an_input_or_not_an_image_is_refused_before_anything_s
     supported" and exit 1."""
     config = tmp_path / "my.config"
     config.write_text("parallel:\n  processes: 1  # mine\n")
-    proc = run_cli("benchmark", "--quick", "--config", "my.config", *args, cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr
-    assert expected in proc.stderr and "Traceback" not in proc.stderr
+    result = invoke("benchmark", "--quick", "--config", "my.config", *args)  # (cwd: tmp_path)
+    assert result.exit_code == 2, result.output
+    assert expected in result.stderr and "Traceback" not in result.stderr
     assert config.read_text() == "parallel:\n  processes: 1  # mine\n"
     assert list(tmp_path.iterdir()) == [config]
 
@@ -544,11 +546,10 @@ def test_an_output_that_is_an_input_or_not_an_image_is_refused_before_anything_s
 def test_a_json_that_is_the_config_found_by_the_search_is_refused(tmp_path: Path) -> None:
     """./openclaw.config is read without --config: it is an input all the same."""
     (tmp_path / "openclaw.config").write_text("parallel:\n  processes: 1\n")
-    proc = run_cli(
-        "benchmark", "--quick", "--json", "openclaw.config", cwd=tmp_path, env={"HOME": "/nowhere"}
-    )
-    assert proc.returncode == 2, proc.stderr
-    assert "--json: openclaw.config is also the config file; benchmark would" in proc.stderr
+    # in this process, its cwd tmp_path
+    result = invoke("benchmark", "--quick", "--json", "openclaw.config", env={"HOME": "/nowhere"})
+    assert result.exit_code == 2, result.output
+    assert "--json: openclaw.config is also the config file; benchmark would" in result.stderr
     assert (tmp_path / "openclaw.config").read_text() == "parallel:\n  processes: 1\n"
 
 
