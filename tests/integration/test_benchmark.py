@@ -51,6 +51,10 @@ RATIOS = {
 }
 
 
+#: what a benchmark says of `--set gpu.devices=all` on a machine without a GPU
+NO_GPU = "gpu.devices is set but no GPU was found: using CPU workers"
+
+
 def median(suite: dict[str, Any], name: str) -> float:
     return suite["timings"][name]["median_s"]
 
@@ -147,10 +151,17 @@ def test_a_benchmark_beside_a_busy_process_says_so_at_once_and_at_the_end(
 def test_json_dash_puts_the_report_alone_on_stdout_and_the_table_on_stderr(
     tmp_path: Path,
 ) -> None:
-    """`--json -` (to pipe into jq) had written a file named "-" in the current folder."""
+    """`--json -` (to pipe into jq) had written a file named "-" in the current folder.
+
+    And `--set gpu.devices=all` on a machine without a GPU measured CPU workers without a word
+    (`submit` and `config plan` said it), and the JSON recorded gpu.devices: all. (One run for
+    both: each had its own of the reduce suite, ~6 s; its note stays off the JSON's stdout.)"""
     args = ("benchmark", "--quick", "--suite", "reduce", "--json", "-")
+    gpus = bool(detect_hardware().gpus)  # a GPU there: gpu.devices applies
+    sets = ("--set", "cluster.dashboard_address=127.0.0.1:0")
+    sets += () if gpus else ("--set", "gpu.devices=all")
     began = time.time()
-    proc = run_cli(*args, "--set", "cluster.dashboard_address=127.0.0.1:0", cwd=tmp_path)
+    proc = run_cli(*args, *sets, cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)  # the report alone: nothing else on stdout
     assert began < report["started"] < time.time()  # its date, as run.json's "started"
@@ -158,11 +169,17 @@ def test_json_dash_puts_the_report_alone_on_stdout_and_the_table_on_stderr(
     # the command to run it again: the JSON had the config and machine but not the options
     assert report["command"] == (
         "openclaw-dask benchmark --quick --suite reduce --json - "
-        "--set cluster.dashboard_address=127.0.0.1:0"
+        "--set cluster.dashboard_address=127.0.0.1:0" + ("" if gpus else " --set gpu.devices=all")
     )
     assert report["suites"]["reduce"]["ratios"], report["suites"]["reduce"]
     assert "reduce" in proc.stderr and "json:" not in proc.stderr  # the table, for a reader
     assert list(tmp_path.iterdir()) == []
+    if not gpus:
+        said = " ".join(proc.stderr.split())
+        assert f"note: {NO_GPU}" in said and said.index(NO_GPU) < said.index("suite reduce")
+        plan = report["plan"]
+        assert plan["backend"] == "local" and plan["unapplied"] == [NO_GPU], plan
+        assert plan["layout"]["threads"] >= 1
 
 
 def test_ratios_are_computed_from_the_measured_times(quick_report: dict[str, Any]) -> None:
@@ -349,16 +366,23 @@ def test_a_worker_that_dies_leaves_the_terminal_to_the_benchmark(
 
 def test_a_worker_death_that_fails_the_stencil_suite_runs_it_again(tmp_path: Path) -> None:
     """The stencil's bands live on their home workers, which Dask cannot recompute from: a
-    death failed the suite with "FuturesCancelledError ... already forgotten"."""
+    death failed the suite with "FuturesCancelledError ... already forgotten".
+
+    And a batch deeper than the bands is measured at their height: ``tune`` sweeps K=128; the
+    quick grid's bands are 90 rows (a halo comes from the next band only), and the suite failed
+    on it with the stepper's ValueError. (One stencil run for both: each had its own, ~14 s;
+    the rerun after the death measures the same K.)"""
     env = isolated_env(tmp_path) | {MARKER_ENV: str(tmp_path / "died")}
     args = ["--quick", "--suite", "stencil", "--json", "b.json"]
+    args += ["--set", "distributed.batch_size=128"]
     args += ["--set", "cluster.dashboard_address=127.0.0.1:0", *DIES_ONCE_SETS]
     proc = run_cli("benchmark", *args, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "died").exists()
-    notes = json.loads((tmp_path / "b.json").read_text())["suites"]["stencil"]["notes"]
-    # the others are the task-stream profile's and, on a machine whose copies of the kernel
-    # run under the goal, the ceiling's
+    stencil = json.loads((tmp_path / "b.json").read_text())["suites"]["stencil"]
+    notes = stencil["notes"]
+    # the others are the batch's, the task-stream profile's and, on a machine whose copies of
+    # the kernel run under the goal, the ceiling's
     [note] = [n for n in notes if "died" in n]
     assert re.fullmatch(
         r"1 worker\(s\) died during this suite's first run \(tcp://[0-9.:]+\), which failed: "
@@ -366,6 +390,16 @@ def test_a_worker_death_that_fails_the_stencil_suite_runs_it_again(tmp_path: Pat
         note,
     ), note
     assert f"  stencil: {note}" in proc.stdout
+    # the batch: K=128 measured at the bands' 90 rows
+    assert stencil["params"]["batch_size"] == 90
+    assert stencil["ratios"]["batch_K90_vs_K1"] > 0
+    batch = "distributed.batch_size=128 is deeper than this grid's 90-row bands: measured at K=90"
+    assert stencil["notes"][0] == batch and batch in proc.stdout
+    # climate.ebm runs the config's K=128, not the cut one: the workflow's layout is timed
+    # with it (it had been K=90, which on a many-core grid can mean more, shorter bands)
+    assert stencil["params"]["workflow_bands"] == 1
+    if stencil["params"]["threads"] > 1:
+        assert "dask_K128_workflow_bands" in stencil["timings"], list(stencil["timings"])
 
 
 def _exit_the_worker() -> None:
@@ -458,26 +492,6 @@ def test_a_suite_that_fails_keeps_the_suites_that_finished(tmp_path: Path) -> No
     address = {"value": "127.0.0.1:0", "source": "--set"}
     assert report["config"]["set"] == {"cluster.dashboard_address": address}
     assert "1 run" in proc.stdout and "±0%" not in proc.stdout  # --quick: one run a figure
-
-
-def test_a_batch_deeper_than_the_bands_is_measured_at_their_height(tmp_path: Path) -> None:
-    """``tune`` sweeps K=128; the quick grid's bands are 90 rows (a halo comes from the next band
-    only), and the suite failed on it with the stepper's ValueError."""
-    out = tmp_path / "b.json"
-    args = ["--quick", "--suite", "stencil", "--json", str(out)]
-    sets = ["--set", "distributed.batch_size=128", "cluster.dashboard_address=127.0.0.1:0"]
-    proc = run_cli("benchmark", *args, *sets, env=isolated_env(tmp_path), cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    stencil = json.loads(out.read_text())["suites"]["stencil"]
-    assert stencil["params"]["batch_size"] == 90
-    assert stencil["ratios"]["batch_K90_vs_K1"] > 0
-    note = "distributed.batch_size=128 is deeper than this grid's 90-row bands: measured at K=90"
-    assert stencil["notes"][0] == note and note in proc.stdout
-    # climate.ebm runs the config's K=128, not the cut one: the workflow's layout is timed
-    # with it (it had been K=90, which on a many-core grid can mean more, shorter bands)
-    assert stencil["params"]["workflow_bands"] == 1
-    if stencil["params"]["threads"] > 1:
-        assert "dask_K128_workflow_bands" in stencil["timings"], list(stencil["timings"])
 
 
 @pytest.mark.parametrize(
@@ -646,22 +660,3 @@ def test_stress_reports_failures_memory_and_drift(tmp_path: Path) -> None:
     load = result["background"]  # a drift may be another process's doing: the run says
     assert load["seconds"] >= 4 and load["other_cores"] >= 0, load
     assert ("other processes used" in proc.stdout) == (load["other_cores"] >= BUSY_CORES)
-
-
-NO_GPU = "gpu.devices is set but no GPU was found: using CPU workers"
-
-
-@pytest.mark.skipif(bool(detect_hardware().gpus), reason="a GPU is there: gpu.devices applies")
-def test_a_setting_the_cluster_does_not_apply_is_said_and_recorded(tmp_path: Path) -> None:
-    """`--set gpu.devices=all` on a machine without a GPU measured CPU workers without a word
-    (`submit` and `config plan` said it), and the JSON recorded gpu.devices: all."""
-    out = tmp_path / "out.json"
-    args = ("benchmark", "--quick", "--suite", "reduce", "--json", str(out))
-    sets = ("--set", "gpu.devices=all", "cluster.dashboard_address=127.0.0.1:0")
-    proc = run_cli(*args, *sets, env=isolated_env(tmp_path), timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    said = " ".join(proc.stderr.split())
-    assert f"note: {NO_GPU}" in said and said.index(NO_GPU) < said.index("suite reduce")
-    plan = json.loads(out.read_text())["plan"]
-    assert plan["backend"] == "local" and plan["unapplied"] == [NO_GPU], plan
-    assert plan["layout"]["threads"] >= 1
