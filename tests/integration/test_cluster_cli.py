@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from openclaw_dask.cli.cluster_cmd import DOWN_GRACE
 from openclaw_dask.runtime.processes import running
 from openclaw_dask.runtime.state import clear_state, read_state, state_file, write_state
 from tests.conftest import ROOT
@@ -40,6 +41,27 @@ def sh(
         env=os.environ.copy(),
         cwd=cwd,
     )
+
+
+#: ``openclaw-dask`` with ``DOWN_GRACE`` set to ``sys.argv[1]`` seconds.
+GRACE_SET = """
+import sys
+from openclaw_dask.cli import cluster_cmd
+cluster_cmd.DOWN_GRACE = float(sys.argv.pop(1))
+sys.argv[0] = "openclaw-dask"
+from openclaw_dask.cli import main
+main()
+"""
+#: The grace the tests of what follows it give: what they check (SIGTERM first, SIGKILL to the
+#: daemon and what it started once the grace is out) does not depend on its length, and waiting
+#: out the product's 20 s took 2 x 20 s of the suite's time.
+SHORT_GRACE = 4.0
+
+
+def with_grace(seconds: float) -> list[str]:
+    """The command line of ``openclaw-dask`` whose `cluster up`/`down` give ``seconds`` of
+    grace (:data:`~openclaw_dask.cli.cluster_cmd.DOWN_GRACE`) before they kill a daemon."""
+    return [sys.executable, "-c", GRACE_SET, str(seconds)]
 
 
 def blocks_ctrl_c(pid: int) -> bool:
@@ -466,7 +488,7 @@ def test_ctrl_c_as_cluster_up_spawns_its_daemon_leaves_no_cluster() -> None:
 def test_ctrl_c_on_a_cluster_up_stuck_starting_kills_its_daemon_after_the_grace() -> None:
     """A start that never ends (a scheduler or node that never answers) ignores the SIGTERM
     that stops it: the command waited a minute and then killed the daemon alone."""
-    command = [str(EXE), "cluster", "up", "--set", "cluster.dashboard_address=null"]
+    command = [*with_grace(SHORT_GRACE), "cluster", "up", "--set", "cluster.dashboard_address=null"]
     proc = foreground([*command, *HANGS_STARTING_SETS])
     daemon = starting_daemon(proc)
     time.sleep(2)  # into the scheduler's start, where it stays
@@ -475,7 +497,8 @@ def test_ctrl_c_on_a_cluster_up_stuck_starting_kills_its_daemon_after_the_grace(
     _, stderr = proc.communicate(timeout=120)
     waited = time.monotonic() - t0
     assert proc.returncode == 130 and stderr.strip() == "interrupted", stderr
-    assert 15 < waited < 40, waited  # the grace (20 s), not a minute
+    assert SHORT_GRACE < waited < SHORT_GRACE + 20, waited  # the grace, not a minute
+    assert 15 < DOWN_GRACE < 40, DOWN_GRACE  # the product's grace (20 s), not a minute
     assert not daemon.is_running() and read_state() is None
 
 
@@ -604,18 +627,24 @@ def test_down_of_a_daemon_that_hangs_closing_kills_it_and_its_workers() -> None:
             time.sleep(0.5)  # in the worker's thread by now (its heartbeats stop)
             del busy
         start = time.monotonic()
-        down = sh("cluster", "down", timeout=120)
+        down = subprocess.run(
+            [*with_grace(SHORT_GRACE), "cluster", "down"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         took = time.monotonic() - start
     finally:
         left = [p for p in [daemon, *under] if running(p)]
         for p in left:
             p.kill()
-    assert down.returncode == 0 and took < 30, (took, down.stdout, down.stderr)
+    assert down.returncode == 0 and took < SHORT_GRACE + 10, (took, down.stdout, down.stderr)
+    assert 15 < DOWN_GRACE < 40, DOWN_GRACE  # the product's grace (20 s), not a minute
     [line] = down.stdout.splitlines()
     assert line.startswith(
         f"cluster down: {state['address']} stopped; its daemon, pid {daemon.pid}, had not "
-        f"closed its cluster after 20 s (its log: {state_file().with_name('cluster.log')}): "
-        "killed it and the "
+        f"closed its cluster after {SHORT_GRACE:g} s (its log: "
+        f"{state_file().with_name('cluster.log')}): killed it and the "
     ), line
     # the idle worker may have closed; the stuck one had not, and was killed with the daemon
     killed = line.rsplit(" (pids ", 1)[1].removesuffix(")").split(", ")
