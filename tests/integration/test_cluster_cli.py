@@ -16,8 +16,10 @@ from pathlib import Path
 
 import psutil
 import pytest
+from dask.utils import parse_timedelta
 
 from openclaw_dask.cli.cluster_cmd import DOWN_GRACE
+from openclaw_dask.runtime.cluster import CONNECT_TIMEOUT
 from openclaw_dask.runtime.processes import running
 from openclaw_dask.runtime.state import clear_state, read_state, state_file, write_state
 from tests.conftest import ROOT
@@ -31,10 +33,10 @@ EXE = Path(sys.executable).with_name("openclaw-dask")
 
 
 def sh(
-    *args: str, timeout: float = 180, cwd: Path | None = None
+    *args: str, timeout: float = 180, cwd: Path | None = None, exe: list[str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(EXE), *args],
+        [*(exe or [str(EXE)]), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -43,25 +45,35 @@ def sh(
     )
 
 
-#: ``openclaw-dask`` with ``DOWN_GRACE`` set to ``sys.argv[1]`` seconds.
-GRACE_SET = """
-import sys
-from openclaw_dask.cli import cluster_cmd
-cluster_cmd.DOWN_GRACE = float(sys.argv.pop(1))
+#: ``openclaw-dask`` with module constants set first, from the JSON object ``sys.argv[1]``
+#: (``{"module.NAME": value}``); a name the module lacks (renamed) is an error, not a no-op.
+SETS_CONSTANTS = """
+import importlib, json, sys
+for dotted, value in json.loads(sys.argv.pop(1)).items():
+    module, name = dotted.rsplit(".", 1)
+    owner = importlib.import_module(module)
+    getattr(owner, name)  # (AttributeError)
+    setattr(owner, name, value)
 sys.argv[0] = "openclaw-dask"
 from openclaw_dask.cli import main
 main()
 """
-#: The grace the tests of what follows it give: what they check (SIGTERM first, SIGKILL to the
-#: daemon and what it started once the grace is out) does not depend on its length, and waiting
-#: out the product's 20 s took 2 x 20 s of the suite's time.
+
+
+def patched(constants: dict[str, object]) -> list[str]:
+    """The command line of an ``openclaw-dask`` with ``constants`` (``{"module.NAME": value}``)
+    set: a test of what follows a grace or timeout waits out a short one, not the product's."""
+    return [sys.executable, "-c", SETS_CONSTANTS, json.dumps(constants)]
+
+
+#: The grace of the tests of what follows it: what they check (SIGTERM first, then SIGKILL to
+#: the daemon and what it started) does not depend on its length, and waiting out the product's
+#: 20 s took 2 x 20 s of the suite's time.
 SHORT_GRACE = 4.0
-
-
-def with_grace(seconds: float) -> list[str]:
-    """The command line of ``openclaw-dask`` whose `cluster up`/`down` give ``seconds`` of
-    grace (:data:`~openclaw_dask.cli.cluster_cmd.DOWN_GRACE`) before they kill a daemon."""
-    return [sys.executable, "-c", GRACE_SET, str(seconds)]
+#: ``openclaw-dask`` whose `cluster up`/`down` kill a daemon after :data:`SHORT_GRACE`.
+SHORT_GRACE_EXE = patched({"openclaw_dask.cli.cluster_cmd.DOWN_GRACE": SHORT_GRACE})
+#: The connect window (seconds) of the tests of what is said once it is out.
+SHORT_CONNECT = 3.0
 
 
 def blocks_ctrl_c(pid: int) -> bool:
@@ -124,7 +136,9 @@ def test_bad_input_exits_2_and_starts_nothing(tmp_path: Path) -> None:
     assert "Traceback" not in nonexistent_cores.stderr
     assert read_state() is None
 
-    # each below waits out the 10 s connect window: run at once, not one after the other
+    # each below waits out the connect window (a short one: what they say does not depend on
+    # its length, and 10 s each was most of this test): run at once, not one after the other
+    quick = patched({"openclaw_dask.runtime.cluster.CONNECT_TIMEOUT": f"{SHORT_CONNECT:g}s"})
     with (
         ThreadPoolExecutor(3) as pool,
         socket.socket() as mute,
@@ -140,7 +154,7 @@ def test_bad_input_exits_2_and_starts_nothing(tmp_path: Path) -> None:
         write_state({**state, "backend": "local"})
         try:
             unreachable, silent, hung = pool.map(
-                lambda args: sh(*args),
+                lambda args: sh(*args, exe=quick),
                 [
                     ("cluster", "status", "--address", "tcp://127.0.0.1:1"),
                     ("cluster", "status", "--address", address),
@@ -151,15 +165,16 @@ def test_bad_input_exits_2_and_starts_nothing(tmp_path: Path) -> None:
             clear_state()
     assert unreachable.returncode == 2
     assert (
-        "no scheduler answers at tcp://127.0.0.1:1: connection refused for 10 s (nothing "
-        "listens on port 1)"
+        f"no scheduler answers at tcp://127.0.0.1:1: connection refused for {SHORT_CONNECT:g} s "
+        "(nothing listens on port 1)"
     ) in unreachable.stderr  # (it had said the port took connections and did not answer)
     assert "Traceback" not in unreachable.stderr
     assert silent.returncode == 2, silent.stderr
     assert (
         f"--address: no scheduler answers at {address}: it takes connections but did not "
-        "answer within 10 s"
+        f"answer within {SHORT_CONNECT:g} s"
     ) in silent.stderr
+    assert parse_timedelta(CONNECT_TIMEOUT) == 10  # the product's window, as the user meets it
     assert hung.returncode == 2
     assert f"cluster up (pid {daemon.pid}): no scheduler answers" in hung.stderr, hung.stderr
     assert "--address" not in hung.stderr
@@ -488,7 +503,7 @@ def test_ctrl_c_as_cluster_up_spawns_its_daemon_leaves_no_cluster() -> None:
 def test_ctrl_c_on_a_cluster_up_stuck_starting_kills_its_daemon_after_the_grace() -> None:
     """A start that never ends (a scheduler or node that never answers) ignores the SIGTERM
     that stops it: the command waited a minute and then killed the daemon alone."""
-    command = [*with_grace(SHORT_GRACE), "cluster", "up", "--set", "cluster.dashboard_address=null"]
+    command = [*SHORT_GRACE_EXE, "cluster", "up", "--set", "cluster.dashboard_address=null"]
     proc = foreground([*command, *HANGS_STARTING_SETS])
     daemon = starting_daemon(proc)
     time.sleep(2)  # into the scheduler's start, where it stays
@@ -627,12 +642,7 @@ def test_down_of_a_daemon_that_hangs_closing_kills_it_and_its_workers() -> None:
             time.sleep(0.5)  # in the worker's thread by now (its heartbeats stop)
             del busy
         start = time.monotonic()
-        down = subprocess.run(
-            [*with_grace(SHORT_GRACE), "cluster", "down"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        down = sh("cluster", "down", timeout=120, exe=SHORT_GRACE_EXE)
         took = time.monotonic() - start
     finally:
         left = [p for p in [daemon, *under] if running(p)]
