@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from click.testing import CliRunner, Result
 from dask.utils import parse_timedelta
 
 from openclaw_dask.cli.cluster_cmd import DOWN_GRACE
@@ -286,6 +287,14 @@ def test_a_bad_config_is_said_when_no_cluster_runs_too(
         ]
 
 
+def in_process(*args: str) -> Result:
+    """``openclaw-dask args`` run in this process (click's runner): what a command plans and
+    says, without the 1.5-2 s of CPU a new Python spends importing Dask, numba and xarray."""
+    from openclaw_dask.cli.main import cli
+
+    return CliRunner().invoke(cli, list(args))
+
+
 def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Path) -> None:
     up = sh("cluster", "up", "--set", "cluster.dashboard_address=127.0.0.1:0")
     assert up.returncode == 0, up.stderr
@@ -311,9 +320,11 @@ def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Pa
         # config init's starter file writes every key: those at the running cluster's values
         # are in force there, and only a value that differs is said (19 keys had been)
         starter = tmp_path / "starter.config"
-        assert sh("config", "init", "-o", str(starter)).returncode == 0
-        dry = sh(*args[:2], "--dry-run", "--config", str(starter), "--set", "parallel.processes=1")
-        assert dry.returncode == 0, dry.stderr
+        assert in_process("config", "init", "-o", str(starter)).exit_code == 0
+        dry = in_process(
+            *args[:2], "--dry-run", "--config", str(starter), "--set", "parallel.processes=1"
+        )
+        assert dry.exit_code == 0, dry.output
         said = " ".join(dry.stdout.split())
         unapplied = said.split("keeps its own workers: ")[1].split("; `openclaw-dask")[0]
         # (the cluster was started with another dashboard address: that one is not in force)
@@ -324,16 +335,16 @@ def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Pa
         assert record["dashboard"] == state["dashboard"]
         assert record["plan"]["backend"] == "attach"  # as the dry run says, and as it ran
         assert len(record["cluster"]["workers"]) == 2
-        dry = sh(*args[:2], "--dry-run")
+        dry = in_process(*args[:2], "--dry-run")
         assert f"cluster: attach to {state['address']}" in dry.stdout, dry.stdout
 
         # another node-relevant value: its workers would refuse it, and the dry run says so as
         # the run does, naming the key, before a run directory is made
         other = ["--set", "distributed.sync_interval=7"]
-        refused_dry = sh(*args[:2], "--dry-run", *other)
-        refused = sh(*args[:2], "--run-dir", str(tmp_path / "refused"), *other)
+        refused_dry = in_process(*args[:2], "--dry-run", *other)
+        refused = in_process(*args[:2], "--run-dir", str(tmp_path / "refused"), *other)
         for result in (refused_dry, refused):
-            assert result.returncode == 2, result.stdout + result.stderr
+            assert result.exit_code == 2, result.output
             assert f"error: {origin}: cluster.scheduler_address: the running cluster's " in (
                 result.stderr
             )
@@ -342,8 +353,8 @@ def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Pa
 
         # a config that plans another kind of cluster (ssh nodes) does not run on it
         (tmp_path / "ssh.config").write_text("distributed:\n  nodes:\n    - {host: 127.0.0.1}\n")
-        ssh = sh(*args[:2], "--dry-run", "--config", str(tmp_path / "ssh.config"))
-        assert ssh.returncode == 0 and "cluster: ssh (" in ssh.stdout, ssh.stdout + ssh.stderr
+        ssh = in_process(*args[:2], "--dry-run", "--config", str(tmp_path / "ssh.config"))
+        assert ssh.exit_code == 0 and "cluster: ssh (" in ssh.stdout, ssh.output
         # and says so: a cluster of its own starts beside the running one
         assert (
             f"note: the `cluster up` cluster at {state['address']} is a local cluster and this "
@@ -351,8 +362,8 @@ def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Pa
         ), ssh.stdout
         # a forced backend never attaches, and says so: it had started a second local
         # cluster without a word
-        forced = sh(*args[:2], "--dry-run", "--backend", "local")
-        assert forced.returncode == 0 and "cluster: local (" in forced.stdout, forced.stdout
+        forced = in_process(*args[:2], "--dry-run", "--backend", "local")
+        assert forced.exit_code == 0 and "cluster: local (" in forced.stdout, forced.output
         assert (
             f"note: the `cluster up` cluster at {state['address']} is a local cluster and "
             "--backend local starts a local cluster of its own beside it (without --backend a "
