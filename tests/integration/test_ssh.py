@@ -359,11 +359,7 @@ def _shipped_bytes(rig: SshRig, config: Path, size: int) -> tuple[int, int]:
     """
     a, b, _ = hosts(rig)
     with start_cluster(config) as client:
-        facts = inspect_workers(client)
-        # two worker processes per node, each under its own name
-        names = sorted(f["name"] for f in facts.values())
-        assert names == [f"{h.host}-{h.port}-{i}" for h in (a, b) for i in (0, 1)]
-        workers = {f["host"]: addr for addr, f in facts.items()}
+        workers = {f["host"]: addr for addr, f in inspect_workers(client).items()}
         before = a.tx_bytes()
         rng = np.random.default_rng(7)
         made = client.submit(rng.integers, 0, 16, size // 8, workers=[workers[a.host]], pure=False)
@@ -422,12 +418,13 @@ def test_zstd_shrinks_the_bytes_between_hosts(rig: SshRig, tmp_path: Path) -> No
     if not rig.use_netns:
         pytest.skip("needs network namespaces (root with ip netns) for per-host byte counters")
     a, b, _ = hosts(rig)
-    # two threads on a: one per worker process (one thread over two processes is refused)
-    nodes = [rig.node(a, scheduler=True, resources={"cpus": 2}), rig.node(b, **NODE_B)]
+    # one worker process a node: two more a node were a nanny and a worker each to start over
+    # SSH for each codec (the names of two a node are checked with their GPU shares, below)
+    nodes = [rig.node(a, **NODE_A), rig.node(b, **NODE_B)]
     size = 32 * 2**20
     sent = {}
     for codec in ("none", "zstd"):
-        extra = {"distributed.compression": codec, "parallel.processes": 2}
+        extra = {"distributed.compression": codec}
         config = rig.config(nodes, tmp_path / f"{codec}.config", extra)
         sent[codec], total = _shipped_bytes(rig, config, size)
         assert total == np.random.default_rng(7).integers(0, 16, size // 8).sum()
@@ -513,6 +510,9 @@ def test_processes_of_a_node_share_its_gpus_and_leave_its_port_unpinned(
     config = load_config(rig.config(nodes, tmp_path / "two.config", extra))
     with start_cluster(config) as client:
         facts = inspect_workers(client).values()
+        # two worker processes per node, each under its own name
+        names = sorted(f["name"] for f in facts)
+        assert names == [f"{h.host}-{h.port}-{i}" for h in (a, b) for i in (0, 1)]
         on_b = sorted(
             (f["name"], f["nthreads"], f["resources"]) for f in facts if f["host"] == b.host
         )
