@@ -383,28 +383,49 @@ def test_commands_run_on_the_running_cluster_only_when_they_plan_it(tmp_path: Pa
         assert sh("cluster", "down").returncode == 0
 
 
-def test_a_run_on_a_cluster_without_a_dashboard_links_none(tmp_path: Path) -> None:
+def test_a_cluster_without_a_dashboard_links_none_and_down_continues_its_stopped_daemon(
+    tmp_path: Path,
+) -> None:
     """Dask formats a dashboard link from the scheduler's HTTP port, which answers 404 on
-    every page when the dashboard is off: submit printed and recorded that dead link."""
+    every page when the dashboard is off: submit printed and recorded that dead link.
+
+    A daemon stopped with SIGSTOP (Ctrl-Z) acts on SIGTERM only once continued: `cluster
+    down` waited its whole 60 s, then killed it without closing the cluster. (The two share
+    one cluster: each had started one of its own, ~5 s with its `down`.)"""
     up = sh("cluster", "up", "--set", "cluster.dashboard_address=null")
     assert up.returncode == 0, up.stderr
     # nor does cluster up print one (mutation audit: the daemon recording the dead link)
     assert "dashboard:" not in up.stdout, up.stdout
+    state = read_state()
+    assert state is not None
+    daemon = psutil.Process(state["pid"])
     try:
         run_dir = tmp_path / "run"
         small = ["params.size=128", "params.chunk=64", "params.steps=40"]
         args = ["submit", str(ROOT / "workflows/example.yaml"), "--run-dir", str(run_dir)]
         done = sh(*args, "--no-report", "--set", *small)
-        assert done.returncode == 0, done.stderr
-        assert "cluster: the running scheduler at" in done.stderr
-        assert "dashboard:" not in done.stderr, done.stderr
-        assert json.loads((run_dir / "run.json").read_text())["dashboard"] is None
-        state = read_state()
-        assert state is not None
         status = sh("cluster", "status", "--address", state["address"])
-        assert status.returncode == 0 and "dashboard:" not in status.stdout, status.stdout
+        daemon.suspend()
+        start = time.monotonic()
+        down = sh("cluster", "down", timeout=30)
+        took = time.monotonic() - start
     finally:
-        assert sh("cluster", "down").returncode == 0
+        if daemon.is_running():
+            daemon.resume()
+            daemon.terminate()
+            psutil.wait_procs([daemon], timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert "cluster: the running scheduler at" in done.stderr
+    assert "dashboard:" not in done.stderr, done.stderr
+    assert json.loads((run_dir / "run.json").read_text())["dashboard"] is None
+    assert status.returncode == 0 and "dashboard:" not in status.stdout, status.stdout
+
+    assert down.returncode == 0 and took < 15, (took, down.stderr)
+    assert down.stdout.splitlines() == [
+        f"cluster down: {state['address']} stopped; its daemon, pid {daemon.pid}, was stopped "
+        "(SIGSTOP or Ctrl-Z): continued it to close"
+    ]
+    assert not state_file().exists() and not _daemons_here()
 
 
 def test_a_cluster_stopped_mid_run_is_one_line_and_resume_continues(tmp_path: Path) -> None:
@@ -598,32 +619,6 @@ def test_cluster_up_refuses_at_once_while_another_starts() -> None:
         "1 problem found",
     ]
     assert log.read_text() == "the starting cluster's log\n" and not _daemons_here()
-
-
-def test_down_continues_a_stopped_daemon_and_closes_its_cluster() -> None:
-    """A daemon stopped with SIGSTOP (Ctrl-Z) acts on SIGTERM only once continued: `cluster
-    down` waited its whole 60 s, then killed it without closing the cluster."""
-    up = sh("cluster", "up", "--set", "cluster.dashboard_address=null")
-    assert up.returncode == 0, up.stderr
-    state = read_state()
-    assert state
-    daemon = psutil.Process(state["pid"])
-    daemon.suspend()
-    try:
-        start = time.monotonic()
-        down = sh("cluster", "down", timeout=30)
-        took = time.monotonic() - start
-    finally:
-        if daemon.is_running():
-            daemon.resume()
-            daemon.terminate()
-            psutil.wait_procs([daemon], timeout=30)
-    assert down.returncode == 0 and took < 15, (took, down.stderr)
-    assert down.stdout.splitlines() == [
-        f"cluster down: {state['address']} stopped; its daemon, pid {daemon.pid}, was stopped "
-        "(SIGSTOP or Ctrl-Z): continued it to close"
-    ]
-    assert not state_file().exists() and not _daemons_here()
 
 
 def test_down_of_a_daemon_that_hangs_closing_kills_it_and_its_workers() -> None:
