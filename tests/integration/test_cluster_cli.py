@@ -879,34 +879,6 @@ def test_status_and_compact_name_a_worker_that_does_not_answer(
     assert compact.stdout.count("malloc_trim") == 1
 
 
-def test_a_daemon_whose_state_file_was_removed_is_found_and_stopped() -> None:
-    """A damaged state file's message says "remove it": with the file gone, `status` and
-    `down` said "no cluster is running" and `up` that another `cluster up` was starting one,
-    and the cluster ran on until killed by hand."""
-    up = sh("cluster", "up", "--set", "parallel.processes=1", "cluster.dashboard_address=")
-    assert up.returncode == 0, up.stderr
-    state = read_state()
-    assert state
-    state_file().unlink()
-    try:
-        status, again = sh("cluster", "status"), sh("cluster", "up")
-    finally:
-        down = sh("cluster", "down")
-    gone = (
-        f"a cluster daemon (pid {state['pid']}) runs with this state directory, but its state "
-        f"file {state_file()} is gone"
-    )
-    assert status.returncode == 1
-    assert status.stderr.strip() == (
-        f"no cluster is running; {gone}: `openclaw-dask cluster down` stops it"
-    )
-    assert again.returncode == 2
-    assert f"{gone}; stop it with `openclaw-dask cluster down` first" in again.stderr
-    assert down.returncode == 0, down.stderr
-    assert down.stdout.startswith(f"cluster down: the cluster of daemon pid {state['pid']} (")
-    assert not _daemons_here()
-
-
 def test_status_and_down_say_that_a_cluster_up_is_starting() -> None:
     """While `cluster up` started its cluster (no state file yet) they said "no cluster is
     running", and the cluster came up a moment later."""
@@ -987,12 +959,16 @@ def test_a_full_state_disk_is_said_and_leaves_no_half_file(tmp_path: Path) -> No
     assert not _daemons_here()
 
 
-def test_a_cluster_up_cluster_without_workers_is_said_so(
+def test_a_cluster_without_workers_is_said_so_and_one_without_its_state_file_is_stopped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With its workers retired, `cluster status` printed an empty table (exit 0), and a submit
-    said "0 workers, 0 threads" and then waited for ever."""
-    from click.testing import CliRunner
+    said "0 workers, 0 threads" and then waited for ever.
+
+    A damaged state file's message says "remove it": with the file gone, `status` and
+    `down` said "no cluster is running" and `up` that another `cluster up` was starting one,
+    and the cluster ran on until killed by hand. (The two share one cluster: each had started
+    one of its own, ~5 s with its `down`.)"""
     from distributed import Client
 
     from openclaw_dask.cli.main import cli
@@ -1012,9 +988,10 @@ def test_a_cluster_up_cluster_without_workers_is_said_so(
         run = CliRunner().invoke(
             cli, ["submit", workflow, "--run-dir", str(tmp_path / "run"), "--set", *params]
         )
+        state_file().unlink()
+        status_gone, again = sh("cluster", "status"), sh("cluster", "up")
     finally:
         down = sh("cluster", "down")
-    assert down.returncode == 0, down.stderr
     assert status.returncode == 1
     assert status.stderr.strip() == f"the cluster at {state['address']} has no workers"
     assert run.exit_code == 2, run.output
@@ -1024,3 +1001,17 @@ def test_a_cluster_up_cluster_without_workers_is_said_so(
         "`openclaw-dask cluster down`, then `openclaw-dask cluster up` starts new ones"
     ) in run.stderr
     assert not (tmp_path / "run").exists()
+
+    gone = (
+        f"a cluster daemon (pid {state['pid']}) runs with this state directory, but its state "
+        f"file {state_file()} is gone"
+    )
+    assert status_gone.returncode == 1
+    assert status_gone.stderr.strip() == (
+        f"no cluster is running; {gone}: `openclaw-dask cluster down` stops it"
+    )
+    assert again.returncode == 2
+    assert f"{gone}; stop it with `openclaw-dask cluster down` first" in again.stderr
+    assert down.returncode == 0, down.stderr
+    assert down.stdout.startswith(f"cluster down: the cluster of daemon pid {state['pid']} (")
+    assert not _daemons_here()
