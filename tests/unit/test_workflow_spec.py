@@ -1434,3 +1434,34 @@ def test_an_op_of_a_package_installed_in_the_running_process_is_found(
         f"[{registry.ENTRY_POINT_GROUP}]\nlate.scale = tests.integration.user_ops:double\n"
     )
     assert resolve_op("late.scale").target is user_ops.double
+
+
+#: In a fresh Python: the example workflow checked as `submit` checks it, then a climate op.
+ONE_FAMILY = f"""
+import sys
+from openclaw_dask.cli import main
+from openclaw_dask.workflows.registry import available_ops, resolve_op
+from openclaw_dask.workflows.spec import load_workflow
+
+load_workflow({str(ROOT / "workflows/example.yaml")!r})
+print(sorted(m for m in sys.modules if m.endswith("ops.climate") or m == "numba"))
+resolve_op("climate.ebm")
+print("openclaw_dask.workflows.ops.climate" in sys.modules)
+print(sorted(available_ops()))
+"""
+
+
+def test_a_workflow_imports_only_the_built_in_op_families_it_names() -> None:
+    """A workflow of example ops imported the climate model too (numba: ~0.4 s of every
+    `submit` of it); the family a name begins with is imported when a step names it, and the
+    list of every op (an unknown name's "available:") still has them all."""
+    import ast
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", ONE_FAMILY], capture_output=True, text=True, check=True
+    )
+    none, climate, every = done.stdout.splitlines()
+    assert none == "[]" and climate == "True"
+    assert {"climate.ebm", "climate.forcing", "example.field"} <= set(ast.literal_eval(every))
