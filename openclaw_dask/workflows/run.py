@@ -28,9 +28,10 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.config import Config, ConfigError
 from openclaw_dask.config.errors import did_you_mean
-from openclaw_dask.runtime import counter
+from openclaw_dask.runtime import counter, stall
 from openclaw_dask.runtime.cluster import ClusterLostError, cluster_gone
 from openclaw_dask.runtime.oom import PauseWatch, out_of_memory
+from openclaw_dask.runtime.stall import StallWatch
 from openclaw_dask.translate import ClusterPlan
 from openclaw_dask.workflows import strictjson, zarrio
 from openclaw_dask.workflows.context import StepContext, _check_dataset, _return_hint, _type_name
@@ -97,11 +98,21 @@ class Run(IterativeSteps):
         self.announce = announce
         #: notices a cluster that cannot go on, and cancels what waits on it
         self.watch: PauseWatch | None = None
+        #: notices tasks that run and none finishing: said, the run goes on
+        self.stall: StallWatch | None = None
 
     @property
     def check(self) -> Callable[[], None] | None:
-        """Raises when the cluster cannot go on (:meth:`PauseWatch.check`); for the waits."""
-        return None if self.watch is None else self.watch.check
+        """For the waits: says a stall's note (:class:`StallWatch`), and raises when the
+        cluster cannot go on (:meth:`PauseWatch.check`)."""
+        if self.watch is None and self.stall is None:
+            return None
+        return self._check
+
+    def _check(self) -> None:
+        stall.say(self.stall, self.announce)
+        if self.watch is not None:
+            self.watch.check()
 
     # -- record ---------------------------------------------------------------------------
     def save(self) -> None:

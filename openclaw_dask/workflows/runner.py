@@ -57,6 +57,7 @@ from openclaw_dask.runtime.cluster import (
 from openclaw_dask.runtime.inspect import inspect_workers
 from openclaw_dask.runtime.mpi_launch import mpi_job_scheduler
 from openclaw_dask.runtime.oom import PauseWatch
+from openclaw_dask.runtime.stall import StallWatch
 from openclaw_dask.runtime.terminal import interrupts
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 from openclaw_dask.workflows import lock as run_dir_lock
@@ -556,6 +557,7 @@ def run_workflow(
                 sources = [os.path.abspath(path), *workflow.op_files, *filter(None, [cfg.file])]
                 record["workflow"]["copies"] = keep_sources(directory, sources)
                 run.watch = stack.enter_context(PauseWatch(client))
+                run.stall = stack.enter_context(StallWatch(client, files=workflow.op_files))
                 run.save()
                 run.run_steps(client)
             record["status"] = "completed"
