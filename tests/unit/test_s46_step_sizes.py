@@ -217,3 +217,17 @@ def test_a_user_op_s_describe_gets_its_defaults_and_the_config_and_may_break(
     assert record["sizes"] == {
         "counted": "op sized_ops:Counted's describe failed: RuntimeError: no width"
     }
+
+
+def test_a_resume_whose_land_mask_is_gone_says_no_size_rather_than_a_failure(
+    tmp_path: Path,
+) -> None:
+    """The forcing step completed, then its land mask was deleted: the resume reads
+    forcing.zarr and runs, and its size line had said "op climate.ebm's describe failed:
+    ValueError: ...: no such Zarr store" over it."""
+    from openclaw_dask.config import load_config
+    from openclaw_dask.workflows.spec import load_workflow, step_sizes
+
+    gone = {"land_mask": str(tmp_path / "gone.zarr")}
+    workflow = load_workflow(CLIMATE, gone, settled={"forcing"})
+    assert step_sizes(workflow, load_config(None), {"forcing"}) == {}
