@@ -115,7 +115,7 @@ class StallWatch:
         )
         more = f" (and {len(busy) - NAMED} more)" if len(busy) > NAMED else ""
         return (
-            f"note: no task has finished for {_minutes(still)}, {len(busy)} running: "
+            f"no task has finished for {_minutes(still)}, {len(busy)} running: "
             f"{tasks}{more}. A task may hang (the dashboard's call stacks show them); Ctrl-C "
             "stops the run and `submit --resume` continues it"
         )
@@ -140,8 +140,12 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def say(watch: StallWatch | None, announce: Callable[[str], None] | None) -> None:
-    """Say ``watch``'s queued notes with ``announce`` (both optional)."""
-    if watch is not None and announce is not None:
-        for note in watch.notes():
-            announce(note)
+def say(
+    watch: StallWatch | None, announce: Callable[[str], None] | None, step: str, record: Any
+) -> None:
+    """Say ``watch``'s queued notes of ``step`` with ``announce`` (both optional), and keep
+    them in its ``record`` (``stalls``): a batch job's run.json says it too."""
+    for note in watch.notes() if watch is not None else []:
+        record.setdefault("stalls", []).append(note)
+        if announce is not None:
+            announce(f"note: step {step!r}: {note}")

@@ -100,6 +100,8 @@ class Run(IterativeSteps):
         self.watch: PauseWatch | None = None
         #: notices tasks that run and none finishing: said, the run goes on
         self.stall: StallWatch | None = None
+        #: the step running now (what a stall's note names)
+        self.step_now: str | None = None
 
     @property
     def check(self) -> Callable[[], None] | None:
@@ -110,7 +112,8 @@ class Run(IterativeSteps):
         return self._check
 
     def _check(self) -> None:
-        stall.say(self.stall, self.announce)
+        if self.stall is not None and self.step_now is not None:
+            stall.say(self.stall, self.announce, self.step_now, self.step_record(self.step_now))
         if self.watch is not None:
             self.watch.check()
 
@@ -245,6 +248,7 @@ class Run(IterativeSteps):
                     rec["code"] = step.info.code
                 self.save()
                 t0 = time.perf_counter()
+                self.step_now = name
                 ctx = self._context(step, client)
                 tasks0 = counter.submitted(client)
                 try:

@@ -48,8 +48,10 @@ def test_a_task_that_finishes_nothing_for_long_is_said_with_where_it_is(
         announce=said.append,
     )
     assert rec["status"] == "completed"
-    [note] = [line for line in said if line.startswith("note: no task has finished")]
-    assert note.startswith("note: no task has finished for "), note
+    [note] = [line for line in said if "no task has finished" in line]
+    assert note.startswith("note: step 'nap': no task has finished for "), note
     assert ", 1 running: " in note and " on tcp://127.0.0.1:" in note, note
     assert f", at {tmp_path / 'slow_ops.py'}, line 9, in _nap. A task may hang" in note, note
     assert note.endswith("Ctrl-C stops the run and `submit --resume` continues it"), note
+    # and run.json keeps it, for a batch job's reader
+    assert rec["steps"]["nap"]["stalls"] == [note.removeprefix("note: step 'nap': ")]
