@@ -6,14 +6,15 @@ progress bar frozen and nothing said. :class:`StallWatch` polls the scheduler fr
 when tasks are processing and the scheduler has made no transition at all for ``after``
 seconds, it asks the workers for those tasks' call stacks (``Client.call_stack``) and queues a
 note naming the tasks, their workers and the line each is at. The run's own thread says it
-(:meth:`StallWatch.check`, from the runner's waits; the CLI's console is written from that
-thread only) and the run goes on: a task may be merely long. Once work moves again, a later
+(:func:`say`, from the runner's waits; the CLI's console is written from that thread only)
+and the run goes on: a task may be merely long. Once work moves again, a later
 stall is said again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -30,11 +31,15 @@ STALL_SECONDS = 600.0
 NAMED = 3
 
 
-def _processing(dask_scheduler: Any = None) -> tuple[int, list[tuple[str, str]]]:
-    """On the scheduler: its transition count, and the processing tasks with their workers."""
+def _processing(dask_scheduler: Any = None) -> tuple[int, int, list[tuple[str, str]]]:
+    """On the scheduler: its transition count, how many tasks are processing, and the first
+    :data:`NAMED` of them with their workers (not the whole list, every poll)."""
     # each worker's own set: not a pass over every task of the graph, five times a minute
-    busy = [(ts.key, ws.address) for ws in dask_scheduler.workers.values() for ts in ws.processing]
-    return dask_scheduler.transition_counter, busy
+    workers = dask_scheduler.workers.values()
+    named = list(
+        itertools.islice(((ts.key, ws.address) for ws in workers for ts in ws.processing), NAMED)
+    )
+    return dask_scheduler.transition_counter, sum(len(ws.processing) for ws in workers), named
 
 
 class StallWatch:
@@ -87,7 +92,7 @@ class StallWatch:
         last, since, said = -1, time.monotonic(), False
         while not self._stop.wait(self.every):
             try:
-                count, busy = self.client.run_on_scheduler(_processing)
+                count, busy, named = self.client.run_on_scheduler(_processing)
             except Exception:  # a closing cluster: the next poll, or the end
                 continue
             if count != last or not busy:
@@ -96,12 +101,11 @@ class StallWatch:
             still = time.monotonic() - since
             if not said and still >= self.after:
                 said = True
-                note = self._note(busy, still)
+                note = self._note(busy, named, still)
                 with self._lock:
                     self._notes.append(note)
 
-    def _note(self, busy: list[tuple[str, str]], still: float) -> str:
-        named = busy[:NAMED]
+    def _note(self, busy: int, named: list[tuple[str, str]], still: float) -> str:
         where: dict[str, str] = {}
         with contextlib.suppress(Exception):  # a worker that does not answer: named alone
             stacks = self.client.call_stack(keys=[key for key, _ in named])
@@ -113,9 +117,9 @@ class StallWatch:
             f"{key} on {worker}" + (f", at {where[str(key)]}" if str(key) in where else "")
             for key, worker in named
         )
-        more = f" (and {len(busy) - NAMED} more)" if len(busy) > NAMED else ""
+        more = f" (and {busy - len(named)} more)" if busy > len(named) else ""
         return (
-            f"no task has finished for {_minutes(still)}, {len(busy)} running: "
+            f"no task has finished for {_minutes(still)}, {busy} running: "
             f"{tasks}{more}. A task may hang (the dashboard's call stacks show them); Ctrl-C "
             "stops the run and `submit --resume` continues it"
         )
