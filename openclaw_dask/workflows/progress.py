@@ -91,8 +91,12 @@ def wait_checked(futures: Sequence[Any], check: Callable[[], None] | None = None
         try:  # returns as soon as everything is done, else after POLL_SECONDS
             wait(futures, timeout=POLL_SECONDS if check is not None else None)
             return
-        except TimeoutError:
-            pass
+        except TimeoutError as exc:
+            # distributed's ``sync`` keeps the timeout in its closure, whose frames its
+            # traceback holds, and with them ``futures``: a reference cycle. A failed window's
+            # futures dropped by the caller stayed with the scheduler (as erred) until Python's
+            # next full collection, and the same window run again got the old error at once
+            exc.__traceback__ = None
         if check is not None:
             check()
 

@@ -3,6 +3,7 @@ the step only when they come again and again with no checkpoint between them."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import psutil
 import pytest
 import xarray as xr
 
+from openclaw_dask.workflows.runner import run_workflow
 from tests.integration.test_workflow_run import QUIET, record_of, submit
 from tests.integration.user_ops import DYING_WORKFLOW
 
@@ -94,3 +96,32 @@ def test_a_hung_worker_is_lost_after_the_scheduler_s_worker_ttl(
     assert hung["checksums"] == whole
     pid = int((tmp_path / "hung/markers/40-0").read_text())
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_failed_window_s_futures_are_released_before_the_window_runs_again(
+    tmp_path: Path, whole: dict[str, Any]
+) -> None:
+    """The lost window's futures sat in reference cycles (the tracebacks of the waits that
+    timed out, and of the error), and the window run again asks for the same keys: while the
+    scheduler still held them as erred, the new attempt got the old error at once and the
+    step failed with no worker lost. CI saw it one run in ten; with the dying task a second
+    long and Python's collector off, it was every run."""
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    wf = tmp_path / "dies.yaml"
+    text = DYING_WORKFLOW.replace("DIE_AT", "[40]").replace("DEATHS", "2")
+    text = text.replace("HANGS", "false").replace("MARKERS", str(markers))
+    wf.write_text(text.replace("hangs: false", "hangs: false, linger: 1.0"))
+    overrides = [
+        "cluster.dashboard_address=127.0.0.1:0",
+        "dask.distributed.scheduler.allowed-failures=0",
+        "distributed.sync_interval=20",
+    ]
+    gc.disable()
+    try:
+        rec = run_workflow(wf, overrides=overrides, run_dir=tmp_path / "run", report=False)
+    finally:
+        gc.enable()
+    diffuse = rec["steps"]["diffuse"]
+    assert [r["from_step"] for r in diffuse["recoveries"]] == [40, 40]
+    assert diffuse["checksums"] == whole

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -282,12 +283,13 @@ def _dies_in_window(
     markers: str,
     deaths: int,
     hangs: bool,
+    linger: float = 0.0,
     block_info: Any = None,
 ) -> np.ndarray:
     """End this worker's process, as the kernel's OOM killer would (or stop it: ``hangs``, as a
     node stuck in the kernel), while it computes the first band of the window that starts at
     ``step0``: the first ``deaths`` times only (one marker file a death, made before it, so that
-    the windows run again after it go on)."""
+    the windows run again after it go on), ``linger`` seconds into the task."""
     if block_info is not None and block_info[0]["chunk-location"][0] == 0:
         for i in range(deaths):
             try:
@@ -296,6 +298,7 @@ def _dies_in_window(
                 continue
             os.write(fd, str(os.getpid()).encode())  # which process it was
             os.close(fd)
+            time.sleep(linger)
             if hangs:
                 os.kill(os.getpid(), signal.SIGSTOP)
             os._exit(3)
@@ -315,17 +318,25 @@ class DiesInWindows(Diffuse):
         markers: str,
         deaths: int = 1,
         hangs: bool = False,
+        linger: float = 0.0,
         **kw: Any,
     ) -> None:
         super().__init__(ctx, **kw)
         self.die_at, self.markers, self.deaths, self.hangs = die_at, markers, deaths, hangs
+        self.linger = linger
 
     def advance(self, state: xr.Dataset, step0: int, nsteps: int) -> Any:
         new, records = super().advance(state, step0, nsteps)
         if step0 in self.die_at:
             u = new["temperature"]
             dying = u.data.map_blocks(
-                _dies_in_window, step0, self.markers, self.deaths, self.hangs, dtype=u.dtype
+                _dies_in_window,
+                step0,
+                self.markers,
+                self.deaths,
+                self.hangs,
+                self.linger,
+                dtype=u.dtype,
             )
             new["temperature"] = (u.dims, dying, u.attrs)
         return new, records
