@@ -24,6 +24,7 @@ from typing import Any
 
 import dask
 import xarray as xr
+from dask.graph_manipulation import clone
 from distributed import KilledWorker, futures_of
 
 from openclaw_dask.atomicfile import atomic_write_text
@@ -293,7 +294,7 @@ class IterativeSteps:
         if saved is not None:
             stored = zarrio.open_output(ckpt_dir / saved["store"])
             resumed = _state(op.resumed_state(stored), f"{type(op).__name__}.resumed_state")
-            state = client.persist(resumed)
+            state = client.persist(_fresh(resumed))
             damage = _unreadable(state, self.check)
             if damage is None:
                 for name, length in saved["extents"].items():
@@ -330,7 +331,8 @@ class IterativeSteps:
         shutil.rmtree(ckpt_dir, ignore_errors=True)
         for name in step.zarr_outputs:
             shutil.rmtree(self.run_dir / f"{name}.zarr", ignore_errors=True)
-        return 0, client.persist(_state(op.initial_state(), f"{type(op).__name__}.initial_state"))
+        initial = _state(op.initial_state(), f"{type(op).__name__}.initial_state")
+        return 0, client.persist(_fresh(initial))
 
     def _reread(self, op: IterativeOp, store: Path, client: Any) -> xr.Dataset:
         """The state a committed checkpoint ``store`` holds, read back and persisted (as a
@@ -406,6 +408,17 @@ class IterativeSteps:
 #: back, the state descends from no task, and the workers forget the chain before it. With
 #: 2000, measured there: at most ~1500 tasks known per worker, one read every ~6-7 windows.
 CHAIN_TASKS = 2000
+
+
+def _fresh(state: xr.Dataset) -> xr.Dataset:
+    """``state`` under keys of its own, and so every window computed from it.
+
+    An attempt after a lost worker builds the same graph as the one that failed, and Dask
+    answers a key it still holds as erred with the old error at once: the step then failed
+    with no worker lost. A key is released only when no future of it is left, and one held by
+    a reference cycle or by the op itself lives on (CI saw it one run in ten).
+    """
+    return clone(state)
 
 
 def _total_steps(op: IterativeOp) -> int:

@@ -342,6 +342,19 @@ class DiesInWindows(Diffuse):
         return new, records
 
 
+#: Every state :class:`KeepsItsStates` was given, in the process that runs the workflow.
+KEPT_STATES: list[xr.Dataset] = []
+
+
+class KeepsItsStates(DiesInWindows):
+    """:class:`DiesInWindows` that keeps every state it is given (a list for a diagnostic,
+    say): the futures of a lost window live on in the run's process."""
+
+    def advance(self, state: xr.Dataset, step0: int, nsteps: int) -> Any:
+        KEPT_STATES.append(state)
+        return super().advance(state, step0, nsteps)
+
+
 #: The example's field and a diffusion that loses a worker: ``die_at`` and ``markers`` to fill
 #: in; with Dask's ``allowed-failures`` 0 a death fails the window at once.
 DYING_WORKFLOW = (
