@@ -8,10 +8,11 @@ window ("already forgotten"). A nanny restarts the worker within seconds, so the
 go on from its last checkpoint, as ``--resume`` would, instead of failing the step: the outputs
 are cut back to the checkpoint's extents and the windows after it run again (bit-identical,
 which the tests check), under keys of their own (the failed attempt's may still be held as
-erred, and Dask would answer them with the old error). A step gives up after :data:`MAX_RECOVERIES` losses with no new
-checkpoint between them (a worker that is killed again and again in one window, say for memory,
-would otherwise loop), with the checkpoint kept for ``--resume``; losses a checkpoint apart do not
-add up, so a run of days on nodes that fail now and then goes on.
+erred, and Dask would answer them with the old error). A step gives up after
+:data:`MAX_RECOVERIES` losses with no new checkpoint between them (a worker that is killed
+again and again in one window, say for memory, would otherwise loop), with the checkpoint kept
+for ``--resume``; losses a checkpoint apart do not add up, so a run of days on nodes that fail
+now and then goes on.
 """
 
 from __future__ import annotations
