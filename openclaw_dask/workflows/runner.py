@@ -498,7 +498,11 @@ def run_workflow(
             if announce:  # before the cluster starts: an interrupted start can be resumed too
                 announce(f"run directory: {directory}")
                 for step, text in sizes.items():  # the summary: the dry run has them all
-                    announce(f"size: {step}: {text.splitlines()[0]}")
+                    first, *rest = text.splitlines()
+                    announce(f"size: {step}: {first}")
+                    for line in rest:  # and what the op warns of (a slow setting)
+                        if line.startswith("note: "):
+                            announce(f"note: {step}: {line.removeprefix('note: ')}")
                 if dropped:
                     announce(dropped_note(dropped))
                 if changed:
