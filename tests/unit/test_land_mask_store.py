@@ -11,7 +11,7 @@ import xarray as xr
 
 from openclaw_dask.workflows.climate import LatLonGrid
 from openclaw_dask.workflows.ops.climate import initial_field
-from openclaw_dask.workflows.ops.fields import land_mask_field, read_land_mask
+from openclaw_dask.workflows.ops.fields import land_mask_field, land_mask_store, read_land_mask
 
 
 def write_mask(path: Path, values: np.ndarray, lat: np.ndarray, lon: np.ndarray) -> str:
@@ -140,3 +140,19 @@ def test_descending_latitudes_and_a_repeated_seam_column_are_named_with_their_fi
         f"{final}: T's lat decreases, from 87.5 to -87.5; expected increasing lat (xarray: "
         "ds.sortby('lat'))"
     )
+
+
+def test_a_run_directory_stands_for_its_forcing_store(tmp_path: Path) -> None:
+    """``params.initial`` takes another run's directory; ``params.land_mask`` answered the same
+    directory with "not a Zarr store; did you mean '.../forcing.zarr'?". It now reads that
+    run's ``forcing.zarr`` (the store the forcing then records as the mask's source)."""
+    run = tmp_path / "runs/climate-ebm/20261206-142020"
+    forcing = one_degree(run, name="forcing.zarr")
+    assert land_mask_store(str(run)) == Path(forcing)
+    assert land_mask_store(forcing) == Path(forcing)  # a store names itself
+    grid = LatLonGrid(4.0)
+    assert np.array_equal(read_land_mask(str(run), grid), read_land_mask(forcing, grid))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="not a Zarr store"):
+        land_mask_field(str(empty))  # a directory without one is still refused

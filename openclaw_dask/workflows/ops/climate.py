@@ -48,6 +48,7 @@ from openclaw_dask.workflows.ops.fields import (
     bad_cells,
     coverage_problem,
     land_mask_field,
+    land_mask_store,
     order_problem,
     read_land_mask,
     zarr_node,
@@ -372,7 +373,7 @@ def forcing(
     """Grid, land mask, heat capacity and annual-mean insolation; the parameters as attrs.
 
     ``land_mask``: a Zarr store with ``land_mask(lat, lon)`` (1 land, 0 ocean, over the whole
-    sphere; another run's ``forcing.zarr`` is one), regridded; ``""``: the idealised
+    sphere; another run's ``forcing.zarr``, or its run directory), regridded; ``""``: the idealised
     continents. ``solar_constant``: ``S0`` in W m⁻² (``Q = S0/4``; Budyko and Sellers'
     experiment: the ice edge moves equatorward as it falls, to a snowball). ``obliquity``:
     the axial tilt in degrees, the seasons' strength (0: none); the ice-free albedo keeps
@@ -395,7 +396,7 @@ def forcing(
         olr_slope=olr_slope,
         diffusivity=diffusivity,
     )
-    source = str(Path(land_mask).expanduser().resolve()) if land and land_mask else "idealised"
+    source = str(land_mask_store(land_mask)) if land and land_mask else "idealised"
     capacity = heat_capacity(params, grid, mask)
     # annual mean of the orbital insolation at every row (what the seasons average to), summed
     # step by step: a list of every step's column held spy x nlat floats (3.3 GB at 0.25°,

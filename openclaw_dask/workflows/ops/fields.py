@@ -22,6 +22,7 @@ __all__ = [
     "count",
     "coverage_problem",
     "land_mask_field",
+    "land_mask_store",
     "order_problem",
     "read_land_mask",
     "zarr_node",
@@ -92,18 +93,30 @@ def zarr_node(folder: Path) -> str | None:
     return node if isinstance(node, str) else None
 
 
+def land_mask_store(path: str) -> Path:
+    """The absolute path of the store ``path`` names: itself, or the ``forcing.zarr`` of the
+    run directory it names (another climate run's mask, as ``params.initial`` takes a run
+    directory for its ``final.zarr``)."""
+    store = Path(path).expanduser().resolve()
+    own = (store / "zarr.json").is_file() or (store / ".zgroup").is_file()
+    if not own and (store / "forcing.zarr").is_dir():
+        return store / "forcing.zarr"
+    return store
+
+
 def land_mask_field(path: str) -> xr.DataArray:
     """The ``land_mask(lat, lon)`` of the Zarr store at ``path``, checked (values read).
 
     Land is 1 and ocean 0; fractions between (a coarser mask's land share) are allowed, and
-    a cell of the model grid is land where the regridded value is at least a half.
+    a cell of the model grid is land where the regridded value is at least a half. A run
+    directory stands for its ``forcing.zarr`` (:func:`land_mask_store`).
 
     Raises
     ------
     ValueError
         Saying what ``path`` holds and what was expected.
     """
-    store = Path(path).expanduser().resolve()
+    store = land_mask_store(path)
     expected = f"expected a Zarr store with {LAND_MASK}(lat, lon): 1 land, 0 ocean"
     if not store.is_dir():
         where = "" if Path(path).expanduser().is_absolute() else f" (here: {store})"
