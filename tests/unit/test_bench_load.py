@@ -61,7 +61,10 @@ def test_a_child_that_ended_is_not_counted_again_in_its_parent(tmp_path: Path) -
     the child's whole time moves into the shell's children's time when it ends, and only
     what it took in the window is the shell's use (its whole life had been)."""
     said = tmp_path / "shell.pid"
-    inner = f'echo $$ > {said}; {sys.executable} -c "$0" 2 & wait; sleep 60'
+    # written whole, then renamed: CI read the file between its creation and the pid (int(''))
+    inner = (
+        f'echo $$ > {said}.new; mv {said}.new {said}; {sys.executable} -c "$0" 2 & wait; sleep 60'
+    )
     subprocess.run(["sh", "-c", f"sh -c '{inner}' \"$0\" >/dev/null 2>&1 &", BURN], check=True)
     try:
         deadline = time.monotonic() + 60
