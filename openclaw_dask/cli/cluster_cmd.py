@@ -20,9 +20,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import click
-import dask
 import psutil
-from dask.utils import format_bytes
 from rich.table import Table
 
 from openclaw_dask.cli.args import given_address
@@ -350,6 +348,8 @@ def _connected(address: str | None, config_path: str | None) -> Iterator[tuple[s
         config, plan = loaded
         settings = client_settings(plan.dask_config)
         _check_scheme(address, config, config_path)
+    import dask  # (here: the commands that connect to nothing start without it, ~0.1 s sooner)
+
     with dask.config.set(settings), connect(address, where) as client:
         try:
             yield address, client, dashboard
@@ -469,6 +469,8 @@ def workers_table(address: str, facts: dict[str, dict[str, Any]]) -> Table:
         table.add_column("resources", overflow="fold")
     if not shared:
         table.add_column("config hash", no_wrap=True)
+    from dask.utils import format_bytes  # (as dask in _connected)
+
     for worker, f in sorted(facts.items()):
         limit = format_bytes(f["memory_limit"]) if f["memory_limit"] else "none"
         row = [worker, str(f["nthreads"]), format_cpu_list(f["affinity"]), f["allocator"], limit]
@@ -535,6 +537,8 @@ def memory_group() -> None:
 @CLIENT_CONFIG_OPTION
 def compact_cmd(address: str | None, config_path: str | None) -> None:
     """Return freed memory to the OS in every worker; print RSS before and after."""
+    from dask.utils import format_bytes
+
     from openclaw_dask.runtime.inspect import ask_workers
     from openclaw_dask.runtime.memory import compact_worker
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from dask.utils import format_bytes
 
 from openclaw_dask.config.hardware import Hardware, format_cpu_list
 from openclaw_dask.config.schema import KEYS, NODE, SECTIONS, Key
@@ -43,6 +42,8 @@ def _describe(key: Key) -> str:
 
 def machine_header(hw: Hardware) -> list[str]:
     """Comment lines that describe the machine a starter config was written on."""
+    from dask.utils import format_bytes  # (here: importing dask costs every command ~0.1 s)
+
     gpus = ", ".join(f"{g.index}: {g.name}" for g in hw.gpus) or "none"
     numa = "; ".join(f"node {n}: {format_cpu_list(c)}" for n, c in sorted(hw.numa_nodes.items()))
     alloc = ", ".join(sorted(hw.allocators)) or "none"

@@ -17,8 +17,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dask.utils import parse_bytes, parse_timedelta
-
 from openclaw_dask.config.errors import did_you_mean, quote, shorten
 from openclaw_dask.config.yamlsource import number_hint
 
@@ -189,6 +187,9 @@ class Size(ValueType):
             return value
         text = quantity_text(value) if isinstance(value, str) else None
         if text is not None:
+            # imported here: dask costs every CLI command ~0.1 s, and --help reads no size
+            from dask.utils import parse_bytes
+
             try:
                 n = parse_bytes(text)
             except (ValueError, TypeError, OverflowError):  # 1e400B: an infinite byte count
@@ -215,6 +216,8 @@ class Duration(ValueType):
         if isinstance(value, int | float):
             seconds = float(value)
         elif isinstance(value, str) and (text := quantity_text(value)) is not None:
+            from dask.utils import parse_timedelta  # (as parse_bytes above)
+
             try:
                 seconds = parse_timedelta(text)
             except (ValueError, KeyError, TypeError, OverflowError):  # 1e400s: infinite

@@ -1,9 +1,32 @@
-"""Running Dask from a plan: cluster start/attach and the worker plugins that verify it."""
+"""Running Dask from a plan: cluster start/attach and the worker plugins that verify it.
 
-from openclaw_dask.runtime.build import cluster_class, materialise_kwargs
-from openclaw_dask.runtime.cluster import start_cluster, verify_cluster
-from openclaw_dask.runtime.inspect import inspect_workers, refused_workers
-from openclaw_dask.runtime.memory import memory_compact, openclaw_memory_compact
+The names are imported on first use (PEP 562), as the package's own: every CLI command imports
+``openclaw_dask.runtime.terminal``, and importing ``distributed`` here cost each of them ~0.3 s
+(``config validate`` needs none of it).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openclaw_dask.runtime.build import cluster_class, materialise_kwargs
+    from openclaw_dask.runtime.cluster import start_cluster, verify_cluster
+    from openclaw_dask.runtime.inspect import inspect_workers, refused_workers
+    from openclaw_dask.runtime.memory import memory_compact, openclaw_memory_compact
+
+#: public name -> the module that defines it
+_HOMES = {
+    "cluster_class": "openclaw_dask.runtime.build",
+    "materialise_kwargs": "openclaw_dask.runtime.build",
+    "start_cluster": "openclaw_dask.runtime.cluster",
+    "verify_cluster": "openclaw_dask.runtime.cluster",
+    "inspect_workers": "openclaw_dask.runtime.inspect",
+    "refused_workers": "openclaw_dask.runtime.inspect",
+    "memory_compact": "openclaw_dask.runtime.memory",
+    "openclaw_memory_compact": "openclaw_dask.runtime.memory",
+}
 
 __all__ = [
     "cluster_class",
@@ -15,3 +38,16 @@ __all__ = [
     "start_cluster",
     "verify_cluster",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'openclaw_dask.runtime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # once: later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
