@@ -190,6 +190,27 @@ class EBMParams:
             raise ValueError("dt is not set; call params.resolved(grid) first")
         return self.year_length / self.dt
 
+    def global_equilibria(self) -> tuple[float, float | None]:
+        """The global-mean equilibrium temperatures (°C) of the two limiting planets.
+
+        Diffusion moves heat and neither makes nor destroys it, so a global-mean equilibrium
+        balances the sunlight absorbed against ``A + B <T>``. Under the annual-mean sun
+        ``1 + s2 P2(x)`` (x = sin φ; ``<P2> = 0``, ``<P2²> = 1/5`` over the sphere) an ice-free
+        planet with albedo ``albedo_free + albedo_p2 P2`` absorbs ``Q (1 − albedo_free −
+        albedo_p2 s2 / 5)``, a frozen one ``Q (1 − albedo_ice)``. The seasonal sun's annual
+        mean is close to that distribution (``s2`` is its fit), so with the seasons on these are
+        close estimates rather than exact.
+
+        Returns
+        -------
+        (float, float or None)
+            The ice-free planet's and the frozen planet's ``<T>``; the second is ``None``
+            where ``ice_albedo`` is off (no ice to freeze over).
+        """
+        free = self.Q * (1.0 - self.albedo_free - self.albedo_p2 * self.s2 / 5.0)
+        frozen = self.Q * (1.0 - self.albedo_ice) if self.ice_albedo else None
+        return (free - self.A) / self.B, None if frozen is None else (frozen - self.A) / self.B
+
     def steps_in_years(self, years: float) -> int:
         """Whole number of steps covering ``years`` model years (``dt`` must be set)."""
         return math.ceil(round(years * self.steps_per_year, 9))

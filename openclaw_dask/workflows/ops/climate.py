@@ -344,14 +344,41 @@ RATE_HINT = "this machine's cell-updates/s: `openclaw-dask benchmark --suite ste
 
 def _describe_forcing(args: Mapping[str, Any], run: RunFacts) -> str:
     """``climate.forcing``'s size: its grid, its store's bytes and the sun's time steps."""
-    grid, _, _, spy = forcing_setup(**args)
+    grid, params, _, spy = forcing_setup(**args)
     f8 = np.dtype(np.float64).itemsize
     # what forcing() writes: land_mask int8 and heat_capacity float64 a cell, insolation and
     # area_weight float64 a row, and the lat and lon coordinates
     stored = grid.size * (np.dtype(np.int8).itemsize + f8) + f8 * (3 * grid.nlat + grid.nlon)
-    return (
+    size = (
         f"{_grid_text(grid)}; forcing.zarr {format_bytes(stored)} before compression; the "
         f"annual-mean sun summed over {spy:,} time steps of {grid.nlat:,} rows"
+    )
+    far = _far_climate(params)
+    return f"{size}\n{far}" if far else size
+
+
+#: Global means (°C) beyond which the linear outgoing radiation is said to mean nothing: a
+#: guard against typed-in values (``olr_intercept: -203.3`` puts the planet near 222 °C,
+#: ``solar_constant: 13376`` near 1,000 °C), not a physical bound; a snowball (about -36 °C
+#: with the defaults) or a hothouse tens of degrees warmer than today passes without a word.
+PLAUSIBLE_MEAN = (-100.0, 100.0)
+
+
+def _far_climate(params: EBMParams) -> str | None:
+    """A ``note:`` where the parameters' limiting planets settle outside
+    :data:`PLAUSIBLE_MEAN` (the run would go on and complete with such a climate, exit 0)."""
+    free, frozen = params.global_equilibria()
+    low, high = PLAUSIBLE_MEAN
+    if all(low <= t <= high for t in (free, frozen) if t is not None):
+        return None
+    states = f"{free:,.1f} °C ice-free" + (
+        "" if frozen is None else f" ({frozen:,.1f} °C frozen over)"
+    )
+    return (
+        f"note: with A = {params.A:g}, B = {params.B:g} and Q = {params.Q:g} the planet's global "
+        f"mean settles near {states}: the outgoing radiation A + B T is a fit to today's "
+        f"climate and means nothing outside {low:g} to {high:g} °C; check "
+        "olr_intercept, olr_slope and solar_constant"
     )
 
 
