@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create .venv and install openclaw-dask with what the tests need. Idempotent.
 # As root (or with passwordless sudo) it also installs the Debian packages the tests use
-# when they are missing: OpenMPI, openssh-server, jemalloc, tcmalloc, chromium + chromedriver.
+# when they are missing: OpenMPI, openssh-server, jemalloc, tcmalloc, chromium + chromedriver,
+# and python3-venv where Debian's python3 lacks it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,12 @@ if command -v dpkg-query >/dev/null 2>&1; then
   for p in "${DEBS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
+  # Debian's own python3 makes no venv without python3-venv (ensurepip); a python3 of
+  # another origin (pyenv, conda) brings its own and needs nothing here
+  if [ ! -x .venv/bin/python ] && ! "${PYTHON:-python3}" -c "import ensurepip, venv" 2>/dev/null
+  then
+    missing+=(python3-venv)
+  fi
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""

@@ -892,6 +892,13 @@ class EnergyBalanceModel(IterativeOp):
             _check_bands(bands, nlat, ctx.batch_size, float(self.attrs["resolution"]))
         self.bands = band_chunks(nlat, bands or choose_bands(self.grid, ctx))
         self.batch = steps_per_task(ctx.batch_size, len(self.bands))
+        # how the grid was laid out on this cluster, for run.json: it had said nothing of it
+        # (the band count follows the worker threads and K; the bits do not depend on it)
+        ctx.metrics["decomposition"] = {
+            "band_rows": list(self.bands),
+            "steps_per_task": self.batch if len(self.bands) > 1 else None,  # None: a window
+            "worker_threads": ctx.worker_threads,
+        }
         # the capacity goes to the bands' homes once, not into every window's graph (33 MB
         # at 0.125°, which Dask warned about as a large graph)
         client = ctx.client
