@@ -505,6 +505,40 @@ def register_plugins(client: Client, plan: ClusterPlan) -> None:
         client.register_plugin(cls(**kwargs))
 
 
+#: Seconds to take the plan's plugins off a user's cluster at the end (the scheduler asks every
+#: worker): a worker that does not answer must not hold up the end of a completed run.
+UNREGISTER_TIMEOUT = 10.0
+
+
+def plugin_names(plan: ClusterPlan) -> list[str]:
+    """The names the plan's worker plugins register under."""
+    return [import_term(spec["class"]).name for spec in plan.worker_plugins]
+
+
+def plugins_there(client: Client) -> set[str] | None:
+    """The names of the worker plugins the scheduler holds (``None``: it would not say)."""
+    try:
+        # a lambda travels by value: the scheduler need not import this module
+        return set(client.run_on_scheduler(lambda dask_scheduler: [*dask_scheduler.worker_plugins]))
+    except Exception:
+        logger.debug("could not list the scheduler's worker plugins", exc_info=True)
+        return None
+
+
+def unregister_plugins(client: Client, names: list[str]) -> None:
+    """Take worker plugins off the cluster (their ``teardown`` runs on each worker).
+
+    A scheduler gone or slow is left as it is (logged): the run's end does not wait on it.
+    """
+    if client.status != "running":
+        return
+    for name in names:
+        try:
+            client.sync(client._unregister_worker_plugin, name, callback_timeout=UNREGISTER_TIMEOUT)
+        except Exception:
+            logger.debug("could not unregister worker plugin %s", name, exc_info=True)
+
+
 def _worker_index(name: str) -> int | None:
     try:
         return int(name.rsplit("-", 1)[-1])
@@ -809,7 +843,14 @@ def start_cluster(
             check_openclaw_there(client, where)  # a cluster wired by hand may lack us
             if verify:
                 _check_attached(client, plan, config)
+            found = plugins_there(client)
             register_plugins(client, plan)
+            # the cluster's plugins are left as found: ours leave a user's own cluster with the
+            # run (left, they went on refusing the workers it added later, for a config no
+            # longer in use); a `cluster up` daemon's, or another run's, stay
+            added = [n for n in plugin_names(plan) if found is not None and n not in found]
+            if added and not source.startswith(f"{CLUSTER_UP_SOURCE} ("):
+                stack.callback(unregister_plugins, client, added)
         elif plan.backend == "mpi":  # rank 1 of our mpirun launch: attach to dask-mpi's ranks
             where = Problem("", "cluster.backend", origin="mpirun")
             client = stack.enter_context(connect(mpi_scheduler or "", where))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distributed import LocalCluster
+from distributed import Client, LocalCluster
 
 from openclaw_dask.config import detect_hardware
 from openclaw_dask.runtime import inspect_workers, memory_compact, start_cluster
@@ -310,3 +310,38 @@ def test_local_workers_under_an_mpi_launcher_are_pinned_by_their_names(
     with start_cluster(overrides=sets, attach_running=False) as client:
         pinned = {f["name"]: f["affinity"] for f in inspect_workers(client).values()}
         assert pinned == {"0": [0], "1": [1]}
+
+
+def _plugins_on(scheduler_address: str) -> list[str]:
+    """Our worker plugins the scheduler holds (Dask registers its own, ``shuffle``)."""
+    with Client(scheduler_address, set_as_default=False) as client:
+        names = client.run_on_scheduler(lambda dask_scheduler: [*dask_scheduler.worker_plugins])
+    return sorted(n for n in names if n.startswith("openclaw"))
+
+
+def test_our_worker_checks_leave_a_user_s_cluster_with_the_run() -> None:
+    """Left registered on a notebook's own cluster, the config's checks went on refusing the
+    workers it added later (a numerics check of a deterministic run closed a worker started
+    with other BLAS threads, long after the run). Workers openclaw-dask started keep them."""
+    names = ["openclaw-config-fingerprint", "openclaw-numerics-check"]
+    with plain_cluster(0) as theirs:
+        address = theirs.scheduler_address
+        sets = [*BASE, "parallel.deterministic_mode=true"]
+        with start_cluster(overrides=sets, address=address) as client:
+            assert _plugins_on(address) == names
+            theirs.scale(1)
+            client.wait_for_workers(1, timeout=60)
+            assert client.submit(sum, [1, 1]).result() == 2
+        assert _plugins_on(address) == []
+        # the cluster goes on as theirs: a worker added now joins and computes
+        theirs.scale(2)
+        with Client(theirs, set_as_default=False) as own:
+            own.wait_for_workers(2, timeout=60)
+            assert own.submit(sum, [2, 2]).result() == 4
+    # a cluster that had them before the run (ours, or a `cluster up` daemon's) keeps them
+    with start_cluster(overrides=[*BASE, "parallel.processes=1"]) as ours:
+        address = ours.scheduler.address
+        assert _plugins_on(address) == ["openclaw-config-fingerprint"]
+        with start_cluster(overrides=[*BASE, "parallel.processes=1"], address=address) as again:
+            assert again.submit(sum, [3, 3]).result() == 6
+        assert _plugins_on(address) == ["openclaw-config-fingerprint"]
