@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from dask.utils import format_bytes
 
 from openclaw_dask.workflows.climate.params import EBMParams
 from openclaw_dask.workflows.climate.physics import north_analytic_solution
@@ -55,3 +56,20 @@ def test_a_lost_sign_in_olr_intercept_is_said_before_the_run(
     # a snowball experiment (a dimmer sun, 1200 W m-2: about -43 °C frozen over) is no typo
     dim = dry_sizes(monkeypatch, tmp_path / "c", "params.solar_constant=1200")["forcing"]
     assert "note:" not in dim
+
+
+def test_the_analysis_says_what_it_reads_and_writes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``climate.analyse`` had said no size: at 0.25° and 50 years it reads 4.63 GiB."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    plain = dry_sizes(monkeypatch, tmp_path / "a")["analyse"]
+    # 2 recorded years of the 2° grid's 90 x 180 float64 cells: 24 x 16,200 x 8 bytes
+    assert plain.startswith("reads monthly.zarr of step simulate once: 24 months of the 90 x 180")
+    assert f"{format_bytes(24 * 90 * 180 * 8)} before compression" in plain
+    assert "annual zonal means (2 x 90)" in plain and "ice edges (2 years x 2)" in plain
+    fine = dry_sizes(monkeypatch, tmp_path / "b", "params.resolution=0.25", "params.years=50")
+    read = format_bytes(600 * 720 * 1440 * 8)
+    assert f"600 months of the 720 x 1,440 grid (0.25°, 1,036,800 cells), {read}" in fine["analyse"]
+    assert format_bytes(600 * 720 * 1440 * 8) == "4.63 GiB"

@@ -1107,10 +1107,35 @@ def _check_monthly_dataset(ds: xr.Dataset, source: str) -> None:
         )
 
 
+def _describe_analyse(args: Mapping[str, Any], run: RunFacts) -> str | None:
+    """``climate.analyse``'s size: the monthly means it reads once, and what it writes.
+
+    ``None`` unless its source is ``climate.ebm`` on ``climate.forcing`` (another model's
+    months and grid are known only from its output).
+    """
+    model = run.steps.get(args["source"])
+    if model is None or model.info.target is not EnergyBalanceModel:
+        return None
+    forcing_step = run.steps.get(model.arg("source"))
+    if forcing_step is None or forcing_step.info.target is not forcing:
+        return None
+    grid = LatLonGrid(float(forcing_step.arg("resolution")))
+    years = int(model.arg("years"))
+    read = 12 * years * grid.size * np.dtype(np.float64).itemsize
+    return (
+        f"reads monthly.zarr of step {args['source']} once: {12 * years:,} months of "
+        f"{_grid_text(grid)}, {format_bytes(read)} before compression; writes the annual zonal "
+        f"means ({years:,} x {grid.nlat:,}), the global-mean series ({12 * years:,} months, "
+        f"{years:,} annual), the ice edges ({years:,} years x 2), the last year's seasonal "
+        "amplitude map and 4 PNG plots"
+    )
+
+
 @register(
     "climate.analyse",
     outputs=("zonal_mean", "global_mean", "ice_edge", "seasonal_amplitude", "plots/"),
     step_args=("source",),
+    describe=_describe_analyse,
 )
 def analyse(ctx: StepContext, *, source: str = "simulate") -> dict[str, xr.Dataset]:
     """Annual zonal means, global-mean series, ice edge per hemisphere, seasonal amplitude."""
