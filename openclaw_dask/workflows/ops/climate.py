@@ -358,9 +358,9 @@ def _describe_forcing(args: Mapping[str, Any], run: RunFacts) -> str:
 
 
 #: Global means (°C) beyond which the linear outgoing radiation is said to mean nothing: a
-#: guard against typed-in values (``olr_intercept: -203.3`` puts the planet near 222 °C,
-#: ``solar_constant: 13376`` near 1,000 °C), not a physical bound; a snowball (about -36 °C
-#: with the defaults) or a hothouse tens of degrees warmer than today passes without a word.
+#: guard against typed-in values (``olr_intercept: -203.3``, the sign lost, puts the planet
+#: near 209 °C), not a physical bound; a snowball (about -36 °C with the defaults) or a
+#: hothouse tens of degrees warmer than today passes without a word.
 PLAUSIBLE_MEAN = (-100.0, 100.0)
 
 
