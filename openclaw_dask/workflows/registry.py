@@ -82,10 +82,16 @@ class RunFacts:
     steps
         Every step of the workflow by name (:class:`~openclaw_dask.workflows.spec.StepSpec`:
         its ``info`` and, by ``arg(name)``, an argument as given or the op's default).
+    threads, processes
+        The worker threads and processes of the cluster the run plans (a ``cluster up``
+        cluster's as it runs); ``None`` where they are known only once it runs (a scheduler
+        given by address, SSH nodes that each decide their own).
     """
 
     config: Any
     steps: Mapping[str, Any]
+    threads: int | None = None
+    processes: int | None = None
 
 
 #: ``check_run(args, run) -> {argument: problem}``: a check that needs the config or the

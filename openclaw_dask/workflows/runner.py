@@ -347,9 +347,6 @@ def run_workflow(
     problems = run_problems(workflow, cfg, settled)  # the ops' checks that need the config too
     if problems:
         raise ConfigError(problems)
-    # what each step's op knows of its size: said before a run that may take hours, whose
-    # length the user had learnt only from the progress bar
-    sizes = step_sizes(workflow, cfg, settled)
     if address:
         cfg = with_address(cfg, address)
     elif backend is None and (enclosing := enclosing_cluster()):
@@ -366,6 +363,12 @@ def run_workflow(
     shape = (running or {}).get("shape")  # (absent from a state file written before it was)
     plan = plan_cluster(cfg, backend=backend, running=shape if isinstance(shape, dict) else None)
     plan.unapplied += host_ops_note(workflow, plan)
+    # what each step's op knows of its size: said before a run that may take hours, whose
+    # length the user had learnt only from the progress bar; the cluster's threads where the
+    # plan knows them (a scheduler given by address has its own)
+    known = plan.backend != "attach" or bool(running)
+    workers = (plan.layout.get("threads"), plan.layout.get("processes")) if known else (None, None)
+    sizes = step_sizes(workflow, cfg, settled, workers)
     beside = None if running else cluster_up_beside(cfg, backend)
     if beside:
         plan.notes.append(beside)

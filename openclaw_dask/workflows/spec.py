@@ -565,13 +565,19 @@ def run_problems(workflow: Workflow, config: Any, settled: Collection[str] = ())
     return problems
 
 
-def step_sizes(workflow: Workflow, config: Any, settled: Collection[str] = ()) -> dict[str, str]:
+def step_sizes(
+    workflow: Workflow,
+    config: Any,
+    settled: Collection[str] = (),
+    workers: tuple[int | None, int | None] = (None, None),
+) -> dict[str, str]:
     """What each step's op says of its size before it runs (its ``describe`` hook).
 
     Called once the run's checks have passed (:func:`run_problems`), so an op describes only
     arguments it accepts. Each op gets its step's arguments with its defaults for those left
     out and a :class:`RunFacts`; the ``settled`` steps, which a resume skips or continues, are
-    not described, as :func:`run_problems` does not check them.
+    not described, as :func:`run_problems` does not check them. ``workers`` is the planned
+    cluster's (threads, processes), ``None`` each where unknown (:class:`RunFacts`).
 
     Returns
     -------
@@ -580,7 +586,7 @@ def step_sizes(workflow: Workflow, config: Any, settled: Collection[str] = ()) -
         op whose ``describe`` raised says so in its text (a user op's broken hook must not
         stop a run it would not have changed).
     """
-    facts = RunFacts(config, workflow.steps)
+    facts = RunFacts(config, workflow.steps, *workers)
     sizes = {}
     for step in workflow.order:
         spec = workflow.steps[step]

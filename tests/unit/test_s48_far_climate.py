@@ -14,7 +14,8 @@ from dask.utils import format_bytes
 
 from openclaw_dask.workflows.climate.params import EBMParams
 from openclaw_dask.workflows.climate.physics import north_analytic_solution
-from tests.unit.test_s46_step_sizes import dry_sizes
+from openclaw_dask.workflows.runner import run_workflow
+from tests.unit.test_s46_step_sizes import CLIMATE, dry_sizes
 
 
 def sphere_mean(params: EBMParams) -> float:
@@ -73,3 +74,65 @@ def test_the_analysis_says_what_it_reads_and_writes(
     read = format_bytes(600 * 720 * 1440 * 8)
     assert f"600 months of the 720 x 1,440 grid (0.25°, 1,036,800 cells), {read}" in fine["analyse"]
     assert format_bytes(600 * 720 * 1440 * 8) == "4.63 GiB"
+
+
+@pytest.mark.parametrize(
+    ("resolution", "batch", "bands", "said"),
+    [
+        # 2°: 90 rows, fewer than two bands of K = 64 each
+        (2, 64, 0, "latitude bands: 1, for the planned 2 worker threads: one band exchanges no"),
+        # 0.25°: 720 rows in two bands; 2 inner sides x (64 + 1) / 2 rows = 65 of 720 a step
+        (
+            0.25,
+            64,
+            0,
+            "latitude bands: 2 of 360 rows, for the planned 2 worker threads: 64 steps a task "
+            f"(distributed.batch_size); the halo cones add {65 / 720:.1%} to the cell-updates",
+        ),
+        # as given: 3 bands of 4°'s 45 rows at K = 8: 4 sides x 4.5 rows = 18 of 45
+        (
+            4,
+            8,
+            3,
+            "latitude bands: 3 of 15 rows, as given (bands): 8 steps a task "
+            f"(distributed.batch_size); the halo cones add {18 / 45:.1%} to the cell-updates",
+        ),
+    ],
+)
+def test_the_dry_run_says_the_bands_and_their_halo_work(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    resolution: float,
+    batch: int,
+    bands: int,
+    said: str,
+) -> None:
+    """The decomposition was said nowhere before a run (and recorded nowhere after it)."""
+    workflow = tmp_path / "climate.yaml"
+    text = CLIMATE.read_text()
+    if bands:
+        text = text.replace("      years:", f"      bands: {bands}\n      years:")
+    workflow.write_text(text)
+    sets = [
+        "parallel.thread_pool_size=2",
+        "parallel.processes=2",
+        f"params.resolution={resolution}",
+        f"distributed.batch_size={batch}",
+    ]
+    monkeypatch.chdir(tmp_path)
+    lines = run_workflow(workflow, overrides=sets, dry_run=True)["sizes"]["simulate"].splitlines()
+    assert [line for line in lines if line.startswith("latitude bands:")] == [
+        line for line in lines if line.startswith(said)
+    ]
+    assert any(line.startswith(said) for line in lines), lines
+
+
+def test_a_scheduler_given_by_address_leaves_the_bands_to_its_threads(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    record = run_workflow(CLIMATE, address="tcp://127.0.0.1:9", dry_run=True)
+    assert (
+        "latitude bands: chosen from the cluster's worker threads when the step starts"
+        in record["sizes"]["simulate"]
+    )

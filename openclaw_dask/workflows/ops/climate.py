@@ -342,6 +342,28 @@ def _count_text(n: int) -> str:
 RATE_HINT = "this machine's cell-updates/s: `openclaw-dask benchmark --suite stencil` measures them"
 
 
+def _layout_text(grid: LatLonGrid, bands: int, batch: int, run: RunFacts) -> str:
+    """How ``climate.ebm`` will lay the grid out: its bands (``bands``, or
+    :func:`band_count` of the planned cluster's threads) and the halo cones' extra work."""
+    if not bands and (run.threads is None or run.processes is None):
+        return (
+            "latitude bands: chosen from the cluster's worker threads when the step starts "
+            "(the cluster at the given address has its own)"
+        )
+    n = bands or band_count(grid.shape, run.threads or 1, batch, run.processes or 1)
+    rows = band_chunks(grid.nlat, n)
+    size = f"{rows[0]:,} rows" if len(set(rows)) == 1 else f"{min(rows):,}-{max(rows):,} rows"
+    chosen = "as given (bands)" if bands else f"for the planned {run.threads} worker threads"
+    if n == 1:
+        return f"latitude bands: 1, {chosen}: one band exchanges no halo, a window a task"
+    # each of the 2 (n - 1) inner sides recomputes a cone of (K + 1) / 2 rows a step on average
+    extra = (n - 1) * (batch + 1) / grid.nlat
+    return (
+        f"latitude bands: {n} of {size}, {chosen}: {batch} steps a task "
+        f"(distributed.batch_size); the halo cones add {extra:.1%} to the cell-updates"
+    )
+
+
 def _describe_forcing(args: Mapping[str, Any], run: RunFacts) -> str:
     """``climate.forcing``'s size: its grid, its store's bytes and the sun's time steps."""
     grid, params, _, spy = forcing_setup(**args)
@@ -823,6 +845,7 @@ class EnergyBalanceModel(IterativeOp):
             f"a state (T, month_sum: {kind}) holds "
             f"{format_bytes(sum(v.nbytes for v in state.data_vars.values()))}; a checkpoint "
             f"{every} (distributed.sync_interval): {windows:,} window{'' if windows == 1 else 's'}",
+            _layout_text(grid, int(args.get("bands", 0)), batch, run),
             RATE_HINT,
         ]
         if interval < batch and windows > 1:
