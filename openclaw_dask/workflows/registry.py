@@ -84,8 +84,9 @@ class RunFacts:
         its ``info`` and, by ``arg(name)``, an argument as given or the op's default).
     threads, processes
         The worker threads and processes of the cluster the run plans (a ``cluster up``
-        cluster's as it runs); ``None`` where they are known only once it runs (a scheduler
-        given by address, SSH nodes that each decide their own).
+        cluster's as it runs), for ``describe``; ``None`` where they are known only once it
+        runs (a scheduler given by address, SSH nodes that each decide their own), and always
+        for ``check_run``, which runs before the plan.
     """
 
     config: Any
