@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from distributed import Client, LocalCluster
+from distributed.diagnostics.plugin import WorkerPlugin
 
 from openclaw_dask.config import detect_hardware
 from openclaw_dask.runtime import inspect_workers, memory_compact, start_cluster
@@ -345,3 +346,41 @@ def test_our_worker_checks_leave_a_user_s_cluster_with_the_run() -> None:
         with start_cluster(overrides=[*BASE, "parallel.processes=1"], address=address) as again:
             assert again.submit(sum, [3, 3]).result() == 6
         assert _plugins_on(address) == ["openclaw-config-fingerprint"]
+
+
+class RefusesAsItCloses(WorkerPlugin):
+    """Refuses its worker, and its reply is lost as the worker closes (what a refused SSH
+    worker's closing did to the plugin's registration, 4 submits in 5)."""
+
+    name = "openclaw-test-refuses-as-it-closes"
+
+    async def setup(self, worker: Any) -> None:
+        from distributed.comm.core import CommClosedError
+
+        from openclaw_dask.runtime.plugins import refuse
+
+        await refuse(worker, "memory.allocator", "the test's allocator is missing")
+        raise CommClosedError("in <TCP (closed) ConnectionPool.register_worker_plugin>")
+
+
+def test_a_worker_closing_as_it_is_refused_is_said_as_the_refusal() -> None:
+    from dataclasses import replace
+
+    from openclaw_dask.config import ConfigError, load_config
+    from openclaw_dask.runtime.cluster import register_plugins, verify_cluster
+    from openclaw_dask.translate import plan_cluster
+
+    config = load_config(None, BASE, env={})
+    plan = plan_cluster(config)
+    refusing = {"class": f"{__name__}.RefusesAsItCloses", "kwargs": {}}
+    plan = replace(plan, worker_plugins=[*plan.worker_plugins, refusing])
+    with (
+        LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
+        register_plugins(client, plan)  # had raised the CommClosedError
+        with pytest.raises(ConfigError) as info:
+            verify_cluster(client, plan, config)
+        [problem] = info.value.problems
+        assert problem.key == "memory.allocator"
+        assert "refused: the test's allocator is missing" in problem.message

@@ -519,3 +519,29 @@ def test_processes_of_a_node_share_its_gpus_and_leave_its_port_unpinned(
         name = f"{b.host}-{b.port}"
         assert on_b == [(f"{name}-{i}", 1, {"GPU": 0.5}) for i in (0, 1)]
         assert len(facts) == 4
+
+
+def test_workers_without_the_allocator_are_refused_in_a_line_each(
+    rig: SshRig, tmp_path: Path
+) -> None:
+    """Nodes without libjemalloc (stood in for by an LD_PRELOAD of a library that is not
+    there: the loader skips it and says so): the allocator check refuses their workers, exit 2,
+    one line each. A refused worker's closing had raced the plugins' registration (an audit
+    saw "error: CommClosedError: ... register_worker_plugin", exit 1, in 4 submits of 5; not
+    reproduced here: test_h39_worker_checks forces that race)."""
+    a, b, _ = hosts(rig)
+    extra = {
+        "memory.allocator": "jemalloc",
+        "dask.distributed.nanny.pre-spawn-environ": {"LD_PRELOAD": "libjemalloc.so.9"},
+        "parallel.deterministic_mode": True,  # one more plugin registered after the refusal
+    }
+    config = rig.config([rig.node(a, **NODE_A), rig.node(b)], tmp_path / "ssh.config", extra)
+    run_dir = tmp_path / "run"
+    args = ("submit", str(EXAMPLE), "--config", str(config), "--run-dir", str(run_dir))
+    result = cli(*args, *SMALL)
+    assert result.returncode == 2, result.stderr[-3000:]
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert errors, result.stderr[-3000:]
+    for line in errors:
+        assert ": memory.allocator: worker " in line and " refused: " in line, line
+    assert "CommClosedError" not in result.stderr and "Traceback" not in result.stderr
