@@ -37,6 +37,7 @@ import os
 import shlex
 import socket
 import sys
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -106,6 +107,19 @@ if "missing" not in out:
         out["numerics"] = numerics_kind()
     except ImportError as exc:
         out["missing"] = exc.name or str(exc)
+"""
+#: Appended with ``PORTS = [(host, port), ...]`` before it where an entry fixes its worker's
+#: port: each is bound as the worker would (``SO_REUSEADDR``, as tornado does), then let go.
+PORTS_PROBE = """
+import socket
+for host, port in PORTS:
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(address)
+    except OSError as exc:
+        out.setdefault("ports_taken", {})[str(port)] = exc.strerror or str(exc)
 """
 PROBE_END = """
 print("OPENCLAW-PROBE " + json.dumps(out, default=str))
@@ -268,10 +282,44 @@ async def _reachable(target: NodeTarget) -> str | None:
     return None
 
 
-def probe_text(config: Config) -> str:
-    """The Python a node runs: what every node reports, and its numerics when they matter."""
+def probe_text(config: Config, ports: Sequence[tuple[str, int]] = ()) -> str:
+    """The Python a node runs: what every node reports, its numerics when they matter, and
+    whether the worker ports its entries fix (``ports``: ``(host, port)``) are free there."""
     numerics = NUMERICS_PROBE if config["parallel.deterministic_mode"] else ""
-    return PROBE + numerics + PROBE_END
+    bound = f"PORTS = {list(ports)!r}\n{PORTS_PROBE}" if ports else ""
+    return PROBE + numerics + bound + PROBE_END
+
+
+def fixed_ports(config: Config, indices: Sequence[int]) -> list[tuple[str, int]]:
+    """``(host, port)`` of the entries ``indices`` whose worker listens on a port they fix.
+
+    Only a node of one worker process uses its ``port`` (several take free ones: the plan
+    says so), bound on its ``host`` or, with ``cluster.interface``, on every address.
+    """
+    procs = config["parallel.processes"]
+    if isinstance(procs, int) and procs > 1:
+        return []
+    nodes = config["distributed.nodes"]
+    host = (lambda node: "") if config["cluster.interface"] else (lambda node: node["host"])
+    return [(host(nodes[i]), nodes[i]["port"]) for i in indices if nodes[i]["port"]]
+
+
+def port_problems(config: Config, target: NodeTarget, facts: dict[str, Any]) -> list[Problem]:
+    """One problem per entry of ``target`` whose fixed worker port its probe found taken
+    (the worker failed at the start with "Address already in use", exit 1, the run directory
+    written)."""
+    taken = facts.get("ports_taken") or {}
+    problems = []
+    for i in target.indices:
+        for _, port in fixed_ports(config, [i]):
+            if str(port) in taken:
+                message = (
+                    f"node {target.label}: its worker port {port} is taken there "
+                    f"({taken[str(port)]}): pick another, or leave port null for a free one"
+                )
+                key = f"distributed.nodes[{i}]"
+                problems.append(locate(key, config.sources, message, config.line_of))
+    return problems
 
 
 def numerics_outliers(kinds: dict[str, dict[str, str]]) -> dict[str, str]:
@@ -346,7 +394,10 @@ async def probe_node(target: NodeTarget, config: Config) -> tuple[str, dict[str,
     async with conn:
         try:
             result = await asyncio.wait_for(
-                conn.run(f"{shlex.quote(target.python)} -", input=probe_text(config)),
+                conn.run(
+                    f"{shlex.quote(target.python)} -",
+                    input=probe_text(config, fixed_ports(config, target.indices)),
+                ),
                 PROBE_TIMEOUT,
             )
         except TimeoutError:
@@ -424,6 +475,7 @@ def check_nodes(config: Config) -> dict[str, dict[str, Any]]:
             )
         if facts is not None:
             found[target.label] = facts
+            problems += port_problems(config, target, facts)
     nodes = config["distributed.nodes"]
     # each entry with its own python's probe (keyed by host:port, a second python's overwrote
     # the first's)

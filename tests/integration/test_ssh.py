@@ -295,6 +295,13 @@ def _too_much_memory(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
     return {"nodes": [rig.node(a, **NODE_A), rig.node(b, resources={"memory": "100TiB"})]}
 
 
+def _port_taken(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
+    """Node b's worker fixed on its sshd's own port: the worker had failed at the start
+    ("SshStartError: ... Address already in use", exit 1, run.json written)."""
+    a, b, _ = hosts(rig)
+    return {"nodes": [rig.node(a, **NODE_A), rig.node(b, port=b.port)]}
+
+
 def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
     a, _, odd = hosts(rig)
     return {"nodes": [rig.node(a, **NODE_A), rig.node(odd)]}
@@ -309,6 +316,7 @@ def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
         (_no_openclaw, "its python /usr/bin/python3 cannot import"),
         (_no_python, "its python /opt/nowhere/bin/python does not exist"),
         (_other_numerics, "computes unlike the others: cpu generic (node "),
+        (_port_taken, "is taken there (Address already in use): pick another, or leave port"),
         (
             _too_many_threads,
             f"{10**20} worker threads (resources.cpus) but only {len(os.sched_getaffinity(0))} "
@@ -328,6 +336,7 @@ def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
         "no-openclaw-dask",
         "no-python",
         "deterministic-mode-other-cpu",
+        "worker-port-taken",
         "threads-beyond-its-cores",
         "memory-beyond-the-node",
     ],

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import getpass
+import json
 import sys
 from typing import Any
 
@@ -19,6 +20,7 @@ from openclaw_dask.config.layout import MAX_THREADS_PER_CORE
 from openclaw_dask.runtime.preflight import (
     check_nodes,
     compare,
+    fixed_ports,
     local_facts,
     node_targets,
     numerics_outliers,
@@ -222,3 +224,28 @@ def test_a_node_s_memory_is_bounded_per_worker_as_here() -> None:
     )
     assert too_much_memory_there(config(), twelve, {}) is None
     assert too_much_memory_there(config(), node, eight) is None  # no budget: Dask's auto
+
+
+def test_the_probe_binds_only_the_worker_ports_the_plan_uses() -> None:
+    """Node 1 fixes port 9000: one worker process uses it (its host's address; every address
+    with an interface); several processes each take a free one, so nothing is checked."""
+    assert fixed_ports(config(), [0, 1]) == [("10.0.0.1", 9000)]
+    assert fixed_ports(config("cluster.interface=lo"), [1]) == [("", 9000)]
+    assert fixed_ports(config("parallel.processes=2"), [0, 1, 2]) == []
+    text = probe_text(config(), [("10.0.0.1", 9000)])
+    assert "PORTS = [('10.0.0.1', 9000)]" in text and "sock.bind(address)" in text
+    assert "PORTS" not in probe_text(config())
+    # the probe as a node runs it: a port taken there is reported by its number
+    import socket
+    import subprocess
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        text = probe_text(config(), [("127.0.0.1", port), ("127.0.0.1", 0)])
+        run = subprocess.run([sys.executable, "-"], input=text, capture_output=True, text=True)
+    [line] = [ln for ln in run.stdout.splitlines() if ln.startswith("OPENCLAW-PROBE ")]
+    assert json.loads(line.removeprefix("OPENCLAW-PROBE "))["ports_taken"] == {
+        str(port): "Address already in use"
+    }
