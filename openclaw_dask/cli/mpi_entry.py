@@ -52,6 +52,15 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"mpi_entry: cannot read the plan {args[0]}: {exc}\n")
         return EXIT_BAD_INPUT
     command = args[2:]
+    unset = missing_env(plan)
+    if unset and not os.environ.get(REEXEC_ENV):
+        # a batch script's own `mpirun` (or `srun`) line without the plan's `-x` variables:
+        # LD_PRELOAD takes effect only at a process's start, so the rank starts again with
+        # them, as the plan's launch line would have started it (the ranks' checks had then
+        # refused every worker, blaming the allocator or the pinning); MPI is not yet
+        # initialised here, so the rank is still the one mpirun started
+        os.environ.update({**unset, REEXEC_ENV: "1"})
+        os.execv(sys.executable, [sys.executable, "-m", "openclaw_dask.cli.mpi_entry", *args])
 
     import dask
     from dask_mpi import initialize
@@ -112,6 +121,18 @@ def main(argv: list[str] | None = None) -> int:
         exit_file(args[0]).write_text(str(code))
         return 0
     return code
+
+
+#: Set in a rank that started again with the plan's environment (:func:`missing_env`).
+REEXEC_ENV = "_OPENCLAW_MPI_REEXEC"
+
+
+def missing_env(plan: dict[str, Any]) -> dict[str, str]:
+    """The plan's worker environment (``worker_env``: the allocator's ``LD_PRELOAD``, BLAS
+    threads, pinning) that this rank's environment lacks or holds otherwise; ``{}`` when the
+    launch line passed it (the plan's own ``-x`` options)."""
+    wanted = {str(k): str(v) for k, v in (plan.get("worker_env") or {}).items()}
+    return {k: v for k, v in wanted.items() if os.environ.get(k) != v}
 
 
 def planned_ranks(plan: dict[str, Any]) -> int | None:

@@ -201,3 +201,19 @@ def test_only_an_mpirun_known_to_be_another_mpis_is_refused(
     script.write_text(f"#!/bin/sh\necho '{says}'\n")
     script.chmod(0o755)
     assert (other_mpi(str(script)) is not None) == other
+
+
+def test_a_batch_line_without_the_plans_variables_runs_as_the_plans_own(tmp_path: Path) -> None:
+    """`mpirun -np N python -m openclaw_dask.cli.mpi_entry plan.json -- submit ...`, as the
+    README writes it, without the plan's `-x` options (srun has none): the workers had been
+    refused, "LD_PRELOAD did not take effect: is libjemalloc installed on this node?" (it was),
+    or their pinning said wrong, exit 2. Each rank now starts again with the plan's variables."""
+    plan, planned = plan_file(tmp_path)
+    wanted = json.loads(plan.read_text())["worker_env"]
+    assert "LD_PRELOAD" in wanted and "_OPENCLAW_AFFINITY" in wanted  # what mpi-hpc asks
+    done = by_hand(plan, planned, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "completed example-smoothing in " in done.stdout
+    record = json.loads((tmp_path / "run" / "run.json").read_text())
+    allocators = {w["allocator"] for w in record["cluster"]["workers"].values()}
+    assert allocators == {"jemalloc"}, record["cluster"]["workers"]
