@@ -489,6 +489,12 @@ def check_nodes(config: Config) -> dict[str, dict[str, Any]]:
             if why:
                 where = f"distributed.nodes[{i}]"
                 problems.append(locate(where, config.sources, why, config.line_of))
+    if not problems:  # each entry fits its machine: now the entries that share one
+        for target in targets:
+            why = shared_machine_problem(config, target, found.get(target.label))
+            if why:
+                where = f"distributed.nodes[{target.indices[0]}]"
+                problems.append(locate(where, config.sources, why, config.line_of))
     kinds = {label: facts["numerics"] for label, facts in found.items() if "numerics" in facts}
     index = {t.label: t.index for t in targets}
     for label, why in numerics_outliers(kinds).items():
@@ -550,6 +556,38 @@ def too_much_memory_there(
         f"grows): use at most {ram / 1e9:,.1f} GB (the node shared by its workers), or null "
         "for Dask's auto"
     )
+
+
+def shared_machine_problem(
+    config: Config, target: NodeTarget, facts: dict[str, Any] | None
+) -> str | None:
+    """Why the entries of ``distributed.nodes`` that log in to one machine (``target``) are
+    refused together, or ``None``: their worker threads beyond the per-core bound, or their
+    ``resources.memory`` adding up past the machine's. Each entry alone had been checked, so
+    two entries of 16 threads and 20 GiB each ran 32 threads and 40 GiB of budgets on a
+    2-core, 25 GB machine."""
+    if len(target.indices) < 2 or not facts:
+        return None
+    nodes = [config["distributed.nodes"][i] for i in target.indices]
+    entries = " and ".join(f"distributed.nodes[{i}]" for i in target.indices)
+    cores, ram = facts.get("cores"), facts.get("memory")
+    if isinstance(cores, int):
+        threads = sum(node_threads(config, n) or cores for n in nodes)
+        if threads > MAX_THREADS_PER_CORE * cores:
+            return (
+                f"node {target.label}: {entries} are one machine, and together run {threads} "
+                f"worker threads on its {cores} usable core(s): at most "
+                f"{MAX_THREADS_PER_CORE * cores} ({MAX_THREADS_PER_CORE} per core) in all, or "
+                "one entry for the machine"
+            )
+    budgets = [int(n["resources"]["memory"]) for n in nodes if n["resources"]["memory"]]
+    if isinstance(ram, int) and ram > 0 and sum(budgets) > ram:
+        return (
+            f"node {target.label}: {entries} are one machine, and their resources.memory add "
+            f"up to {sum(budgets) / 1e9:,.1f} GB, more than its {ram / 1e9:,.1f} GB: at most "
+            f"{ram / 1e9:,.1f} GB in all, or one entry for the machine"
+        )
+    return None
 
 
 def wait_for_ssh_workers(client: Any, plan: Any, timeout: float = JOIN_TIMEOUT) -> None:

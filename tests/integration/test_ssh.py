@@ -302,6 +302,14 @@ def _port_taken(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
     return {"nodes": [rig.node(a, **NODE_A), rig.node(b, port=b.port)]}
 
 
+def _one_machine_twice(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
+    """Two entries for node b, each at the per-core bound: twice it together."""
+    a, b, _ = hosts(rig)
+    most = 8 * len(os.sched_getaffinity(0))  # (two dicts: one twice is a YAML alias)
+    twice = [rig.node(b, resources={"cpus": most}) for _ in range(2)]
+    return {"nodes": [rig.node(a, **NODE_A), *twice]}
+
+
 def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
     a, _, odd = hosts(rig)
     return {"nodes": [rig.node(a, **NODE_A), rig.node(odd)]}
@@ -317,6 +325,11 @@ def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
         (_no_python, "its python /opt/nowhere/bin/python does not exist"),
         (_other_numerics, "computes unlike the others: cpu generic (node "),
         (_port_taken, "is taken there (Address already in use): pick another, or leave port"),
+        (
+            _one_machine_twice,
+            "distributed.nodes[1] and distributed.nodes[2] are one machine, and together run "
+            f"{16 * len(os.sched_getaffinity(0))} worker threads",
+        ),
         (
             _too_many_threads,
             f"{10**20} worker threads (resources.cpus) but only {len(os.sched_getaffinity(0))} "
@@ -337,6 +350,7 @@ def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
         "no-python",
         "deterministic-mode-other-cpu",
         "worker-port-taken",
+        "one-machine-twice",
         "threads-beyond-its-cores",
         "memory-beyond-the-node",
     ],

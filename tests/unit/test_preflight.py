@@ -25,6 +25,7 @@ from openclaw_dask.runtime.preflight import (
     node_targets,
     numerics_outliers,
     probe_text,
+    shared_machine_problem,
     too_many_threads_there,
     too_much_memory_there,
     wait_for_ssh_workers,
@@ -249,3 +250,30 @@ def test_the_probe_binds_only_the_worker_ports_the_plan_uses() -> None:
     assert json.loads(line.removeprefix("OPENCLAW-PROBE "))["ports_taken"] == {
         str(port): "Address already in use"
     }
+
+
+def test_entries_that_log_in_to_one_machine_are_counted_together() -> None:
+    """Two entries of 10 threads on a 2-core machine: each within 8 a core, 20 together (the
+    audit's pair ran 32 threads and 40 GiB of budgets on 2 cores and 25 GB)."""
+    two = (
+        "distributed.nodes=[{host: 10.0.0.1, resources: {cpus: 10, memory: 3GB}},"
+        " {host: 10.0.0.1, resources: {cpus: 10, memory: 3GB}}, {host: 10.0.0.2}]"
+    )
+    cfg = load_config(None, [two], env={}, use_search_path=False)
+    shared, alone = node_targets(cfg)
+    assert shared.indices == (0, 1) and alone.indices == (2,)
+    facts = {"cores": 2, "memory": 8 * 10**9}
+    assert too_many_threads_there(cfg, cfg["distributed.nodes"][0], facts) is None
+    assert shared_machine_problem(cfg, shared, facts) == (
+        "node 10.0.0.1:22: distributed.nodes[0] and distributed.nodes[1] are one machine, and "
+        "together run 20 worker threads on its 2 usable core(s): at most 16 (8 per core) in "
+        "all, or one entry for the machine"
+    )
+    assert shared_machine_problem(cfg, alone, facts) is None
+    roomy = {"cores": 4, "memory": 5 * 10**9}  # 20 threads fit 4 cores; 6 GB of 5 do not
+    assert shared_machine_problem(cfg, shared, roomy) == (
+        "node 10.0.0.1:22: distributed.nodes[0] and distributed.nodes[1] are one machine, and "
+        "their resources.memory add up to 6.0 GB, more than its 5.0 GB: at most 5.0 GB in "
+        "all, or one entry for the machine"
+    )
+    assert shared_machine_problem(cfg, shared, {"cores": 4, "memory": 6 * 10**9}) is None
