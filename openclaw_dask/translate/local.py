@@ -13,6 +13,7 @@ from openclaw_dask.translate.plan import (
     layout_dict,
     protocol,
     security_kwargs,
+    shared_cores_note,
     with_child_worker_preload,
     worker_env,
     worker_plugins,
@@ -28,6 +29,7 @@ def plan_local(config: Config, hw: Hardware) -> ClusterPlan:
     layout = resolve_layout(config.values, hw, "local")
     env = worker_env(config, hw, layout)
     dask_config, notes = common_dask_config(config, env)
+    notes += shared_cores_note(config, layout)
     kwargs = {
         "n_workers": layout.processes,
         "threads_per_worker": layout.threads_per_worker,

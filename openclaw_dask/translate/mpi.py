@@ -27,6 +27,7 @@ from openclaw_dask.translate.plan import (
     dashboard_kwargs,
     layout_dict,
     protocol,
+    shared_cores_note,
     user_set,
     worker_env,
     worker_plugins,
@@ -43,6 +44,7 @@ def plan_mpi(config: Config, hw: Hardware) -> ClusterPlan:
     layout = resolve_layout(config.values, hw, "mpi")
     env = worker_env(config, hw, layout)
     dask_config, notes = common_dask_config(config, env)
+    notes += shared_cores_note(config, layout)
     unapplied: list[str] = []
     interface = config["cluster.interface"]
     if not interface:

@@ -273,6 +273,26 @@ def common_dask_config(config: Config, env: Mapping[str, Any]) -> tuple[dict[str
     return out, notes
 
 
+def shared_cores_note(config: Config, layout: Layout) -> list[str]:
+    """A note where ``compact`` or ``scatter`` pinning gives two workers the same core.
+
+    With more worker threads than cores the blocks wrap around (4 threads in 2 workers on 2
+    cores: ``[[0, 1], [0, 1]]``); the plan had said nothing of it, while a core list that
+    gives a core twice is refused.
+    """
+    mode, cores = config["parallel.thread_affinity"], layout.affinity
+    if mode not in ("compact", "scatter") or not cores:
+        return []
+    given = [c for block in cores for c in block]
+    if len(given) == len(set(given)):
+        return []
+    return [
+        f"parallel.thread_affinity {mode}: {layout.threads} worker threads on "
+        f"{len(set(given))} core(s), so workers share cores ({cores}): each stays on its "
+        "cores, which are not its own"
+    ]
+
+
 def preload_lists(dask_config: dict[str, Any], kind: str) -> tuple[list[str], list[list[str]]]:
     """The preloads ``distributed.KIND.preload`` lists, and one argument list for each.
 

@@ -680,3 +680,31 @@ def test_deterministic_mode_checks_that_every_worker_computes_alike() -> None:
         NumericsCheck({"cpu": "znver4"})
     kind = numerics_kind()  # this process: a real answer, in the same shape
     assert set(kind) == set(zen) and kind["cpu"] and kind["numpy"] == np.__version__
+
+
+def test_pinning_that_wraps_onto_shared_cores_is_said() -> None:
+    """4 threads in 2 workers on 2 cores pin to [[0, 1], [0, 1]], 3 workers of one thread to
+    [[0], [1], [0]]: the plan had said nothing, while a core list giving a core twice is
+    refused."""
+    two_cores = make_hardware(cores=2)
+    shared = plan(
+        "parallel.thread_affinity=compact",
+        "parallel.processes=2",
+        "parallel.thread_pool_size=4",
+        hw=two_cores,
+    )
+    assert shared.layout["affinity"] == [[0, 1], [0, 1]]
+    assert (
+        "parallel.thread_affinity compact: 4 worker threads on 2 core(s), so workers share "
+        "cores ([[0, 1], [0, 1]]): each stays on its cores, which are not its own"
+    ) in shared.notes
+    odd = plan("parallel.thread_affinity=scatter", "parallel.processes=3",
+               "parallel.thread_pool_size=3", hw=two_cores)  # fmt: skip
+    assert odd.layout["affinity"] == [[0], [1], [0]]
+    assert any(n.startswith("parallel.thread_affinity scatter: 3 worker") for n in odd.notes)
+    own = plan("parallel.thread_affinity=compact", "parallel.processes=2", hw=two_cores)
+    assert own.layout["affinity"] == [[0], [1]]
+    assert not any(n.startswith("parallel.thread_affinity") for n in own.notes)
+    mpi = plan("parallel.thread_affinity=compact", "parallel.processes=2",
+               "parallel.thread_pool_size=4", hw=two_cores, backend="mpi")  # fmt: skip
+    assert any(n.startswith("parallel.thread_affinity compact: 4 worker") for n in mpi.notes)
