@@ -575,6 +575,8 @@ def run_workflow(
                 # the directory a run's, and the same --run-dir was then refused as not empty
                 held.close()
                 _discard(directory, made, outermost)
+                if announce:  # its "run directory:" line was said: the reader looks there
+                    announce(f"run directory {directory}: nothing kept (refused before any step)")
             raise
         except StepFailedError as exc:
             exc.run_dir = directory

@@ -31,8 +31,15 @@ def test_a_first_run_refused_before_any_step_leaves_no_folder_behind(
             with pytest.raises(ConfigError, match="not reachable"):
                 run_workflow(EXAMPLE, overrides=refused, report=False, **kw)  # type: ignore[arg-type]
 
-        refused_run()
+        said: list[str] = []
+        refused_run(announce=said.append)
         assert not (tmp_path / "runs").exists()
+        # the run directory it named as it began is said gone (a reader looked there)
+        [made] = [line for line in said if line.startswith("run directory: ")]
+        assert said[-1] == (
+            f"run directory {made.removeprefix('run directory: ')}: nothing kept (refused "
+            "before any step)"
+        )
         (tmp_path / "runs" / "other").mkdir(parents=True)
         refused_run()
         assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["other"]
