@@ -14,8 +14,9 @@ Dask, xarray and the benchmarks here cost each of them about a second on a 2 GHz
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from openclaw_dask.lazy import attach
 
 if TYPE_CHECKING:
     from openclaw_dask.bench.run import benchmark
@@ -75,14 +76,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'openclaw_dask' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # once: later lookups do not come here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
+__getattr__, __dir__ = attach(__name__, _HOMES)

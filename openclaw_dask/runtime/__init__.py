@@ -7,8 +7,9 @@ The names are imported on first use (PEP 562), as the package's own: every CLI c
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from openclaw_dask.lazy import attach
 
 if TYPE_CHECKING:
     from openclaw_dask.runtime.build import cluster_class, materialise_kwargs
@@ -40,14 +41,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'openclaw_dask.runtime' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # once: later lookups do not come here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
+__getattr__, __dir__ = attach(__name__, _HOMES)

@@ -36,17 +36,18 @@ def test_no_layer_imports_a_layer_above_it() -> None:
     assert not upward, upward
 
 
+def loaded_with(module: str, *names: str) -> list[str]:
+    """Which of ``names`` importing ``module`` loads, in a fresh interpreter."""
+    probe = f"import sys, {module}; print(sorted(m for m in {names!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return ast.literal_eval(done.stdout.strip())
+
+
 def test_the_package_imports_its_api_on_first_use() -> None:
     """Every CLI command and every spawned worker imports the package: ``openclaw_dask.config``
     alone must not bring Dask's scheduler, xarray or the benchmarks along (~1 s each time on a
     2 GHz core). The 18 public names all still resolve, to the objects their modules hold."""
-    probe = (
-        "import sys, openclaw_dask.config; "
-        "print(sorted(m for m in ('distributed', 'xarray', 'openclaw_dask.bench') "
-        "if m in sys.modules))"
-    )
-    lean = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert lean.stdout.strip() == "[]", lean.stdout
+    assert loaded_with("openclaw_dask.config", "distributed", "xarray", "openclaw_dask.bench") == []
     import openclaw_dask
     from openclaw_dask.bench import benchmark
     from openclaw_dask.runtime import start_cluster
@@ -71,13 +72,8 @@ def test_the_cli_starts_without_dask() -> None:
     """``--help``, ``config keys`` and ``config init`` need neither Dask nor distributed: importing
     them at start cost every command ~0.3 s of its ~0.6 s on this 2-core machine. The runtime's
     public names still resolve, on first use, to the objects their modules hold."""
-    probe = (
-        "import sys, openclaw_dask.cli.main; "
-        "print(sorted(m for m in ('dask', 'distributed', 'numpy', 'openclaw_dask.workflows') "
-        "if m in sys.modules))"
-    )
-    lean = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert lean.stdout.strip() == "[]", lean.stdout
+    heavy = ("dask", "distributed", "numpy", "openclaw_dask.workflows")
+    assert loaded_with("openclaw_dask.cli.main", *heavy) == []
     import openclaw_dask.runtime as runtime
     from openclaw_dask.runtime.cluster import start_cluster
     from openclaw_dask.runtime.memory import memory_compact
