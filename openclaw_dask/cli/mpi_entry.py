@@ -96,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         from openclaw_dask.runtime.terminal import quiet_closing_heartbeat
 
         quiet_closing_heartbeat()
+    elif world.Get_rank() == 0:  # the scheduler: a lost worker is the run's to say
+        from openclaw_dask.runtime.terminal import quiet_lost_results
+
+        quiet_lost_results()
     if not initialize(**kwargs):  # scheduler or worker rank: its event loop has ended
         if world.Get_rank() >= FIRST_WORKER_RANK:
             world.send(None, dest=CLIENT_RANK, tag=WORKER_CLOSED)

@@ -31,6 +31,7 @@ from typing import Any
 from distributed.deploy import ssh
 
 from openclaw_dask.runtime.quiet_asyncssh import import_asyncssh
+from openclaw_dask.runtime.terminal import LOST_RESULTS
 
 # Dask's start imports asyncssh itself, which would then say cryptography's warnings
 import_asyncssh()
@@ -84,6 +85,8 @@ async def forward(reader: Any, label: str, stream: str) -> None:
         if not line:
             return
         level = line_level(line, level)
+        if LOST_RESULTS in line:  # the remote scheduler's key list: the run says the loss
+            continue
         # a closed stdout (`submit | head`) must not stop the reading: the remote would block
         with contextlib.suppress(Exception):
             _show(label, stream, line, level)

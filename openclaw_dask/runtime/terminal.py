@@ -120,6 +120,26 @@ def quiet_closing_heartbeat() -> None:
     _add_filter("distributed.worker", _not_a_closing_workers_heartbeat)
 
 
+#: The scheduler's log of a lost worker's results (``Scheduler.remove_worker``), a warning for
+#: results it recomputes and an error for scattered data: a run says each lost worker itself,
+#: in one line ("lost worker ...; continuing from step N"), where this one lists every key.
+LOST_RESULTS = " caused the cluster to lose "
+
+
+def not_a_lost_workers_results(record: logging.LogRecord) -> bool:
+    """``False`` for the scheduler's :data:`LOST_RESULTS` record (a logging filter)."""
+    return LOST_RESULTS not in str(record.msg)
+
+
+def quiet_lost_results() -> None:
+    """Drop :data:`LOST_RESULTS` from the scheduler of this process (idempotent).
+
+    For a scheduler that logs where the run's terminal sees it but outside the run's own
+    quieting (:func:`~openclaw_dask.cli.output.dask_logs_quieted`): an ``mpirun``'s rank 0.
+    """
+    _add_filter("distributed.scheduler", not_a_lost_workers_results)
+
+
 def _not_the_sync_cancel_bug(record: logging.LogRecord) -> bool:
     error = record.exc_info[1] if record.exc_info else None
     return not (isinstance(error, NameError) and "'future'" in str(error))

@@ -113,26 +113,34 @@ class IterativeSteps:
                         f"{at:,} (the last: {', '.join(lost)}): killed, out of memory "
                         f"(memory.spill) or their host gone"
                     ) from exc
-                recoveries.append(
-                    {
-                        "lost": lost,
-                        "from_step": at,
-                        "time": time.time(),
-                        "error": f"{type(exc).__name__}: {exc}".splitlines()[0],
-                    }
-                )
-                rec["recoveries"] = recoveries
-                self.save()
-                if self.announce:
-                    self.announce(
-                        f"{step.name}: lost worker {', '.join(lost)}; continuing from step "
-                        f"{at:,}, the last checkpoint (recovery {stuck + 1} of "
-                        f"{MAX_RECOVERIES} from it)"
-                    )
                 # the traceback's frames hold the lost window's futures: release them
                 traceback.clear_frames(exc.__traceback__)
-                recorded = rec  # this attempt's checkpoint now, if any
-            prepare_to_continue(client, len(before))
+                failed = exc
+            # said and recorded once the cluster can go on: a cluster that closes worker by
+            # worker (`cluster down`), or an mpirun that ends every rank when one dies, had
+            # printed "continuing from step N" just before the run failed as a lost cluster
+            with contextlib.suppress(OSError):  # a scheduler gone meanwhile: asked below
+                prepare_to_continue(client, len(before))
+            if cluster_gone(client):
+                raise failed
+            recoveries.append(
+                {
+                    "lost": lost,
+                    "from_step": at,
+                    "time": time.time(),
+                    "error": f"{type(failed).__name__}: {failed}".splitlines()[0],
+                }
+            )
+            del failed  # (it may name the lost window's futures)
+            rec["recoveries"] = recoveries
+            self.save()
+            if self.announce:
+                self.announce(
+                    f"{step.name}: lost worker {', '.join(lost)}; continuing from step "
+                    f"{at:,}, the last checkpoint (recovery {stuck + 1} of "
+                    f"{MAX_RECOVERIES} from it)"
+                )
+            recorded = rec  # this attempt's checkpoint now, if any
 
     def _iterate(
         self,
