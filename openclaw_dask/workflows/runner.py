@@ -530,10 +530,11 @@ def run_workflow(
                     client, workflow.op_files, str(directory.resolve()), workflow.name
                 )
                 if report:
-                    from distributed import performance_report
+                    from openclaw_dask.workflows.perf_report import RunReport, run_text
 
                     html = report_path(directory, record["attempts"])
-                    stack.enter_context(performance_report(filename=str(html)))
+                    code = run_text(record, record["attempts"])
+                    stack.enter_context(RunReport(html, code))
                     record["performance_report"] = str(html)
                 if plan.backend == "attach":  # its dashboard is where that cluster put it, if any
                     link = attached_dashboard(client)
@@ -602,6 +603,9 @@ def run_workflow(
         finally:
             record["wall_seconds"] = time.perf_counter() - t0
             record["finished"] = time.time()
+            html = record["performance_report"]
+            if html and not Path(html).exists():  # not written: the run's cluster was gone
+                record["performance_report"] = None
             try:
                 if not held.closed:  # (closed: a rejected first run, discarded)
                     run.save()
