@@ -15,7 +15,6 @@ import contextlib
 import json
 import numbers
 import shutil
-import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -29,7 +28,6 @@ from distributed import KilledWorker, futures_of
 
 from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.config import Config, ConfigError
-from openclaw_dask.runtime.cluster import cluster_gone
 from openclaw_dask.runtime.groups import forget_finished_groups
 from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.context import (
@@ -45,7 +43,9 @@ from openclaw_dask.workflows.progress import ProgressNews, compute_with_progress
 from openclaw_dask.workflows.recovery import (
     MAX_RECOVERIES,
     WorkersLostError,
-    prepare_to_continue,
+    cluster_goes_on,
+    lost_workers,
+    recovery_entry,
     worker_addresses,
 )
 from openclaw_dask.workflows.resume_steps import CHECKPOINTS, checkpoint_of, read_checkpoint
@@ -96,9 +96,7 @@ class IterativeSteps:
                 self._iterate(step, ctx, progress, bar, rec, fingerprint, recorded)
                 return
             except Exception as exc:
-                if isinstance(exc, ConfigError) or cluster_gone(client):
-                    raise
-                lost = sorted(before - worker_addresses(client))
+                lost = lost_workers(client, before, exc)
                 if not lost:
                     raise
                 saved = read_checkpoint(ckpt_dir)
@@ -116,21 +114,9 @@ class IterativeSteps:
                 # the traceback's frames hold the lost window's futures: release them
                 traceback.clear_frames(exc.__traceback__)
                 failed = exc
-            # said and recorded once the cluster can go on: a cluster that closes worker by
-            # worker (`cluster down`), or an mpirun that ends every rank when one dies, had
-            # printed "continuing from step N" just before the run failed as a lost cluster
-            with contextlib.suppress(OSError):  # a scheduler gone meanwhile: asked below
-                prepare_to_continue(client, len(before))
-            if cluster_gone(client):
+            if not cluster_goes_on(client, len(before)):
                 raise failed
-            recoveries.append(
-                {
-                    "lost": lost,
-                    "from_step": at,
-                    "time": time.time(),
-                    "error": f"{type(failed).__name__}: {failed}".splitlines()[0],
-                }
-            )
+            recoveries.append(recovery_entry(lost, failed, from_step=at))
             del failed  # (it may name the lost window's futures)
             rec["recoveries"] = recoveries
             self.save()

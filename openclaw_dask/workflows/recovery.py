@@ -13,14 +13,22 @@ erred, and Dask would answer them with the old error). A step gives up after
 again and again in one window, say for memory, would otherwise loop), with the checkpoint kept
 for ``--resume``; losses a checkpoint apart do not add up, so a run of days on nodes that fail
 now and then goes on.
+
+A map step that loses a worker runs again from its start (:func:`lost_workers`,
+:func:`cluster_goes_on`, :func:`recovery_entry`): its outputs are written whole again. Dask
+recomputes a lost result of a graph by itself, but not a scattered one, and not a task that
+killed :data:`allowed-failures` workers: the climate workflow's ``forcing`` failed with
+``FuturesCancelledError ... already forgotten`` and the advice to fix the step.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
-from openclaw_dask.runtime.cluster import ClusterLostError
+from openclaw_dask.config import ConfigError
+from openclaw_dask.runtime.cluster import ClusterLostError, cluster_gone
 
 #: Worker losses an iterative step recovers from, with no new checkpoint between them.
 MAX_RECOVERIES = 3
@@ -36,6 +44,33 @@ class WorkersLostError(ClusterLostError):
 def worker_addresses(client: Any) -> set[str]:
     """The addresses of the cluster's workers now (a restarted worker has a new one)."""
     return set(client.nthreads())
+
+
+def lost_workers(client: Any, before: set[str], failure: BaseException) -> list[str]:
+    """The workers of ``before`` gone now, after a step's ``failure``: ``[]`` where that is
+    not a loss to continue from (a refusal, or the cluster itself gone: said as lost)."""
+    if isinstance(failure, ConfigError) or cluster_gone(client):
+        return []
+    return sorted(before - worker_addresses(client))
+
+
+def cluster_goes_on(client: Any, workers: int) -> bool:
+    """After a loss: wait for the cluster to go on (:func:`prepare_to_continue`); ``False``
+    when it went away meanwhile.
+
+    A recovery is said and recorded only then: a cluster that closes worker by worker
+    (``cluster down``), or an mpirun that ends every rank when one dies, had printed
+    "continuing from step N" just before the run failed as a lost cluster.
+    """
+    with contextlib.suppress(OSError):  # a scheduler gone meanwhile: asked below
+        prepare_to_continue(client, workers)
+    return not cluster_gone(client)
+
+
+def recovery_entry(lost: list[str], failure: BaseException, **where: Any) -> dict[str, Any]:
+    """A recovery as ``run.json`` keeps it (``steps.<step>.recoveries``)."""
+    error = f"{type(failure).__name__}: {failure}".splitlines()[0]
+    return {"lost": lost, **where, "time": time.time(), "error": error}
 
 
 def prepare_to_continue(client: Any, workers: int) -> None:

@@ -38,6 +38,14 @@ from openclaw_dask.workflows.context import StepContext, _check_dataset, _return
 from openclaw_dask.workflows.fingerprint import same_step, step_fingerprint
 from openclaw_dask.workflows.iterative import IterativeSteps
 from openclaw_dask.workflows.progress import compute_with_progress
+from openclaw_dask.workflows.recovery import (
+    MAX_RECOVERIES,
+    WorkersLostError,
+    cluster_goes_on,
+    lost_workers,
+    recovery_entry,
+    worker_addresses,
+)
 from openclaw_dask.workflows.resume import RUN_RECORD
 from openclaw_dask.workflows.resume_steps import done_before, rerun_reason
 from openclaw_dask.workflows.spec import StepSpec, Workflow
@@ -174,6 +182,41 @@ class Run(IterativeSteps):
     def run_map_step(
         self, step: StepSpec, ctx: StepContext, progress: Any, bar: Any, rec: dict[str, Any]
     ) -> None:
+        """Run a map op's graph and write its outputs; after a lost worker, run the step again
+        from its start, at most ``MAX_RECOVERIES`` times
+        (:mod:`~openclaw_dask.workflows.recovery`)."""
+        client = ctx.client
+        recoveries: list[dict[str, Any]] = []
+        while True:
+            before = worker_addresses(client)
+            try:
+                self._map_once(step, ctx, progress, bar)
+                return
+            except Exception as exc:
+                lost = lost_workers(client, before, exc)
+                if not lost:
+                    raise
+                if len(recoveries) >= MAX_RECOVERIES:
+                    raise WorkersLostError(
+                        f"workers were lost {len(recoveries) + 1} times in the step (the last: "
+                        f"{', '.join(lost)}): killed, out of memory (memory.spill) or their "
+                        "host gone"
+                    ) from exc
+                traceback.clear_frames(exc.__traceback__)  # (the lost graph's futures)
+                failed = exc
+            if not cluster_goes_on(client, len(before)):
+                raise failed
+            recoveries.append(recovery_entry(lost, failed))
+            del failed
+            rec["recoveries"] = recoveries
+            self.save()
+            if self.announce:
+                self.announce(
+                    f"{step.name}: lost worker {', '.join(lost)}; running the step again from "
+                    f"its start (recovery {len(recoveries)} of {MAX_RECOVERIES})"
+                )
+
+    def _map_once(self, step: StepSpec, ctx: StepContext, progress: Any, bar: Any) -> None:
         result = step.info.target(ctx, **step.args)
         expected = sorted(step.zarr_outputs)
         if result is None and expected:

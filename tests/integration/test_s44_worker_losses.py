@@ -114,3 +114,34 @@ def test_a_window_run_again_asks_for_keys_of_its_own(tmp_path: Path, whole: dict
     diffuse = record_of(tmp_path / "run")["steps"]["diffuse"]
     assert [r["from_step"] for r in diffuse["recoveries"]] == [40, 40]
     assert diffuse["checksums"] == whole
+
+
+@pytest.mark.parametrize("deaths", [1, 4])
+def test_a_map_step_that_loses_a_worker_runs_again(
+    tmp_path: Path, whole: dict[str, Any], deaths: int
+) -> None:
+    """A map step's worker dies: the step runs again from its start, with the same bits. Dask
+    recomputes neither a task that killed ``allowed-failures`` workers nor a scattered input:
+    the climate workflow's ``forcing`` failed with "FuturesCancelledError ... already
+    forgotten" and the advice to fix the step. Losses again and again end the step."""
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    wf = tmp_path / "dies.yaml"
+    text = DYING_WORKFLOW.replace("DIE_AT", "[]").replace("DEATHS", "1")
+    text = text.replace("HANGS", "false").replace("MARKERS", str(markers))
+    dies = f"op: tests.integration.user_ops:field_dies\n    with: {{markers: {markers}, "
+    wf.write_text(text.replace("op: example.field\n    with: {", f"{dies}deaths: {deaths}, "))
+    result = submit(str(wf), "--run-dir", str(tmp_path / "run"), *SETS)
+    record = record_of(tmp_path / "run")
+    field = record["steps"]["field"]
+    if deaths > 3:
+        assert result.returncode == 1, result.stderr
+        assert "workers were lost 4 times in the step (the last: tcp://" in result.stderr
+        assert [len(r["lost"]) for r in field["recoveries"]] == [1, 1, 1]
+        assert "fix the step" not in result.stderr and "Traceback" not in result.stderr
+        return
+    assert result.returncode == 0, result.stderr
+    assert "field: lost worker tcp://" in result.stderr
+    assert "running the step again from its start (recovery 1 of 3)" in result.stderr
+    assert [len(r["lost"]) for r in field["recoveries"]] == [1]
+    assert record["steps"]["diffuse"]["checksums"] == whole  # from the same field

@@ -12,7 +12,7 @@ import numpy as np
 import xarray as xr
 
 from openclaw_dask.workflows.context import IterativeOp, StepContext
-from openclaw_dask.workflows.ops.example import Diffuse
+from openclaw_dask.workflows.ops.example import Diffuse, field
 
 #: A workflow whose second step fails with the op's own message ("kaboom").
 FAILING_WORKFLOW = (
@@ -340,6 +340,15 @@ class DiesInWindows(Diffuse):
             )
             new["temperature"] = (u.dims, dying, u.attrs)
         return new, records
+
+
+def field_dies(ctx: StepContext, *, markers: str, deaths: int = 1, **kw: Any) -> Any:
+    """The example's field, whose worker dies the first ``deaths`` times it computes the first
+    block (a map step that loses a worker)."""
+    ds = field(ctx, **kw)["field"]
+    u = ds["temperature"]
+    dying = u.data.map_blocks(_dies_in_window, 0, markers, deaths, False, dtype=u.dtype)
+    return {"field": ds.assign(temperature=(u.dims, dying, u.attrs))}
 
 
 #: Every state :class:`KeepsItsStates` was given, in the process that runs the workflow.
