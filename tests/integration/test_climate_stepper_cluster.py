@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import time
 from collections.abc import Iterator
 
 import numpy as np
-from distributed import Client, LocalCluster, get_task_stream, wait
+from distributed import Client, Event, LocalCluster, get_task_stream, wait
 
 from openclaw_dask.workflows.climate import (
     EBMParams,
@@ -17,7 +18,12 @@ from openclaw_dask.workflows.climate import (
     heat_capacity,
     run_reference,
 )
-from openclaw_dask.workflows.climate.stepper import band_homes, place_bands, to_bands
+from openclaw_dask.workflows.climate.stepper import (
+    band_homes,
+    place_bands,
+    quietest_worker,
+    to_bands,
+)
 
 
 def _band(key: object) -> int:
@@ -175,3 +181,25 @@ def test_a_field_placed_again_right_after_its_last_placement_was_dropped() -> No
         for _ in range(30):
             placed = place_bands(client, field, homes)  # the last placement's futures go here
             assert placed.sum().compute() == field.sum()
+
+
+def test_a_runs_bands_start_on_the_worker_with_the_least_of_other_runs_work() -> None:
+    """Another run's band held on a worker, or its task running there, sends this run's first
+    band to the other worker: two one-band runs on a shared cluster had both computed on the
+    first worker while the second idled."""
+    field = np.zeros((45, 90))
+    with _two_workers() as client:
+        a, b = sorted(client.nthreads())
+        assert quietest_worker(client) == a  # nothing anywhere: the first address
+        held = place_bands(client, field, [a])  # another run's band, persisted on a
+        assert quietest_worker(client) == b
+        del held
+        wait(client.submit(lambda: None, workers=[b], pure=False))
+        event = Event()
+        busy = client.submit(event.wait, 60, workers=[b], pure=False)  # a task running on b
+        deadline = time.monotonic() + 30
+        while not client.processing()[b] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert quietest_worker(client) == a
+        event.set()
+        busy.result()

@@ -157,6 +157,20 @@ def test_band_homes_keep_neighbours_together_in_proportion_to_threads() -> None:
         band_homes({}, 2)
 
 
+def test_band_homes_start_from_the_given_worker_and_keep_neighbours_together() -> None:
+    three = {"tcp://a:1": 2, "tcp://b:1": 1, "tcp://c:1": 1}
+    assert band_homes(three, 1, first="tcp://b:1") == ["tcp://b:1"]
+    # rotated by whole workers: a's two bands stay neighbours
+    assert band_homes(three, 4, first="tcp://b:1") == [
+        "tcp://b:1",
+        "tcp://c:1",
+        "tcp://a:1",
+        "tcp://a:1",
+    ]
+    # a worker gone since (lost, restarted under another address): the address order
+    assert band_homes(three, 2, first="tcp://gone:1") == band_homes(three, 2)
+
+
 def test_fft_of_row_subsets_is_bit_identical() -> None:
     """What the bit-identity rests on: a row's FFT does not depend on its batch-mates."""
     rng = np.random.default_rng(7)

@@ -42,7 +42,12 @@ from openclaw_dask.workflows.climate import (
     insolation_steps,
     regrid,
 )
-from openclaw_dask.workflows.climate.stepper import band_chunks, band_homes, place_bands
+from openclaw_dask.workflows.climate.stepper import (
+    band_chunks,
+    band_homes,
+    place_bands,
+    quietest_worker,
+)
 from openclaw_dask.workflows.context import IterativeOp, StepContext
 from openclaw_dask.workflows.ops.fields import (
     bad_cells,
@@ -159,13 +164,15 @@ def band_count(shape: tuple[int, int], threads: int, batch_size: int, processes:
     return best
 
 
-def _placed(client: Any, field: np.ndarray, bands: tuple[int, ...]) -> da.Array:
+def _placed(
+    client: Any, field: np.ndarray, bands: tuple[int, ...], first: str | None = None
+) -> da.Array:
     """A host field as a dask array in ``bands``, sent to the bands' homes once when there is a
-    cluster (:func:`place_bands`), not inside a graph: at 0.125° the capacity and the first state
-    made Dask warn of 32-36 MiB graphs."""
+    cluster (:func:`place_bands`, from worker ``first``: :func:`band_homes`), not inside a
+    graph: at 0.125° the capacity and the first state made Dask warn of 32-36 MiB graphs."""
     if client is None:
         return da.from_array(field, chunks=(bands, -1))
-    placed = place_bands(client, field, band_homes(client.nthreads(), len(bands)))
+    placed = place_bands(client, field, band_homes(client.nthreads(), len(bands), first))
     assert placed.chunks[0] == bands, (placed.chunks[0], bands)  # both are band_chunks(nlat, n)
     return placed
 
@@ -456,12 +463,13 @@ def forcing(
             s += row
     s /= spy
     rows = band_chunks(grid.nlat, choose_bands(grid, ctx))
+    first = quietest_worker(ctx.client) if ctx.client is not None else None
     attrs = {**params.to_attrs(), "resolution": resolution, "steps_per_year": spy}
     ds = xr.Dataset(
         {
             "land_mask": (
                 ("lat", "lon"),
-                _placed(ctx.client, mask.astype(np.int8), rows),
+                _placed(ctx.client, mask.astype(np.int8), rows, first),
                 {
                     "long_name": "land (1) or ocean (0)",
                     "units": "1",
@@ -472,7 +480,7 @@ def forcing(
             ),
             "heat_capacity": (
                 ("lat", "lon"),
-                _placed(ctx.client, capacity, rows),
+                _placed(ctx.client, capacity, rows, first),
                 {"units": "J m-2 K-1", "long_name": "column heat capacity"},
             ),
             "insolation": (
@@ -925,7 +933,11 @@ class EnergyBalanceModel(IterativeOp):
         # the capacity goes to the bands' homes once, not into every window's graph (33 MB
         # at 0.125°, which Dask warned about as a large graph)
         client = ctx.client
-        self.capacity = capacity if client is None else _placed(client, capacity, self.bands)
+        # the bands start on the worker with the least of other runs' work (a shared cluster)
+        self.first = quietest_worker(client) if client is not None else None
+        self.capacity = (
+            capacity if client is None else _placed(client, capacity, self.bands, self.first)
+        )
 
     @property
     def total_steps(self) -> int:
@@ -947,7 +959,7 @@ class EnergyBalanceModel(IterativeOp):
             profile = start_profile(self.initial_temperature, self.grid.sin_lat)
             T0 = np.repeat(profile[:, None], self.grid.nlon, axis=1)
         return self._state(
-            _placed(self.ctx.client, T0, self.bands),
+            _placed(self.ctx.client, T0, self.bands, self.first),
             da.zeros(self.grid.shape, chunks=(self.bands, -1)),
             0,
         )
@@ -970,7 +982,11 @@ class EnergyBalanceModel(IterativeOp):
     ) -> tuple[xr.Dataset, dict[str, xr.Dataset]]:
         # each band's tasks go to its home worker (the cluster may have changed since last time)
         client = self.ctx.client
-        homes = band_homes(client.nthreads(), len(self.bands)) if client is not None else None
+        homes = (
+            band_homes(client.nthreads(), len(self.bands), self.first)
+            if client is not None
+            else None
+        )
         T = state["T"].data.rechunk((self.bands, -1))
         total = state["month_sum"].data.rechunk((self.bands, -1))
         count = int(state["month_steps"].values)
