@@ -23,6 +23,7 @@ from openclaw_dask.cli.certs_cmd import certs_group
 from openclaw_dask.cli.cluster_cmd import cluster_group, memory_group
 from openclaw_dask.cli.config_cmd import config_group
 from openclaw_dask.cli.output import (
+    DEBUG_ENV,
     err,
     no_space,
     print_problems,
@@ -70,14 +71,16 @@ class GuardedGroup(click.Group):
         except Exception as exc:
             if isinstance(exc, BrokenPipeError):  # a command's --help, a plain write: as rich's
                 stop_if_reader_gone()  # (a socket's goes on: an unexpected error)
-            if os.environ.get("OPENCLAW_DEBUG"):
+            debug = bool(os.environ.get(DEBUG_ENV))
+            if debug:
                 traceback.print_exc()
             full = no_space(exc)
             if full:  # not a bug of ours: say what to do
                 err.print(f"[red]error:[/] {escape(full)}; free space and run the command again")
                 sys.exit(EXIT_FAILED)
             err.print(f"[red]error:[/] {escape(f'{type(exc).__name__}: {exc}')}")
-            err.print("(set OPENCLAW_DEBUG=1 for the traceback)")
+            if not debug:  # (with it set the traceback is just above: nothing left to ask for)
+                err.print(f"(set {DEBUG_ENV}=1 for the traceback)")
             sys.exit(EXIT_FAILED)
 
 

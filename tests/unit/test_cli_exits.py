@@ -86,6 +86,18 @@ def test_an_unexpected_error_is_one_line_and_exit_1_its_traceback_only_on_reques
     assert f'File "<string>", line {line + 1}, in fail\n' in debug.stderr
 
 
+def test_with_openclaw_debug_set_the_error_does_not_ask_for_it() -> None:
+    """With OPENCLAW_DEBUG set the traceback is printed, then the one line; the hint "(set
+    OPENCLAW_DEBUG=1 for the traceback)" had followed it all the same (audit: seen under a
+    cluster that failed to start)."""
+    debug = fail("error", debug=True)
+    assert debug.returncode == 1
+    assert debug.stderr.endswith(
+        "RuntimeError: the bucket is gone\nerror: RuntimeError: the bucket is gone\n"
+    ), debug.stderr
+    assert "for the traceback" not in debug.stderr
+
+
 def test_the_user_s_warning_filters_reach_the_workers_beside_the_tracker_s() -> None:
     """The command adds its filter of the resource tracker's cleanup note to PYTHONWARNINGS,
     which worker processes inherit; the user's own filters stay (mutation audit: the
