@@ -14,9 +14,60 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from dask.base import collections_to_expr
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
 
 PENDING = ("released", "waiting", "no-worker", "queued", "processing")
 POLL_SECONDS = 0.25
+
+
+class TaskCountColumn(MofNCompleteColumn):
+    """``done/total`` of a step's tasks, and nothing while the total is not known yet.
+
+    A step's bar is added before its op has built the graph (the total comes with the graph,
+    :func:`compute_with_progress`); a ``{task.completed}/{task.total}`` text column showed
+    "0/None" meanwhile (for ~2 s in the climate workflow's ``analyse``), and rich's own
+    :class:`~rich.progress.MofNCompleteColumn` "0/?". The bar pulses then, and this column
+    stays empty, as rich's :class:`~rich.progress.TimeRemainingColumn` does for an unknown
+    total.
+    """
+
+    def render(self, task: Task) -> Text:
+        """``done/total``, the done count padded to the total's width; empty without one."""
+        if task.total is None:
+            return Text("")
+        return super().render(task)
+
+
+def step_progress(disable: bool = False, console: Console | None = None) -> Progress:
+    """The bars of a run's steps: name, bar, ``done/total`` tasks, time taken and left.
+
+    Parameters
+    ----------
+    disable
+        Show nothing (output is not a terminal, or the caller asked for no bars).
+    console
+        Where to draw them; rich's global console (the terminal) by default.
+    """
+    return Progress(
+        TextColumn("{task.description:<24}"),
+        BarColumn(),
+        TaskCountColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        disable=disable,
+        transient=False,
+        console=console,
+    )
 
 
 def graph_keys(collections: Sequence[Any]) -> list[Any]:

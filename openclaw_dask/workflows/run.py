@@ -23,7 +23,6 @@ from typing import Any
 
 import xarray as xr
 from distributed import KilledWorker
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.config import Config, ConfigError
@@ -37,7 +36,7 @@ from openclaw_dask.workflows import strictjson, zarrio
 from openclaw_dask.workflows.context import StepContext, _check_dataset, _return_hint, _type_name
 from openclaw_dask.workflows.fingerprint import same_step, step_fingerprint
 from openclaw_dask.workflows.iterative import IterativeSteps
-from openclaw_dask.workflows.progress import compute_with_progress
+from openclaw_dask.workflows.progress import compute_with_progress, step_progress
 from openclaw_dask.workflows.recovery import (
     MAX_RECOVERIES,
     WorkersLostError,
@@ -255,15 +254,7 @@ class Run(IterativeSteps):
         compute_with_progress(ctx.client, writes, shown, bar, self.check)
 
     def run_steps(self, client: Any) -> None:
-        progress = Progress(
-            TextColumn("{task.description:<24}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            disable=not self.show_progress,
-            transient=False,
-        )
+        progress = step_progress(disable=not self.show_progress)
         with progress:
             for name in self.workflow.order:
                 step = self.workflow.steps[name]

@@ -6,6 +6,7 @@ path: each test names the mutant that survived without it)."""
 from __future__ import annotations
 
 import errno
+import io
 import json
 import math
 import os
@@ -15,6 +16,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
+from rich.console import Console
 
 from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.config import Config, ConfigError, load_config
@@ -546,6 +548,29 @@ def test_an_hour_is_said_in_minutes_up_to_ninety_of_them() -> None:
         "90 min",
         "1.5 h",
     ]
+
+
+def test_a_step_s_bar_shows_no_count_until_its_graph_gives_the_total() -> None:
+    """A step's bar is added before its op builds the graph; its count column said "0/None"
+    meanwhile (audit: ``analyse ━━━━ 0/None 0:00:02`` for ~2 s in the climate workflow)."""
+    screen = io.StringIO()
+    bars = progress.step_progress(console=Console(file=screen, width=100, color_system=None))
+    done = bars.add_task("forcing", total=15, completed=15)
+    bars.add_task("analyse", total=None)
+
+    def shown() -> list[str]:
+        screen.seek(0)
+        screen.truncate()
+        bars.console.print(bars.get_renderable())
+        return screen.getvalue().splitlines()
+
+    forcing, analyse = shown()
+    assert "15/15" in forcing
+    assert "None" not in analyse and "/" not in analyse, analyse
+    assert analyse.split() == ["analyse", "━" * 40, "0:00:00"]  # (the bar pulses)
+    bars.update(done, visible=False)
+    bars.update(bars.task_ids[1], total=940, completed=7)
+    assert "  7/940" in shown()[0]
 
 
 def test_a_returned_value_s_type_is_named_with_its_package() -> None:
