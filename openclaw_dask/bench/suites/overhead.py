@@ -23,6 +23,7 @@ run this short.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ import xarray as xr
 from distributed import performance_report, wait
 
 from openclaw_dask.bench.suite import BenchContext, SuiteResult
-from openclaw_dask.bench.timing import interleaved, ratio, round_ratios
+from openclaw_dask.bench.timing import Timing, interleaved, ratio, round_ratios
 from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.context import StepContext
 from openclaw_dask.workflows.ops.example import Diffuse, field, profile
@@ -46,6 +47,38 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "workflows" / "ops" / "example.y
 
 def _noop(x: int) -> int:
     return x
+
+
+def task_round_trip(client: Any, repeats: int, task: Callable[[int], Any] = _noop) -> Timing:
+    """The wall time of one task's round trip (submit, result), ``repeats`` times.
+
+    Every worker runs ``task`` once first, uncounted. A task's function travels by reference
+    and the worker imports its module the first time (this suite's, with xarray and the
+    workflow engine: ~0.85-2.4 s on the 2-core VM); the one warm-up round of
+    :func:`~openclaw_dask.bench.timing.interleaved` ran on one worker only, and the scheduler,
+    alternating between idle workers, put the first counted round trip on the other: ~850 ms
+    among 8-24 ms ones, a spread of ±2600-4000 %.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A client of the measured cluster.
+    repeats : int
+        Counted round trips.
+    task : callable of one int
+        What each round trip runs (a no-op by default).
+
+    Returns
+    -------
+    Timing
+    """
+    workers = list(client.nthreads())
+    wait([client.submit(task, 1, pure=False, workers=[w]) for w in workers])
+
+    def round_trip() -> None:
+        client.submit(task, 1, pure=False).result()
+
+    return interleaved({"round_trip": round_trip}, repeats=repeats)["round_trip"]
 
 
 def plain_dask(
@@ -89,13 +122,10 @@ def run(ctx: BenchContext) -> SuiteResult:
     n_tasks = 200 if ctx.quick else 2000
     size, chunk, steps = (256, 128, 80) if ctx.quick else (1024, 512, 400)
 
-    def round_trip() -> None:
-        client.submit(_noop, 1, pure=False).result()
-
     def many() -> None:
         wait(client.map(_noop, range(n_tasks), pure=False))
 
-    latency = interleaved({"round_trip": round_trip}, repeats=20 if ctx.quick else 100)
+    latency = task_round_trip(client, repeats=20 if ctx.quick else 100)
     batch = interleaved({"many": many}, repeats=ctx.repeats(3))
     runs = iter(range(10**6))
     config = ctx.config
@@ -142,9 +172,9 @@ def run(ctx: BenchContext) -> SuiteResult:
     no_report = "submit_no_report_vs_plain_dask"
     return SuiteResult(
         params={"tasks": n_tasks, "size": size, "chunk": chunk, "steps": steps},
-        timings={"task_round_trip": latency["round_trip"], f"{n_tasks}_tasks": batch["many"]} | t,
+        timings={"task_round_trip": latency, f"{n_tasks}_tasks": batch["many"]} | t,
         throughput={
-            "task_round_trip": (latency["round_trip"].median * 1e3, "ms"),
+            "task_round_trip": (latency.median * 1e3, "ms"),
             "per_task_amortised": (batch["many"].median / n_tasks * 1e3, "ms"),
             "performance_report_cost": (
                 t["plain_dask_report"].median - t["plain_dask"].median,
