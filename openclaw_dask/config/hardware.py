@@ -414,7 +414,17 @@ def package_versions(names: Iterable[str]) -> dict[str, str]:
 
 
 #: What a result depends on: recorded in run.json and in benchmark reports.
-CORE_PACKAGES = ("openclaw-dask", "dask", "distributed", "numpy", "xarray", "zarr", "numcodecs")
+#: (numba: the climate kernels' compiler, whose version changes their bits)
+CORE_PACKAGES = (
+    "openclaw-dask",
+    "dask",
+    "distributed",
+    "numpy",
+    "numba",
+    "xarray",
+    "zarr",
+    "numcodecs",
+)
 
 
 def software_versions() -> dict[str, str]:

@@ -85,6 +85,9 @@ async def worker_facts(dask_worker: Any) -> dict[str, Any]:
         "clock_round_trip": round_trip,
         "rss": psutil.Process().memory_info().rss,
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        # what decides the bits beyond the config (numerics_kind), where deterministic mode's
+        # check read it; not read otherwise: importing numba costs ~0.35 s a worker
+        "numerics": getattr(dask_worker, "openclaw_numerics", None),
     }
 
 

@@ -493,6 +493,42 @@ def software_changes(record: Mapping[str, Any], now: Mapping[str, str]) -> list[
     ]
 
 
+def numerics_changes(record: Mapping[str, Any], cluster: Mapping[str, Any]) -> list[str]:
+    """What changed of the workers' numerics since the recorded attempt (deterministic mode).
+
+    The numba target a kernel is compiled for (``NUMBA_CPU_NAME``, another node type) changes
+    the climate model's bits, and a resume that continued on such workers had said nothing:
+    ``software_changed`` stayed empty. Each attempt's workers record their
+    :func:`~openclaw_dask.runtime.plugins.numerics_kind` where deterministic mode's check read
+    it (``cluster.workers.<address>.numerics``); the kind most of them have is compared.
+
+    Parameters
+    ----------
+    record
+        The recorded run (its ``cluster``: that of its last attempt).
+    cluster
+        This attempt's ``cluster`` record.
+
+    Returns
+    -------
+    list of str
+        ``"workers' cpu znver3 -> generic"`` for each part that differs.
+    """
+    from openclaw_dask.runtime.plugins import common_kind
+
+    def kind(summary: Any) -> dict[str, str] | None:
+        workers = summary.get("workers") if isinstance(summary, Mapping) else None
+        if not isinstance(workers, Mapping):
+            return None
+        found = {a: w.get("numerics") for a, w in workers.items() if isinstance(w, Mapping)}
+        return common_kind({a: k for a, k in found.items() if isinstance(k, dict)})
+
+    before, now = kind(record.get("cluster")), kind(cluster)
+    if not before or not now:
+        return []
+    return [f"workers' {k} {before[k]} -> {v}" for k, v in now.items() if before.get(k, v) != v]
+
+
 def _same(a: Any, b: Any) -> bool:
     # the record went through JSON (tuples became lists): compare in that form
     return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)

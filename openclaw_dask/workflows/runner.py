@@ -77,6 +77,7 @@ from openclaw_dask.workflows.resume import (
     module_changes,
     module_note,
     move_dropped,
+    numerics_changes,
     read_run,
     recorded_workflow,
     resume_problems,
@@ -559,6 +560,16 @@ def run_workflow(
                     **_cluster_summary(client),
                     "shared_with": [r["run"] for r in others],  # the runs on it at the start
                 }
+                moved = numerics_changes(previous, record["cluster"]) if resume else []
+                if moved:
+                    record["software_changed"] += [f"attempt {attempt}: {c}" for c in moved]
+                    if announce:
+                        announce(
+                            f"note: the workers compute unlike the run's last attempt's "
+                            f"({', '.join(moved)}): the completed steps and the checkpoint "
+                            "are kept as those made them, so the outputs will not be an "
+                            "uninterrupted run's bits"
+                        )
                 counter.install(client)
                 ship_modules(client, workflow.op_files)  # ops beside the workflow file
                 # and their copies, with the workflow's, for whoever reads the run later
@@ -675,6 +686,7 @@ def _cluster_summary(client: Any) -> dict[str, Any]:
         "allocator",
         "config_hash",
         "clock_offset",
+        "numerics",
     )
     return {
         "scheduler": client.scheduler.address,

@@ -10,6 +10,7 @@ half-written.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -207,13 +208,24 @@ def extent(path: Path, dim: str) -> int:
     return 0
 
 
-def checksums(path: Path) -> dict[str, str]:
-    """SHA-256 of every array's values in C order (independent of chunking and codec).
+#: The entry of :func:`checksums` for a store's attributes (no variable is named so).
+ATTRS_CHECKSUM = ".attrs"
 
-    Arrays are read slab by slab along their first dimension, so memory stays bounded.
+
+def checksums(path: Path) -> dict[str, str]:
+    """SHA-256 of every array's values in C order (independent of chunking and codec), and of
+    the store's attributes (:data:`ATTRS_CHECKSUM`: the dataset's and each array's).
+
+    Arrays are read slab by slab along their first dimension, so memory stays bounded. The
+    attributes count because an op may read its inputs' meaning from them: ``climate.ebm``
+    takes the model's physics from ``forcing.zarr``'s attributes, and a ``forcing`` made again
+    with another ``olr_intercept`` (its arrays' values the same) had let a resume skip
+    ``simulate`` as up to date, its outputs those of the old physics.
     """
     group = zarr.open_group(path, mode="r", zarr_format=3)
-    out = {}
+    attrs = {"": dict(group.attrs)} | {name: dict(a.attrs) for name, a in group.arrays()}
+    text = json.dumps(attrs, sort_keys=True, default=str).encode()
+    out = {ATTRS_CHECKSUM: hashlib.sha256(text).hexdigest()}
     for name, array in sorted(group.arrays()):
         h = hashlib.sha256()
         h.update(f"{array.dtype}{array.shape}".encode())

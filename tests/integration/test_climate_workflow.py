@@ -417,3 +417,45 @@ def test_windows_started_from_their_checkpoint_change_no_bit_and_end_the_workers
     assert grown > 50, counts["never"]  # ~16 tasks a window, kept (6 -> 387 in 23 windows)
     # (~33 in every window)
     assert max(counts["each"][windows // 2 :]) < counts["never"][windows // 2], counts["each"]
+
+
+def test_a_forcing_made_again_with_other_physics_runs_the_model_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``climate.ebm`` takes its physics from ``forcing.zarr``'s attributes. A ``forcing`` run
+    again after ``olr_intercept``'s default was edited writes the same arrays, and a resume
+    had skipped ``simulate`` and ``analyse`` as up to date: outputs of A = 203.3 under a
+    record that said 230. The checksums now cover the stores' attributes.
+
+    The resume's workers compile for another CPU (``NUMBA_CPU_NAME=generic``), which changes
+    the model's bits: in deterministic mode that is said and kept in ``software_changed``
+    (it was not recorded anywhere)."""
+    workflow = tmp_path / "climate.yaml"
+    text = CLIMATE.read_text()
+    workflow.write_text(text)
+    run_dir = tmp_path / "run"
+    sets = [*QUICK, "params.spinup_years=0", "parallel.deterministic_mode=true"]
+    first = run_workflow(workflow, overrides=sets, run_dir=run_dir, report=False)
+    numerics = {w["numerics"]["cpu"] for w in first["cluster"]["workers"].values()}
+    assert len(numerics) == 1 and "generic" not in numerics, numerics
+    line = "olr_intercept:  {type: float, default: "
+    edited = text.replace(f"{line}203.3,", f"{line}230.0,")
+    assert edited != text
+    workflow.write_text(edited)
+    monkeypatch.setenv("NUMBA_CPU_NAME", "generic")  # the local workers inherit it
+    said: list[str] = []
+    again = run_workflow(workflow, resume=run_dir, report=False, announce=said.append)
+    assert again["status"] == "completed"
+    for step in ("forcing", "simulate", "analyse"):
+        assert "skipped" not in again["steps"][step], step
+    assert xr.open_zarr(run_dir / "final.zarr").attrs["A"] == 230.0
+    simulate = (first["steps"]["simulate"]["checksums"], again["steps"]["simulate"]["checksums"])
+    assert simulate[0]["monthly"]["T"] != simulate[1]["monthly"]["T"]
+    forcing = (first["steps"]["forcing"]["checksums"], again["steps"]["forcing"]["checksums"])
+    # the same arrays, other attributes
+    assert {k: v for k, v in forcing[0]["forcing"].items() if k != zarrio.ATTRS_CHECKSUM} == {
+        k: v for k, v in forcing[1]["forcing"].items() if k != zarrio.ATTRS_CHECKSUM
+    }
+    change = f"workers' cpu {numerics.pop()} -> generic"
+    assert f"attempt 2: {change}" in again["software_changed"]  # (and its vector features)
+    assert any(s.startswith("note: the workers compute unlike") and change in s for s in said)

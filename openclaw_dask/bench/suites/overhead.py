@@ -89,7 +89,9 @@ def plain_dask(
     With ``report``, inside ``distributed.performance_report`` (the artifact ``submit`` writes).
     """
     html = out / "performance-report.html"
-    with performance_report(filename=str(html)) if report else contextlib.nullcontext():
+    # BokehJS inline, as submit writes it (workflows/perf_report.py)
+    inline = performance_report(filename=str(html), mode="inline")
+    with inline if report else contextlib.nullcontext():
         _plain_steps(client, config, out, size, chunk, steps)
 
 
