@@ -132,7 +132,7 @@ KEYS: tuple[Key, ...] = (
     ),
     Key(
         "cluster.dashboard_address",
-        Nullable(HostPort()),
+        Nullable(HostPort(ipv6=False)),
         "127.0.0.1:8787",
         "dashboard bind address; loopback by default (not open to the network); null: off",
     ),

@@ -266,12 +266,25 @@ class Host(ValueType):
 
 @dataclass(frozen=True)
 class HostPort(ValueType):
-    """``host:port`` (``:port`` binds every interface)."""
+    """``host:port`` (``:port`` binds every interface).
+
+    ``ipv6=False`` for an address Dask reads as ``host:port`` split at every colon (the
+    dashboard's): ``[::1]:8893`` passed the check, and the cluster's start then failed with
+    "Cluster failed to start: ['[', '', '1]', '8893']", a run directory left behind.
+    """
+
+    ipv6: bool = True
 
     def check(self, value: Any) -> str:
         if not isinstance(value, str) or ":" not in value:
             raise _fail(f"expected {self.describe()}, got {_show(value)}")
         host, _, port = value.rpartition(":")
+        if ":" in host and not self.ipv6:
+            raise _fail(
+                f"expected an IPv4 address or host name before the port: Dask's dashboard "
+                f"takes no IPv6 address (':{port}' binds every IPv4 interface), got "
+                f"{_show(value)}"
+            )
         if ":" in host and not (host.startswith("[") and host.endswith("]")):
             # Dask refuses it at the start ("ipv6 needs brackets"), after the check had passed
             raise _fail(f"an IPv6 address takes brackets: [{host}]:{port}, got {_show(value)}")

@@ -270,8 +270,16 @@ def test_raw_dask_keys_near_a_known_one_are_refused_others_are_not(tmp_path: Pat
         ),
         (  # passed the check, and Dask refused it at the start ("ipv6 needs brackets")
             "cluster:\n  dashboard_address: '::1:8787'\n",
-            "c.config:2: cluster.dashboard_address: an IPv6 address takes brackets: "
-            "[::1]:8787, got '::1:8787'",
+            "c.config:2: cluster.dashboard_address: expected an IPv4 address or host name "
+            "before the port: Dask's dashboard takes no IPv6 address (':8787' binds every IPv4 "
+            "interface), got '::1:8787'",
+        ),
+        (  # the form that message had suggested, and Dask's dashboard splits at every colon:
+            # "Cluster failed to start: ['[', '', '1]', '8787']", a run directory left behind
+            "cluster:\n  dashboard_address: '[::1]:8787'\n",
+            "c.config:2: cluster.dashboard_address: expected an IPv4 address or host name "
+            "before the port: Dask's dashboard takes no IPv6 address (':8787' binds every IPv4 "
+            "interface), got '[::1]:8787'",
         ),
         (  # a nullable key's own message had been replaced by "expected null or host:port"
             "cluster:\n  dashboard_address: 127.0.0.1:99999\n",
