@@ -29,6 +29,7 @@ from openclaw_dask.config.arguments import (
 )
 from openclaw_dask.config.errors import Problem, did_you_mean
 from openclaw_dask.runtime import start_cluster
+from openclaw_dask.runtime.cluster import dashboard_link
 from openclaw_dask.translate import ClusterPlan, plan_cluster
 from openclaw_dask.workflows.recovery import prepare_to_continue
 
@@ -376,7 +377,7 @@ def benchmark(
         report["cluster"] = {
             "workers": len(client.nthreads()),
             "threads": sum(client.nthreads().values()),
-            "dashboard": client.dashboard_link,
+            "dashboard": dashboard_link(client),
         }
         ctx = BenchContext(client, config, hw, quick, Path(tmp))
         busy = early_note(watched, len(hw.usable_cores))

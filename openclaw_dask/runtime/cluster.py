@@ -462,9 +462,40 @@ def _not_connecting(address: str, seconds: float) -> str | None:
         return f"cannot connect for {seconds:g} s: {exc.strerror or exc}"
 
 
+#: Hosts a dashboard bound to every interface shows as: its link keeps the scheduler's host.
+EVERY_INTERFACE = ("", "0.0.0.0", "::")
+
+
+def dashboard_link(client: Client) -> str:
+    """``client.dashboard_link`` with the host the scheduler's HTTP server listens on.
+
+    Dask's link takes the scheduler's host: a dashboard bound to another address of the
+    machine (``cluster.dashboard_address: 192.0.2.2:8894``, or ``127.0.0.2:8892``) was printed
+    as ``http://127.0.0.1:8894/status``, where nothing listens, and ``cluster status`` then
+    found no dashboard there at all.
+    """
+    link = client.dashboard_link
+    try:
+        host = client.run_on_scheduler(_http_host)
+    except Exception:  # a scheduler that cannot say (not ours): Dask's own link
+        return link
+    if not isinstance(host, str) or host in EVERY_INTERFACE:
+        return link
+    parts = urllib.parse.urlsplit(link)
+    where = f"[{host}]" if ":" in host else host
+    netloc = f"{where}:{parts.port}" if parts.port else where
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def _http_host(dask_scheduler: Any = None) -> str | None:
+    """On the scheduler: the host its HTTP server (the dashboard's) is bound to."""
+    server = getattr(dask_scheduler, "http_server", None)
+    return getattr(server, "address", None)
+
+
 def dashboard_note(client: Client, config: Config) -> str:
     """The dashboard link, saying so when the configured port was taken (Dask used another)."""
-    link = client.dashboard_link
+    link = dashboard_link(client)
     port = str(config["cluster.dashboard_address"] or "").rpartition(":")[2]
     if port.isdigit() and int(port) and f":{port}/" not in link:
         return f"{link} (port {port} was taken: another cluster running?)"
@@ -482,7 +513,7 @@ def attached_dashboard(client: Client) -> str | None:
     is ``{}`` where it is not. Not the page itself: bokeh renders it on the scheduler's event
     loop, 0.47 s each time on the development VM, which every run attached to a cluster paid.
     """
-    link = client.dashboard_link
+    link = dashboard_link(client)
     index = urllib.parse.urljoin(link, "individual-plots.json")  # beside /status, any prefix
     try:
         with urllib.request.urlopen(index, timeout=DASHBOARD_PROBE_TIMEOUT) as reply:
@@ -890,7 +921,7 @@ def start_cluster(
             register_plugins(client, plan)
             if verify:
                 verify_cluster(client, plan, config)
-        link = client.dashboard_link if config["cluster.dashboard_address"] else None
+        link = dashboard_link(client) if config["cluster.dashboard_address"] else None
         if link:
             logger.info("dashboard: %s", link)
         # the block's compute() runs on this cluster (it had run on dask's local threads, or

@@ -18,7 +18,7 @@ import time
 
 from openclaw_dask.config import ConfigError
 from openclaw_dask.config.errors import Problem
-from openclaw_dask.runtime.cluster import client_settings, start_cluster
+from openclaw_dask.runtime.cluster import client_settings, dashboard_link, start_cluster
 from openclaw_dask.runtime.state import (
     DAEMON_ROLE,
     StateError,
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
                     "address": client.scheduler.address,
                     # later commands run on it only when they plan this kind of cluster
                     "backend": plan.backend,
-                    "dashboard": client.dashboard_link if served else None,
+                    "dashboard": dashboard_link(client) if served else None,
                     "pid": os.getpid(),
                     # a home shared by several hosts shares this file: pids are per host
                     "host": this_host(),

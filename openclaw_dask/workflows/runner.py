@@ -47,6 +47,7 @@ from openclaw_dask.runtime.cluster import (
     attach_refusal,
     attached_dashboard,
     cluster_up_beside,
+    dashboard_link,
     dashboard_note,
     enclosing_cluster,
     on_running_cluster,
@@ -540,7 +541,7 @@ def run_workflow(
                 if plan.backend == "attach":  # its dashboard is where that cluster put it, if any
                     link = attached_dashboard(client)
                 else:
-                    link = client.dashboard_link if cfg["cluster.dashboard_address"] else None
+                    link = dashboard_link(client) if cfg["cluster.dashboard_address"] else None
                 record["dashboard"] = link
                 if announce:
                     if plan.backend == "attach":

@@ -105,3 +105,19 @@ def test_dashboard_off_serves_no_pages_and_keeps_dask_http_on_loopback() -> None
         with pytest.raises(urllib.error.HTTPError, match="404"):
             urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=10)
         assert urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10).status == 200
+
+
+def test_a_dashboard_bound_to_another_address_of_the_machine_has_a_link_that_answers() -> None:
+    """Dask's link takes the scheduler's host: a dashboard bound to 127.0.0.2 (or the
+    machine's network address) was printed as http://127.0.0.1:PORT/status, where nothing
+    listens, and ``cluster status`` then found no dashboard at all."""
+    from openclaw_dask.runtime.cluster import attached_dashboard, dashboard_link
+
+    with start_cluster(overrides=["cluster.dashboard_address=127.0.0.2:0"]) as client:
+        link = dashboard_link(client)
+        assert link.startswith("http://127.0.0.2:") and link.endswith("/status"), link
+        assert urllib.request.urlopen(link, timeout=30).status == 200
+        assert attached_dashboard(client) == link  # what a run attached to it says
+    # bound to every interface: the scheduler's host, as Dask writes it
+    with start_cluster(overrides=["cluster.dashboard_address=:0"]) as client:
+        assert dashboard_link(client) == client.dashboard_link
