@@ -201,12 +201,12 @@ def test_every_banding_gives_the_same_bits(tmp_path: Path) -> None:
             monthly = xr.open_zarr(Path(rec["run_dir"]) / "monthly.zarr")
             assert len(monthly["T"].chunks[1]) == bands  # stored as the model ran
             # run.json says how the grid was laid out: the 45 rows as even as they split,
-            # K = 8 with halos, a window a task without
+            # K = 8 with halos, without them a month (2239 steps a year at 4°) a task
             layout_said = rec["steps"]["simulate"]["metrics"]["decomposition"]
             rows = layout_said.pop("band_rows")
             assert (len(rows), sum(rows), max(rows) - min(rows) <= 1) == (bands, 45, True)
             assert layout_said == {
-                "steps_per_task": 8 if bands > 1 else None,
+                "steps_per_task": 8 if bands > 1 else 187,
                 "worker_threads": sum(client.nthreads().values()),
             }
             sums[bands] = {

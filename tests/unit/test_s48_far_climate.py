@@ -80,7 +80,14 @@ def test_the_analysis_says_what_it_reads_and_writes(
     ("resolution", "batch", "bands", "said"),
     [
         # 2°: 90 rows, fewer than two bands of K = 64 each
-        (2, 64, 0, "latitude bands: 1, for the planned 2 worker threads: one band exchanges no"),
+        # a task a month of steps (8,932 a year at 2°): the dry run had said "a window a task"
+        (
+            2,
+            64,
+            0,
+            "latitude bands: 1, for the planned 2 worker threads: one band exchanges no halo, "
+            "so a task advances a month of steps (at most 745)",
+        ),
         # 0.25°: 720 rows in two bands; 2 inner sides x (64 + 1) / 2 rows = 65 of 720 a step
         (
             0.25,

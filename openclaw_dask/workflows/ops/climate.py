@@ -113,6 +113,16 @@ def choose_bands(grid: LatLonGrid, ctx: StepContext) -> int:
     return band_count(grid.shape, ctx.worker_threads, ctx.batch_size, ctx.worker_processes)
 
 
+def one_band_segment(steps_per_year: int, sync_interval: int) -> int:
+    """The most steps a task of one band advances: the model advances month by month (the
+    monthly means are summed at each month's end), in windows of ``sync_interval`` steps.
+
+    >>> one_band_segment(8932, 5000)  # 2°: a month is 744 or 745 steps
+    745
+    """
+    return min(-(-steps_per_year // 12), sync_interval)
+
+
 def steps_per_task(batch_size: int, bands: int) -> int:
     """``K``, or with one band (which exchanges no halo) a whole segment per task."""
     return batch_size if bands > 1 else 2**31
@@ -349,9 +359,10 @@ def _count_text(n: int) -> str:
 RATE_HINT = "this machine's cell-updates/s: `openclaw-dask benchmark --suite stencil` measures them"
 
 
-def _layout_text(grid: LatLonGrid, bands: int, batch: int, run: RunFacts) -> str:
+def _layout_text(grid: LatLonGrid, bands: int, batch: int, run: RunFacts, segment: int) -> str:
     """How ``climate.ebm`` will lay the grid out: its bands (``bands``, or
-    :func:`band_count` of the planned cluster's threads) and the halo cones' extra work."""
+    :func:`band_count` of the planned cluster's threads) and the halo cones' extra work.
+    ``segment``: the most steps a task of one band advances (:func:`one_band_segment`)."""
     if not bands and (run.threads is None or run.processes is None):
         return (
             "latitude bands: chosen from the cluster's worker threads when the step starts "
@@ -362,7 +373,10 @@ def _layout_text(grid: LatLonGrid, bands: int, batch: int, run: RunFacts) -> str
     size = f"{rows[0]:,} rows" if len(set(rows)) == 1 else f"{min(rows):,}-{max(rows):,} rows"
     chosen = "as given (bands)" if bands else f"for the planned {run.threads} worker threads"
     if n == 1:
-        return f"latitude bands: 1, {chosen}: one band exchanges no halo, a window a task"
+        return (
+            f"latitude bands: 1, {chosen}: one band exchanges no halo, so a task advances a "
+            f"month of steps (at most {segment:,})"
+        )
     # each of the 2 (n - 1) inner sides recomputes a cone of (K + 1) / 2 rows a step on average
     extra = (n - 1) * (batch + 1) / grid.nlat
     return (
@@ -853,7 +867,9 @@ class EnergyBalanceModel(IterativeOp):
             f"a state (T, month_sum: {kind}) holds "
             f"{format_bytes(sum(v.nbytes for v in state.data_vars.values()))}; a checkpoint "
             f"{every} (distributed.sync_interval): {windows:,} window{'' if windows == 1 else 's'}",
-            _layout_text(grid, int(args.get("bands", 0)), batch, run),
+            _layout_text(
+                grid, int(args.get("bands", 0)), batch, run, one_band_segment(spy, interval)
+            ),
             RATE_HINT,
         ]
         if interval < batch and windows > 1:
@@ -927,7 +943,9 @@ class EnergyBalanceModel(IterativeOp):
         # (the band count follows the worker threads and K; the bits do not depend on it)
         ctx.metrics["decomposition"] = {
             "band_rows": list(self.bands),
-            "steps_per_task": self.batch if len(self.bands) > 1 else None,  # None: a window
+            "steps_per_task": self.batch
+            if len(self.bands) > 1
+            else one_band_segment(self.spy, int(ctx.config["distributed.sync_interval"])),
             "worker_threads": ctx.worker_threads,
         }
         # the capacity goes to the bands' homes once, not into every window's graph (33 MB
