@@ -29,6 +29,7 @@ from distributed import KilledWorker, futures_of
 from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.config import Config, ConfigError
 from openclaw_dask.runtime.groups import forget_finished_groups
+from openclaw_dask.runtime.terminal import signals_held
 from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.context import (
     IterativeOp,
@@ -377,20 +378,21 @@ class IterativeSteps:
             stores = [ckpt_dir / info["store"]]
             stores += [self.run_dir / f"{name}.zarr" for name in step.zarr_outputs]
             info["files"] = zarrio.manifest(self.run_dir, stores)
-            self._write_checkpoint(ckpt_dir, info)
-            # what a resume expects to find (checkpoint_step also counts the last window's
-            # records, committed without a checkpoint): one gone since is said, not passed over
-            rec["checkpoint_committed"] = info["step"]
+            # the checkpoint and the record's word of it together: a Ctrl-C between them had
+            # left run.json a checkpoint behind the one a resume then continued from (1 of 4
+            # interrupts in an audit)
+            with signals_held():
+                atomic_write_text(ckpt_dir / "checkpoint.json", json.dumps(info))
+                # what a resume expects to find (checkpoint_step also counts the last window's
+                # records, committed without a checkpoint): one gone since is said, not passed
+                # over
+                rec["checkpoint_committed"] = info["step"]
+                rec["checkpoint_step"] = info["step"]
+            for old in ckpt_dir.glob("state-*.zarr"):  # the older states: no longer needed
+                if old.name != info["store"]:
+                    shutil.rmtree(old, ignore_errors=True)
         rec["checkpoint_step"] = info["step"]
         self.save()
-
-    @staticmethod
-    def _write_checkpoint(ckpt_dir: Path, info: dict[str, Any]) -> None:
-        """Commit a checkpoint: its state store is complete; then drop older ones."""
-        atomic_write_text(ckpt_dir / "checkpoint.json", json.dumps(info))
-        for old in ckpt_dir.glob("state-*.zarr"):
-            if old.name != info["store"]:
-                shutil.rmtree(old, ignore_errors=True)
 
 
 #: Tasks a step computes before the next window starts from its state read back from the
