@@ -115,19 +115,35 @@ class IterativeSteps:
                 # the traceback's frames hold the lost window's futures: release them
                 traceback.clear_frames(exc.__traceback__)
                 failed = exc
-            if not cluster_goes_on(client, len(before)):
-                raise failed
-            recoveries.append(recovery_entry(lost, failed, from_step=at))
+            said = (
+                f"{step.name}: lost worker {', '.join(lost)}; continuing from step {at:,}, the "
+                f"last checkpoint (recovery {stuck + 1} of {MAX_RECOVERIES} from it)"
+            )
+            entry = recovery_entry(lost, failed, from_step=at)
+            self.go_on_after_loss(client, len(before), failed, rec, recoveries, entry, said)
             del failed  # (it may name the lost window's futures)
-            rec["recoveries"] = recoveries
-            self.save()
-            if self.announce:
-                self.announce(
-                    f"{step.name}: lost worker {', '.join(lost)}; continuing from step "
-                    f"{at:,}, the last checkpoint (recovery {stuck + 1} of "
-                    f"{MAX_RECOVERIES} from it)"
-                )
             recorded = rec  # this attempt's checkpoint now, if any
+
+    def go_on_after_loss(
+        self,
+        client: Any,
+        workers: int,
+        failed: BaseException,
+        rec: dict[str, Any],
+        recoveries: list[dict[str, Any]],
+        entry: dict[str, Any],
+        said: str,
+    ) -> None:
+        """After a step lost workers: wait until the cluster can go on (``failed`` is raised
+        again where it went away meanwhile), then record the recovery ``entry`` in ``rec``'s
+        ``recoveries`` and say ``said`` (:func:`~.recovery.cluster_goes_on`)."""
+        if not cluster_goes_on(client, workers):
+            raise failed
+        recoveries.append(entry)
+        rec["recoveries"] = recoveries
+        self.save()
+        if self.announce:
+            self.announce(said)
 
     def _iterate(
         self,

@@ -40,7 +40,6 @@ from openclaw_dask.workflows.progress import compute_with_progress, step_progres
 from openclaw_dask.workflows.recovery import (
     MAX_RECOVERIES,
     WorkersLostError,
-    cluster_goes_on,
     lost_workers,
     recovery_entry,
     worker_addresses,
@@ -203,17 +202,13 @@ class Run(IterativeSteps):
                     ) from exc
                 traceback.clear_frames(exc.__traceback__)  # (the lost graph's futures)
                 failed = exc
-            if not cluster_goes_on(client, len(before)):
-                raise failed
-            recoveries.append(recovery_entry(lost, failed))
+            said = (
+                f"{step.name}: lost worker {', '.join(lost)}; running the step again from its "
+                f"start (recovery {len(recoveries) + 1} of {MAX_RECOVERIES})"
+            )
+            entry = recovery_entry(lost, failed)
+            self.go_on_after_loss(client, len(before), failed, rec, recoveries, entry, said)
             del failed
-            rec["recoveries"] = recoveries
-            self.save()
-            if self.announce:
-                self.announce(
-                    f"{step.name}: lost worker {', '.join(lost)}; running the step again from "
-                    f"its start (recovery {len(recoveries)} of {MAX_RECOVERIES})"
-                )
 
     def _map_once(self, step: StepSpec, ctx: StepContext, progress: Any, bar: Any) -> None:
         result = step.info.target(ctx, **step.args)
