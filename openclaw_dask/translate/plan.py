@@ -251,6 +251,7 @@ def common_dask_config(config: Config, env: Mapping[str, Any]) -> tuple[dict[str
         )
     if v["storage.level"] != KEYS_BY_PATH["storage.level"].default and v["storage.codec"] == "none":
         notes.append("storage.level not used: storage.codec is none")
+    notes += open_dashboard_note(v["cluster.dashboard_address"])
     unused = [f"distributed.ssh.{p}" for p in ("known_hosts", "identity_file")]
     unused = [key for key in unused if v[key]]
     if unused and not v["distributed.nodes"]:  # without nodes: not an ssh plan
@@ -325,6 +326,21 @@ def with_preloads(dask_config: dict[str, Any], kind: str, modules: list[str]) ->
 #: mpi, the network address of an ssh scheduler node): "off" now keeps it on loopback, on a
 #: free port, and the dashboard's own pages are not served.
 NO_DASHBOARD = "127.0.0.1:0"
+
+
+def open_dashboard_note(address: str | None) -> list[str]:
+    """A note for a dashboard served on every interface (``:8787``, ``0.0.0.0:8787``).
+
+    The default is loopback; a user who widens it may not know that Dask's dashboard asks for
+    no login, so it was said nowhere that the cluster's work is then open to the network.
+    """
+    if not address or address.rpartition(":")[0] not in ("", "0.0.0.0"):
+        return []
+    return [
+        f"cluster.dashboard_address {address} serves the dashboard on every interface, with no "
+        "login: whoever reaches this port sees the cluster's work (127.0.0.1, the default, "
+        "with ssh -L from elsewhere keeps it private)"
+    ]
 
 
 def dashboard_kwargs(config: Config) -> dict[str, Any]:

@@ -289,6 +289,15 @@ def test_a_raw_key_inside_one_of_ours_is_laid_into_it_and_said() -> None:
     assert not any("SITE_VAR" in n for n in p.notes)  # added, not overridden
 
 
+def test_a_dashboard_served_on_every_interface_is_said_open() -> None:
+    """Dask's dashboard asks for no login; widening the default loopback was said nowhere."""
+    for address in (":8787", "0.0.0.0:8787"):
+        [note] = [n for n in plan(f"cluster.dashboard_address={address}").notes if "login" in n]
+        assert note.startswith(f"cluster.dashboard_address {address} serves the dashboard on")
+    for address in ("127.0.0.1:8787", "null", "192.0.2.2:0"):
+        assert not any("login" in n for n in plan(f"cluster.dashboard_address={address}").notes)
+
+
 def test_a_compression_level_without_its_compressor_is_said_unused() -> None:
     """Levels given for a compressor not in use were ignored without a word (exploratory
     test, 2026-12-05); Dask's auto never picks zstd."""
