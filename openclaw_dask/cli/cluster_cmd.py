@@ -9,6 +9,7 @@ file names and that still runs (never a pid that now names another process). A m
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import subprocess
 import sys
@@ -38,6 +39,7 @@ from openclaw_dask.runtime.state import (
     address_problem,
     clear_state,
     daemon_process,
+    ended_runs_file,
     hold_lock,
     load_state,
     lock_file,
@@ -406,6 +408,29 @@ def down_cmd() -> None:
         "file was removed)"
     )
     out.print(f"cluster down: {what} stopped{said}", markup=False)
+    ended = _ended_runs()
+    if ended:
+        from openclaw_dask.workflows.cluster_runs import runs_text
+
+        n = len(ended)
+        out.print(
+            f"  it ended {n} run{'s' if n != 1 else ''} (each continues with openclaw-dask "
+            f"submit --resume DIR once a cluster runs): {runs_text(ended)}",
+            markup=False,
+        )
+
+
+def _ended_runs() -> list[dict[str, Any]]:
+    """The runs the daemon named as its close ended them (``runtime.daemon.note_ended_runs``),
+    read once; none when it could not say (killed, its scheduler gone)."""
+    path = ended_runs_file()
+    try:
+        runs = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    finally:
+        path.unlink(missing_ok=True)
+    return [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else []
 
 
 def _kill_daemon(proc: psutil.Process, waited: float, closing: bool) -> str:
@@ -490,7 +515,8 @@ def status_cmd(address: str | None, config_path: str | None) -> None:
     runs on the cluster."""
     from openclaw_dask.runtime.cluster import attached_dashboard
     from openclaw_dask.runtime.inspect import ask_workers, refused_workers, worker_facts
-    from openclaw_dask.workflows.cluster_runs import runs_on, runs_text
+    from openclaw_dask.runtime.runs import runs_on
+    from openclaw_dask.workflows.cluster_runs import runs_text
 
     with _connected(address, config_path) as (address, client, dashboard):
         facts, silent = ask_workers(client, worker_facts)

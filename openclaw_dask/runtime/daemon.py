@@ -2,7 +2,8 @@
 
 ``python -m openclaw_dask.runtime.daemon [--config F] [--set K=V]...`` starts the cluster with
 :func:`start_cluster`, writes the state file (address, backend, dashboard, pid) and waits;
-SIGTERM or SIGINT (``cluster down``) shuts the cluster down and removes the state file.
+SIGTERM or SIGINT (``cluster down``) shuts the cluster down and removes the state file,
+first naming the runs still on it (:func:`note_ended_runs`), whom the close ends.
 It holds the state directory's lock for its whole life (see :mod:`openclaw_dask.runtime.state`):
 the one ``cluster up`` took and passed on as ``--lock-fd``, else its own.
 """
@@ -10,19 +11,25 @@ the one ``cluster up`` took and passed on as ``--lock-fd``, else its own.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
+from openclaw_dask.atomicfile import atomic_write_text
 from openclaw_dask.config import ConfigError
 from openclaw_dask.config.errors import Problem
 from openclaw_dask.runtime.cluster import client_settings, dashboard_link, start_cluster
+from openclaw_dask.runtime.runs import runs_on
 from openclaw_dask.runtime.state import (
     DAEMON_ROLE,
     StateError,
     clear_state,
+    ended_runs_file,
     hold_lock,
     lock_file,
     lock_holder,
@@ -57,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             if lock is None:
                 message = f"another cluster runs with this state directory ({lock_holder()})"
                 raise StateError([Problem(message, origin=str(lock_file()))])
+        ended_runs_file().unlink(missing_ok=True)  # an earlier cluster's
         config, plan = load_and_plan(args.config, args.overrides)
         # cluster up starts a cluster of its own, never attaches to one
         with start_cluster(config, attach_running=False) as client:
@@ -86,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             while not stop.wait(0.5):
                 pass
+            note_ended_runs(client)
     except OSError as exc:  # the state file could not be written: say where, in one line
         if exc.filename is None:
             raise
@@ -98,6 +107,29 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         clear_state(os.getpid())
     return 0
+
+
+#: Seconds the daemon gives its scheduler to name the runs on it before it closes the cluster.
+ENDED_RUNS_TIMEOUT = 5.0
+
+
+def note_ended_runs(client: Any) -> None:
+    """Write the runs still on the cluster to :func:`ended_runs_file`, for ``cluster down``.
+
+    ``cluster down`` said only that the cluster stopped, and each run on it then failed in its
+    own terminal. ``down`` itself never talks to the scheduler (a hung one would make it wait);
+    the daemon asks its own client, :data:`ENDED_RUNS_TIMEOUT` seconds at most, and says
+    nothing when it cannot tell (a scheduler gone already, one without openclaw-dask).
+    """
+    pool = ThreadPoolExecutor(1)
+    try:
+        runs = pool.submit(runs_on, client).result(timeout=ENDED_RUNS_TIMEOUT)
+        if runs:
+            atomic_write_text(ended_runs_file(), json.dumps(runs))
+    except Exception:  # the close goes on: `cluster down` then names no runs
+        return
+    finally:
+        pool.shutdown(wait=False)
 
 
 if __name__ == "__main__":

@@ -531,6 +531,12 @@ def scheduler_refuses(address: str, timeout: float = 1.0) -> bool:
         return False
 
 
+def ended_runs_file() -> Path:
+    """Where the daemon, as it closes its cluster, names the runs that ends (a JSON list of
+    :func:`~openclaw_dask.runtime.runs.runs_on`'s entries) for ``cluster down`` to say."""
+    return state_dir() / "ended-runs.json"
+
+
 def write_state(state: dict[str, Any]) -> Path:
     """Write the state file atomically (readers never see half a file)."""
     path = state_file()

@@ -30,13 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from openclaw_dask.config.errors import ConfigError, Problem
+from openclaw_dask.runtime.runs import RUNS
 from openclaw_dask.workflows.registry import file_sha256
 
 #: The scheduler metadata key under which the module claims are kept
 #: (``Scheduler.set_metadata``).
 CLAIMS = "openclaw-op-module-claims"
-#: The scheduler metadata key of the runs: ``{client id: {"run", "workflow", "started"}}``.
-RUNS = "openclaw-runs"
 
 
 def register_run(
@@ -80,23 +79,6 @@ def register_run(
     raise ConfigError([Problem(problem, file=wanted[name][1])])
 
 
-def runs_on(client: Any) -> list[dict[str, Any]]:
-    """The runs on ``client``'s scheduler now (``run``, ``workflow``, ``started``), oldest first.
-
-    Only runs whose client is still connected: one that ended (even by SIGKILL) is not listed.
-    The scheduler needs openclaw-dask, as a run's graphs and ``cluster status``'s look at the
-    workers already do.
-    """
-    return client.run_on_scheduler(_live_runs)
-
-
-def _live_runs(dask_scheduler: Any = None) -> list[dict[str, Any]]:
-    """On the scheduler: the registered runs whose clients are connected, oldest first."""
-    runs = dask_scheduler.get_metadata([RUNS], default={})
-    live = [r for c, r in runs.items() if c in dask_scheduler.clients]
-    return sorted(live, key=lambda r: r["started"])
-
-
 def _register(
     wanted: dict[str, list[str]], client_id: str, me: dict[str, Any], dask_scheduler: Any = None
 ) -> list[Any]:
@@ -131,8 +113,8 @@ def _register(
 
 
 def runs_text(runs: Sequence[dict[str, Any]]) -> str:
-    """``runs`` (as :func:`runs_on` gives them) in words, oldest first: ``DIR (workflow climate,
-    since 07:40:12); DIR2 (...)``, the times in the machine's local time."""
+    """``runs`` (as :func:`~openclaw_dask.runtime.runs.runs_on` gives them) in words, oldest
+    first: ``DIR (workflow climate, since 07:40:12); DIR2 (...)``, in local time."""
     return "; ".join(
         f"{r['run']} (workflow {r['workflow']}, since "
         f"{time.strftime('%H:%M:%S', time.localtime(r['started']))})"

@@ -14,11 +14,12 @@ again and again in one window, say for memory, would otherwise loop), with the c
 for ``--resume``; losses a checkpoint apart do not add up, so a run of days on nodes that fail
 now and then goes on.
 
-A map step that loses a worker runs again from its start (:func:`lost_workers`,
-:func:`cluster_goes_on`, :func:`recovery_entry`): its outputs are written whole again. Dask
-recomputes a lost result of a graph by itself, but not a scattered one, and not a task that
-killed :data:`allowed-failures` workers: the climate workflow's ``forcing`` failed with
-``FuturesCancelledError ... already forgotten`` and the advice to fix the step.
+A map step that loses a worker Dask cannot make up for runs again from its start
+(:func:`lost_workers`, :func:`cluster_goes_on`, :func:`recovery_entry`): its outputs are
+written whole again. Dask recomputes a lost result of a graph by itself, but not a scattered
+one: the climate workflow's ``forcing`` failed with ``FuturesCancelledError ... already
+forgotten`` and the advice to fix the step. A task that killed ``allowed-failures`` workers
+(``KilledWorker``) is not run again: it is the task that kills them.
 """
 
 from __future__ import annotations

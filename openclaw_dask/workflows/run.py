@@ -180,9 +180,14 @@ class Run(IterativeSteps):
     def run_map_step(
         self, step: StepSpec, ctx: StepContext, progress: Any, bar: Any, rec: dict[str, Any]
     ) -> None:
-        """Run a map op's graph and write its outputs; after a lost worker, run the step again
-        from its start, at most ``MAX_RECOVERIES`` times
-        (:mod:`~openclaw_dask.workflows.recovery`)."""
+        """Run a map op's graph and write its outputs; after a lost worker whose results Dask
+        could not compute again, run the step again from its start, at most
+        ``MAX_RECOVERIES`` times (:mod:`~openclaw_dask.workflows.recovery`).
+
+        A ``KilledWorker`` is not run again: Dask has already run that task again on other
+        workers (``allowed-failures``), so the task itself kills them (out of memory, a crash
+        in its code), and the step fails with that, as before.
+        """
         client = ctx.client
         recoveries: list[dict[str, Any]] = []
         while True:
@@ -191,7 +196,7 @@ class Run(IterativeSteps):
                 self._map_once(step, ctx, progress, bar)
                 return
             except Exception as exc:
-                lost = lost_workers(client, before, exc)
+                lost = [] if isinstance(exc, KilledWorker) else lost_workers(client, before, exc)
                 if not lost:
                     raise
                 if len(recoveries) >= MAX_RECOVERIES:

@@ -450,8 +450,14 @@ def test_a_cluster_stopped_mid_run_is_one_line_and_resume_continues(
         assert 200 <= seen < 2000, f"mid-way? checkpoint at {seen}: {proc.poll()}"
     finally:
         began = time.monotonic()
-        assert sh("cluster", "down").returncode == 0
+        down = sh("cluster", "down")
         took = time.monotonic() - began
+    assert down.returncode == 0, down.stderr
+    # the runs its close ended, named by the daemon (down had said only "stopped")
+    assert "it ended 1 run (each continues with openclaw-dask submit --resume DIR once a " in (
+        down.stdout
+    )
+    assert f"{run_dir.resolve()} (workflow example-smoothing, since " in down.stdout
     stdout, stderr = proc.communicate(timeout=120)
     # once (CI on a machine loaded by others, 2026-12-06) the run completed first: say when
     assert proc.returncode == 1, (f"down after step {seen}, took {took:.1f} s", stdout, stderr)

@@ -196,13 +196,16 @@ def test_a_dashboard_on_the_port_asked_for_or_any_port_is_not_said_to_be_taken()
     from distributed import Client
 
     from openclaw_dask.config import load_config
-    from openclaw_dask.runtime.cluster import dashboard_note
+    from openclaw_dask.runtime.cluster import dashboard_link, dashboard_note
 
     with (
         LocalCluster(n_workers=0, processes=False, dashboard_address="127.0.0.1:0") as cluster,
         Client(cluster, set_as_default=False) as client,
     ):
-        link = client.dashboard_link
+        # (Dask's own link names the machine's address here, an in-process scheduler's host,
+        # where the dashboard, bound to 127.0.0.1, does not listen)
+        link = dashboard_link(client)
+        assert link.startswith("http://127.0.0.1:"), link
         used = int(link.split("://", 1)[1].split("/", 1)[0].rpartition(":")[2])
         for asked in ("127.0.0.1:0", f"127.0.0.1:{used}"):
             config = load_config(None, [f"cluster.dashboard_address={asked}"], env={})

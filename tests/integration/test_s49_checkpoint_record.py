@@ -32,11 +32,19 @@ def test_a_ctrl_c_right_after_a_checkpoint_is_written_leaves_run_json_saying_it(
                 os.kill(os.getpid(), signal.SIGINT)
 
     monkeypatch.setattr(iterative, "atomic_write_text", write_then_interrupt)
+    # Python's own Ctrl-C, as in a terminal (pytest-xdist's workers ignore SIGINT, and a run
+    # leaves a SIGINT it finds ignored ignored)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     run_dir = tmp_path / "run"
     sets = ["params.size=64", "params.chunk=32", "params.steps=400"]
     sets += ["distributed.sync_interval=50", "cluster.dashboard_address=null"]
-    with pytest.raises(KeyboardInterrupt):
-        run_workflow(ROOT / "workflows/example.yaml", overrides=sets, run_dir=run_dir, report=False)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_workflow(
+                ROOT / "workflows/example.yaml", overrides=sets, run_dir=run_dir, report=False
+            )
+    finally:
+        signal.signal(signal.SIGINT, before)
     record: dict[str, Any] = json.loads((run_dir / "run.json").read_text())
     checkpoint = json.loads((run_dir / ".checkpoints/diffuse/checkpoint.json").read_text())
     assert record["status"] == "interrupted"

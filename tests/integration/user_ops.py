@@ -343,12 +343,17 @@ class DiesInWindows(Diffuse):
 
 
 def field_dies(ctx: StepContext, *, markers: str, deaths: int = 1, **kw: Any) -> Any:
-    """The example's field, whose worker dies the first ``deaths`` times it computes the first
-    block (a map step that loses a worker)."""
+    """The example's field, sent to the workers in row bands (as the climate model's forcing
+    sends its fields), whose worker dies the first ``deaths`` times it computes the first
+    band: a map step that loses a worker and, with it, an input Dask cannot compute again."""
+    from openclaw_dask.workflows.climate.stepper import band_homes, place_bands
+
     ds = field(ctx, **kw)["field"]
     u = ds["temperature"]
-    dying = u.data.map_blocks(_dies_in_window, 0, markers, deaths, False, dtype=u.dtype)
-    return {"field": ds.assign(temperature=(u.dims, dying, u.attrs))}
+    homes = band_homes(ctx.client.nthreads(), len(u.chunks[0]))
+    placed = place_bands(ctx.client, u.values, homes)
+    dying = placed.map_blocks(_dies_in_window, 0, markers, deaths, False, dtype=u.dtype)
+    return {"field": ds.assign(temperature=(u.dims, dying.rechunk(u.data.chunks), u.attrs))}
 
 
 #: Every state :class:`KeepsItsStates` was given, in the process that runs the workflow.

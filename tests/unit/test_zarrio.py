@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,12 +15,18 @@ from openclaw_dask.config import load_config
 from openclaw_dask.workflows import zarrio
 
 
-def _store(path: Path, values: np.ndarray, chunks: int, codec: str = "lz4") -> dict[str, str]:
-    """``values`` written as a run writes an output (chunked, the config's codec); its
-    checksums."""
+def _store(
+    path: Path,
+    values: np.ndarray,
+    chunks: int,
+    codec: str = "lz4",
+    attrs: dict[str, Any] | None = None,
+) -> dict[str, str]:
+    """``values`` written as a run writes an output (chunked, the config's codec), with the
+    dataset's ``attrs``; its checksums."""
     config = load_config(overrides={"storage.codec": codec}, use_search_path=False)
     dims = ("y", "x")[: values.ndim]
-    ds = xr.Dataset({"t": (dims, values)}).chunk({dims[0]: chunks})
+    ds = xr.Dataset({"t": (dims, values)}, attrs=attrs or {}).chunk({dims[0]: chunks})
     zarrio.write(ds, path, config).compute()
     return zarrio.checksums(path)
 
@@ -34,7 +41,7 @@ def test_checksums_see_every_value_and_the_shape_but_not_the_chunks_or_codec(
     """
     values = np.arange(48, dtype=np.float64).reshape(8, 6)
     base = _store(tmp_path / "base.zarr", values, chunks=4)
-    assert set(base) == {"t"}
+    assert set(base) == {"t", zarrio.ATTRS_CHECKSUM}
     # the same values in other chunks and with another codec: the same checksum
     assert _store(tmp_path / "rechunked.zarr", values, chunks=3, codec="none") == base
     # any one value changed, wherever it sits in its chunk: another checksum
@@ -45,6 +52,11 @@ def test_checksums_see_every_value_and_the_shape_but_not_the_chunks_or_codec(
     # the same bytes in another shape or type: another checksum
     assert _store(tmp_path / "flat.zarr", values.reshape(48), chunks=24) != base
     assert _store(tmp_path / "ints.zarr", values.view(np.int64), chunks=4) != base
+    # the same values under other attributes (an op reads its input's meaning from them: the
+    # climate model its physics): another checksum of the attributes, the same of the values
+    other = _store(tmp_path / "attrs.zarr", values, chunks=4, attrs={"A": 230.0})
+    assert other[zarrio.ATTRS_CHECKSUM] != base[zarrio.ATTRS_CHECKSUM]
+    assert other["t"] == base["t"]
     # the store on disk changed after the write (a chunk rewritten): the checksum says so
     zarr.open_array(tmp_path / "base.zarr/t", mode="r+")[7, 0] = -1.0
     assert zarrio.checksums(tmp_path / "base.zarr") != base
