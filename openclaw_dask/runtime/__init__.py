@@ -2,7 +2,7 @@
 
 The names are imported on first use (PEP 562), as the package's own: every CLI command imports
 ``openclaw_dask.runtime.terminal``, and importing ``distributed`` here cost each of them ~0.3 s
-(``--help``, ``config keys`` and ``config init`` need none of it).
+(``--help``, ``config show`` and ``config init`` need none of it).
 """
 
 from __future__ import annotations
