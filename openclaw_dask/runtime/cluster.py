@@ -493,9 +493,9 @@ def _http_host(dask_scheduler: Any = None) -> str | None:
     return getattr(server, "address", None)
 
 
-def dashboard_note(client: Client, config: Config) -> str:
-    """The dashboard link, saying so when the configured port was taken (Dask used another)."""
-    link = dashboard_link(client)
+def dashboard_note(link: str, config: Config) -> str:
+    """The dashboard ``link`` (:func:`dashboard_link`), saying so when the configured port was
+    taken (Dask used another)."""
     port = str(config["cluster.dashboard_address"] or "").rpartition(":")[2]
     if port.isdigit() and int(port) and f":{port}/" not in link:
         return f"{link} (port {port} was taken: another cluster running?)"
@@ -921,9 +921,9 @@ def start_cluster(
             register_plugins(client, plan)
             if verify:
                 verify_cluster(client, plan, config)
-        link = dashboard_link(client) if config["cluster.dashboard_address"] else None
-        if link:
-            logger.info("dashboard: %s", link)
+        # (a scheduler call: only where the line is logged)
+        if config["cluster.dashboard_address"] and logger.isEnabledFor(logging.INFO):
+            logger.info("dashboard: %s", dashboard_link(client))
         # the block's compute() runs on this cluster (it had run on dask's local threads, or
         # on a notebook's own client); that client is the current one again after the block
         stack.enter_context(client.as_current())

@@ -126,7 +126,7 @@ def quiet_closing_heartbeat() -> None:
 LOST_RESULTS = " caused the cluster to lose "
 
 
-def not_a_lost_workers_results(record: logging.LogRecord) -> bool:
+def _not_a_lost_workers_results(record: logging.LogRecord) -> bool:
     """``False`` for the scheduler's :data:`LOST_RESULTS` record (a logging filter)."""
     return LOST_RESULTS not in str(record.msg)
 
@@ -137,7 +137,7 @@ def quiet_lost_results() -> None:
     For a scheduler that logs where the run's terminal sees it but outside the run's own
     quieting (:func:`~openclaw_dask.cli.output.dask_logs_quieted`): an ``mpirun``'s rank 0.
     """
-    _add_filter("distributed.scheduler", not_a_lost_workers_results)
+    _add_filter("distributed.scheduler", _not_a_lost_workers_results)
 
 
 def _not_the_sync_cancel_bug(record: logging.LogRecord) -> bool:

@@ -547,7 +547,7 @@ def run_workflow(
                     if plan.backend == "attach":
                         announce(_attached_note(client, plan, cfg))
                     if link:
-                        note = link if plan.backend == "attach" else dashboard_note(client, cfg)
+                        note = link if plan.backend == "attach" else dashboard_note(link, cfg)
                         announce(f"dashboard: {note}")
                     if others:  # their tasks are in this run's report, their load on its time
                         many = len(others) > 1

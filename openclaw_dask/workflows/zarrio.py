@@ -223,10 +223,11 @@ def checksums(path: Path) -> dict[str, str]:
     ``simulate`` as up to date, its outputs those of the old physics.
     """
     group = zarr.open_group(path, mode="r", zarr_format=3)
-    attrs = {"": dict(group.attrs)} | {name: dict(a.attrs) for name, a in group.arrays()}
+    arrays = sorted(group.arrays())
+    attrs = {"": dict(group.attrs)} | {name: dict(a.attrs) for name, a in arrays}
     text = json.dumps(attrs, sort_keys=True, default=str).encode()
     out = {ATTRS_CHECKSUM: hashlib.sha256(text).hexdigest()}
-    for name, array in sorted(group.arrays()):
+    for name, array in arrays:
         h = hashlib.sha256()
         h.update(f"{array.dtype}{array.shape}".encode())
         if array.ndim == 0:
