@@ -569,4 +569,8 @@ def test_workers_without_the_allocator_are_refused_in_a_line_each(
     assert errors, result.stderr[-3000:]
     for line in errors:
         assert ": memory.allocator: worker " in line and " refused: " in line, line
-    assert "CommClosedError" not in result.stderr and "Traceback" not in result.stderr
+    # our own lines; the remote scheduler's log is forwarded at its level by design, and it may
+    # log the connection a refused worker's closing cut (seen once in CI, 2026-12-06)
+    forwarded = "distributed.deploy.ssh - "
+    ours = "\n".join(ln for ln in result.stderr.splitlines() if forwarded not in ln)
+    assert "CommClosedError" not in ours and "Traceback" not in ours, result.stderr[-3000:]
