@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import psutil
 
 
@@ -16,3 +18,28 @@ def command_line(process: psutil.Process) -> str:
         return " ".join(process.cmdline())
     except psutil.NoSuchProcess:
         return ""
+
+
+def cpu_seconds(pid: int) -> float:
+    """The user and system seconds process ``pid`` has used so far."""
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+def check_busiest_named(top: list[dict[str, Any]], pid: int, share: float, most: int) -> bool:
+    """Check a report's ``top`` (its busiest other processes) against a process ``pid`` that
+    used ``share`` cores (the test's own measure, over a window holding the report's); whether
+    ``pid`` is named.
+
+    Beside the test suite's other worker, whose runs start processes that together took 1.6
+    cores of this 2-core machine, a spinning stranger had less than each of three of them and
+    was rightly left out: then the list must be full and each named one about as busy (half
+    the stranger's share at least, as its rate in the report's shorter window may differ).
+    """
+    cores = {p["pid"]: p["cores"] for p in top}
+    assert share > 0.2, share  # it did spin
+    if pid in cores:
+        assert cores[pid] > 0.2, top
+        return True
+    assert len(cores) == most and min(cores.values()) >= share / 2, (top, share)
+    return False

@@ -18,7 +18,7 @@ from typing import Any
 import psutil
 import pytest
 
-from openclaw_dask.bench.load import BUSY_CORES
+from openclaw_dask.bench.load import BUSY_CORES, TOP
 from openclaw_dask.bench.machine import cpu_model
 from openclaw_dask.bench.run import WorkersDiedError, again_if_a_worker_died
 from openclaw_dask.bench.suites.stencil import STATE_BYTES_PER_UPDATE
@@ -26,6 +26,7 @@ from openclaw_dask.config import detect_hardware
 from openclaw_dask.runtime.cluster import start_cluster
 from tests.integration.conftest import isolated_env
 from tests.integration.dies_once import DIES_ONCE_SETS, MARKER_ENV, dask_log_lines
+from tests.integration.procs import check_busiest_named, cpu_seconds
 from tests.integration.test_workflow_run import EXE, ctrl_c_after, foreground
 from tests.unit.test_cli import invoke, run_cli
 
@@ -136,16 +137,18 @@ def test_a_benchmark_beside_a_busy_process_says_so_at_once_and_at_the_end(
 ) -> None:
     out = tmp_path / "out.json"
     args = ("benchmark", "--quick", "--suite", "reduce", "--json", str(out))
+    spun, began = cpu_seconds(stranger), time.monotonic()
     proc = run_cli(*args, "--set", "cluster.dashboard_address=127.0.0.1:0", timeout=600)
+    share = (cpu_seconds(stranger) - spun) / (time.monotonic() - began)
     assert proc.returncode == 0, proc.stderr
     load = json.loads(out.read_text())["background"]
-    assert {p["pid"]: p["cores"] for p in load["top"]}.get(stranger, 0) > 0.2, load
+    named = check_busiest_named(load["top"], stranger, share, TOP)
     early, said = (" ".join(text.split()) for text in (proc.stderr, proc.stdout))
     # in the cluster's first seconds, before the suite, and with the figures
     assert "note: other processes are using" in early, early
     assert early.index("note: other processes are using") < early.index("suite reduce")
     assert f"note: other processes used {load['other_cores']:.2f} of this machine's" in said
-    assert f"(pid {stranger})" in said
+    assert (f"(pid {stranger})" in said) == named, said
 
 
 def test_json_dash_puts_the_report_alone_on_stdout_and_the_table_on_stderr(

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from distributed import Client, LocalCluster
 
+from openclaw_dask.bench.load import TOP
 from openclaw_dask.bench.run import lost_workers_note, watch_workers, workers_lost
 from openclaw_dask.bench.tune import (
     MIN_BUDGET_S,
@@ -39,6 +40,7 @@ from tests.integration.dies_once import (
     MARKER_ENV,
     dask_log_lines,
 )
+from tests.integration.procs import check_busiest_named, cpu_seconds
 from tests.integration.sshd import free_port
 from tests.integration.starts_slowly import STARTS_SLOWLY_SETS
 from tests.integration.test_h42_tune_budget import MARGIN_S
@@ -202,7 +204,9 @@ def test_a_tune_beside_a_busy_process_says_so_in_its_output_config_and_report(
     no_gpu = "gpu.devices is set but no GPU was found: using CPU workers"
     gpus = bool(detect_hardware().gpus)  # a GPU there: gpu.devices applies
     sets = () if gpus else ("--set", "gpu.devices=all")
+    spun, began = cpu_seconds(stranger), time.monotonic()
     proc = run_cli(*args, *sets, env=isolated_env(tmp_path), cwd=tmp_path, timeout=600)
+    share = (cpu_seconds(stranger) - spun) / (time.monotonic() - began)
     assert proc.returncode == 0, proc.stderr
     if not gpus:
         assert proc.stderr.startswith(f"note: {no_gpu}\n"), proc.stderr  # before the baseline
@@ -213,11 +217,12 @@ def test_a_tune_beside_a_busy_process_says_so_in_its_output_config_and_report(
     if not gpus:
         assert report["plan"]["backend"] == "local" and report["plan"]["unapplied"] == [no_gpu]
     load = report["background"]
-    busiest = {p["pid"]: p["cores"] for p in load["top"]}
-    assert busiest.get(stranger, 0) > 0.2 and load["other_cores"] > 0.2, load
+    named = check_busiest_named(load["top"], stranger, share, TOP)
+    assert load["other_cores"] > 0.2, load
     said = " ".join(proc.stdout.split())  # (rich wraps lines)
     assert f"note: other processes used {load['other_cores']:.2f} of this machine's" in said
-    assert f"python3 (pid {stranger})" in said or f"python (pid {stranger})" in said, said
+    python = f"python3 (pid {stranger})" in said or f"python (pid {stranger})" in said
+    assert python == named, said
     assert "not of an idle machine" in said
     # said after the baseline too, while the tune goes on (it takes minutes)
     early = " ".join(proc.stderr.split())
