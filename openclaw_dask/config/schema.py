@@ -104,7 +104,9 @@ NODE = Record(
                         None,
                         doc="memory limit of the node's workers together (null: Dask's auto)",
                     ),
-                    "gpus": FieldSpec(Int(0), 0, doc="GPUs, advertised as Dask resource GPU"),
+                    "gpus": FieldSpec(
+                        Int(0), 0, doc="GPUs, advertised as Dask resource GPU (at most the node's)"
+                    ),
                 },
             ),
             {"cpus": None, "memory": None, "gpus": 0},

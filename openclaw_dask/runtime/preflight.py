@@ -21,6 +21,9 @@ visit each node of ``distributed.nodes`` with the same asyncssh options the clus
    numerics_kind`, read in the login environment the workers start from) are those most nodes
    have. The workers' own check (:class:`~openclaw_dask.runtime.plugins.NumericsCheck`) would
    refuse them after the scheduler started; this names the node before anything starts.
+7. the entry's ``resources`` fit what the probe found there: its worker threads its cores,
+   ``resources.memory`` its memory, ``resources.gpus`` its NVIDIA GPUs (and entries that log
+   in to one machine, together).
 
 Every failing node becomes one :class:`~openclaw_dask.config.errors.Problem` that starts with
 ``node HOST:PORT`` (``node HOST:PORT (python P)`` where entries give one host several pythons:
@@ -73,6 +76,24 @@ try:
     out["memory"] = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 except (AttributeError, ValueError, OSError):
     pass
+gpus = None
+try:
+    import pynvml
+    pynvml.nvmlInit()
+    try:
+        gpus = pynvml.nvmlDeviceGetCount()
+    finally:
+        pynvml.nvmlShutdown()
+except Exception:
+    pass
+if gpus is None and sys.platform.startswith("linux"):
+    found = "/proc/driver/nvidia/gpus"
+    gpus = len(os.listdir(found)) if os.path.isdir(found) else 0
+visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+if gpus is not None and visible is not None:
+    out["cuda_visible_devices"] = visible
+    gpus = min(gpus, len([d for d in visible.split(",") if d.strip()]))
+out["gpus"] = gpus
 try:
     import dask, distributed
     out["dask"] = dask.__version__
@@ -485,6 +506,7 @@ def check_nodes(config: Config) -> dict[str, dict[str, Any]]:
         for why in (
             too_many_threads_there(config, nodes[i], facts),
             too_much_memory_there(config, nodes[i], facts),
+            too_many_gpus_there(nodes[i], facts),
         ):
             if why:
                 where = f"distributed.nodes[{i}]"
@@ -558,14 +580,36 @@ def too_much_memory_there(
     )
 
 
+def too_many_gpus_there(node: dict[str, Any], facts: dict[str, Any] | None) -> str | None:
+    """Why ``node``'s ``resources.gpus`` is refused on the GPUs its probe found, or ``None``.
+
+    The node's workers advertise that many ``GPU`` resources to the scheduler, which then
+    sends a task that asks for one to a node without it, where it fails in CUDA after the
+    cluster has started. The probe counts NVIDIA GPUs as the workers would see them: NVML
+    where nvidia-ml-py is installed, else the driver's ``/proc/driver/nvidia/gpus`` (no
+    driver: none), cut to ``CUDA_VISIBLE_DEVICES`` where the login sets it. No count (not
+    Linux, and no NVML): no check.
+    """
+    wanted, there = node["resources"]["gpus"], (facts or {}).get("gpus")
+    if not wanted or not isinstance(there, int) or wanted <= there:
+        return None
+    visible = (facts or {}).get("cuda_visible_devices")
+    seen = "" if visible is None else f" (its CUDA_VISIBLE_DEVICES={visible!r})"
+    fix = f"use at most {there}" if there else "use 0 (a node without GPUs)"
+    return (
+        f"node {node['host']}:{node['ssh_port']}: resources.gpus is {wanted} but the node has "
+        f"{there} NVIDIA GPU(s) its workers can use{seen}: {fix}"
+    )
+
+
 def shared_machine_problem(
     config: Config, target: NodeTarget, facts: dict[str, Any] | None
 ) -> str | None:
     """Why the entries of ``distributed.nodes`` that log in to one machine (``target``) are
-    refused together, or ``None``: their worker threads beyond the per-core bound, or their
-    ``resources.memory`` adding up past the machine's. Each entry alone had been checked, so
-    two entries of 16 threads and 20 GiB each ran 32 threads and 40 GiB of budgets on a
-    2-core, 25 GB machine."""
+    refused together, or ``None``: their worker threads beyond the per-core bound, their
+    ``resources.gpus`` or ``resources.memory`` adding up past the machine's. Each entry alone
+    had been checked, so two entries of 16 threads and 20 GiB each ran 32 threads and 40 GiB
+    of budgets on a 2-core, 25 GB machine."""
     if len(target.indices) < 2 or not facts:
         return None
     nodes = [config["distributed.nodes"][i] for i in target.indices]
@@ -580,6 +624,13 @@ def shared_machine_problem(
                 f"{MAX_THREADS_PER_CORE * cores} ({MAX_THREADS_PER_CORE} per core) in all, or "
                 "one entry for the machine"
             )
+    gpus, found = sum(n["resources"]["gpus"] for n in nodes), facts.get("gpus")
+    if isinstance(found, int) and gpus > found:
+        return (
+            f"node {target.label}: {entries} are one machine, and together advertise {gpus} "
+            f"GPUs (resources.gpus) of its {found}: at most {found} in all, or one entry for "
+            "the machine"
+        )
     budgets = [int(n["resources"]["memory"]) for n in nodes if n["resources"]["memory"]]
     if isinstance(ram, int) and ram > 0 and sum(budgets) > ram:
         return (

@@ -295,6 +295,17 @@ def _too_much_memory(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
     return {"nodes": [rig.node(a, **NODE_A), rig.node(b, resources={"memory": "100TiB"})]}
 
 
+#: The NVIDIA GPUs of this machine (its driver's list; none here).
+GPUS_HERE = len(os.listdir(NVIDIA)) if os.path.isdir(NVIDIA := "/proc/driver/nvidia/gpus") else 0
+
+
+def _gpus_not_there(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
+    """One GPU more than the node has: advertised to the scheduler unchecked, a task asking
+    for one would have been sent there to fail in CUDA once the cluster ran."""
+    a, b, _ = hosts(rig)
+    return {"nodes": [rig.node(a, **NODE_A), rig.node(b, resources={"gpus": GPUS_HERE + 1})]}
+
+
 def _port_taken(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
     """Node b's worker fixed on its sshd's own port: the worker had failed at the start
     ("SshStartError: ... Address already in use", exit 1, run.json written)."""
@@ -341,6 +352,11 @@ def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
             f"{100 * 2**40 / 1e9:,.1f} GB) is more than the node's "
             f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 1e9:,.1f} GB",
         ),
+        (
+            _gpus_not_there,
+            f"resources.gpus is {GPUS_HERE + 1} but the node has {GPUS_HERE} NVIDIA GPU(s) its "
+            "workers can use",
+        ),
     ],
     ids=[
         "mismatched-sync-interval",
@@ -353,6 +369,7 @@ def _odd_config(rig: SshRig, tmp_path: Path) -> dict[str, Any]:
         "one-machine-twice",
         "threads-beyond-its-cores",
         "memory-beyond-the-node",
+        "gpus-beyond-the-node",
     ],
 )
 def test_bad_node_fails_before_any_work_naming_it(

@@ -26,6 +26,7 @@ from openclaw_dask.runtime.preflight import (
     numerics_outliers,
     probe_text,
     shared_machine_problem,
+    too_many_gpus_there,
     too_many_threads_there,
     too_much_memory_there,
     wait_for_ssh_workers,
@@ -277,3 +278,72 @@ def test_entries_that_log_in_to_one_machine_are_counted_together() -> None:
         "all, or one entry for the machine"
     )
     assert shared_machine_problem(cfg, shared, {"cores": 4, "memory": 6 * 10**9}) is None
+
+
+def _probe_gpus(env: dict[str, str]) -> dict[str, Any]:
+    """What the probe reports run as a node's python, with ``env`` in its login."""
+    import os
+    import subprocess
+
+    run = subprocess.run(
+        [sys.executable, "-"],
+        input=probe_text(config()),
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+    )
+    [line] = [ln for ln in run.stdout.splitlines() if ln.startswith("OPENCLAW-PROBE ")]
+    return json.loads(line.removeprefix("OPENCLAW-PROBE "))
+
+
+def test_the_probe_counts_the_gpus_a_node_s_workers_can_use() -> None:
+    """As the workers would see them: none without NVIDIA's driver (this machine), and no more
+    than the login's CUDA_VISIBLE_DEVICES names."""
+    import os
+
+    here = (
+        len(os.listdir("/proc/driver/nvidia/gpus"))
+        if os.path.isdir("/proc/driver/nvidia/gpus")
+        else 0
+    )
+    facts = _probe_gpus({})
+    assert facts["gpus"] >= here and "cuda_visible_devices" not in facts, facts
+    hidden = _probe_gpus({"CUDA_VISIBLE_DEVICES": ""})
+    assert hidden["gpus"] == 0 and hidden["cuda_visible_devices"] == "", hidden
+
+
+def test_a_node_s_gpus_are_bounded_by_the_ones_it_has() -> None:
+    """``resources.gpus`` had been advertised to the scheduler unchecked: a node of 0 GPUs
+    offered 2, and a task asking for one was sent there to fail in CUDA once the cluster ran.
+    No count from the probe (not Linux, no NVML): no check."""
+    node = load_config(None, [NODES], env={}, use_search_path=False)["distributed.nodes"][0]
+    two = {**node, "resources": {**node["resources"], "gpus": 2}}
+    assert too_many_gpus_there(two, {"gpus": 0}) == (
+        "node 10.0.0.1:22: resources.gpus is 2 but the node has 0 NVIDIA GPU(s) its workers "
+        "can use: use 0 (a node without GPUs)"
+    )
+    reason = too_many_gpus_there(two, {"gpus": 1, "cuda_visible_devices": "3"})
+    assert (
+        reason
+        and "has 1 NVIDIA GPU(s) its workers can use (its CUDA_VISIBLE_DEVICES='3'): use at most 1"
+        in reason
+    )
+    assert too_many_gpus_there(two, {"gpus": 2}) is None
+    assert too_many_gpus_there(two, {"gpus": None}) is None and too_many_gpus_there(two, {}) is None
+    assert too_many_gpus_there(node, {"gpus": 0}) is None  # none asked for
+
+
+def test_entries_on_one_machine_share_its_gpus() -> None:
+    both = (
+        "distributed.nodes=[{host: 10.0.0.1, resources: {gpus: 1}},"
+        " {host: 10.0.0.1, resources: {gpus: 1}}]"
+    )
+    cfg = load_config(None, [both], env={}, use_search_path=False)
+    [shared] = node_targets(cfg)
+    assert too_many_gpus_there(cfg["distributed.nodes"][0], {"gpus": 1}) is None
+    assert shared_machine_problem(cfg, shared, {"cores": 4, "gpus": 1}) == (
+        "node 10.0.0.1:22: distributed.nodes[0] and distributed.nodes[1] are one machine, and "
+        "together advertise 2 GPUs (resources.gpus) of its 1: at most 1 in all, or one entry "
+        "for the machine"
+    )
+    assert shared_machine_problem(cfg, shared, {"cores": 4, "gpus": 2}) is None
