@@ -8,7 +8,7 @@ leaves what it measured in ``gpu-check.json``.
 
 Parts
 -----
-``environment``      versions, CPUs, ``nvidia-smi``
+``environment``      versions, CPUs, ``nvidia-smi``, the SSH probe's GPU count
 ``imports``          openclaw_dask, the climate model, dask.distributed, zarr, dask_cuda
 ``requirements``     Requires-Dist of the carried wheels against what is installed there
 ``numpy_reference``  :func:`~openclaw_dask.workflows.climate.reference.run_reference` at 0.25°
@@ -265,13 +265,26 @@ def _worker_gpu() -> dict[str, Any]:
 
 
 # -- parts ----------------------------------------------------------------------------------
+def _probe_gpus() -> Any:
+    """The GPUs the SSH pre-flight's probe counts on this machine, as it would on a node (its
+    ``resources.gpus`` check: NVML, else the driver's list), run as a node's python would."""
+    from openclaw_dask.config import load_config
+    from openclaw_dask.runtime.preflight import PROBE_MARK, probe_text
+
+    text = probe_text(load_config(None, [], env={}, use_search_path=False))
+    run = subprocess.run([sys.executable, "-"], input=text, capture_output=True, text=True)
+    line = next((ln for ln in run.stdout.splitlines() if ln.startswith(PROBE_MARK)), None)
+    return json.loads(line[len(PROBE_MARK) :])["gpus"] if line else run.stderr[-500:]
+
+
 def part_environment() -> dict[str, Any]:
-    """Versions, the machine and what nvidia-smi says."""
+    """Versions, the machine, what nvidia-smi says and what the SSH probe counts."""
     return {
         "versions": _versions(),
         "host": platform.node(),
         "cpus": os.cpu_count(),
         "nvidia_smi": _nvidia_smi(),
+        "ssh_probe_gpus": _probe_gpus(),
         "pythonpath": os.environ.get("PYTHONPATH", ""),
     }
 

@@ -30,6 +30,8 @@ def test_the_gpu_check_runs_its_cluster_part_on_a_cpu_stand_in(tmp_path: Path) -
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads((tmp_path / "gpu-check.json").read_text())
     assert report["failures"] == [] and report["numpy_reference"]["status"] == "ok"
+    # the SSH probe's count of this machine's GPUs (none here; on the device, nvidia-smi's)
+    assert report["environment"]["ssh_probe_gpus"] == 0, report["environment"]
     standin = report["cpu_standin_cluster"]
     assert standin["status"] == "ok" and standin["bit_identical_to_reference"] is True
     # where a batch's time went, from Dask's task stream (on the H200 a batch took 10x its
