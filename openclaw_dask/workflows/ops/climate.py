@@ -1090,6 +1090,7 @@ def _plot(
     zonal: np.ndarray,
     amplitude: np.ndarray,
     grid: LatLonGrid,
+    annual_series: np.ndarray | None = None,
 ) -> list[str]:
     import matplotlib
 
@@ -1099,11 +1100,23 @@ def _plot(
     folder = ctx.output_dir("plots")
     written = []
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    ax.plot(years, global_series)
+    ax.plot(years, global_series, lw=0.6, color="0.6", label="monthly")
+    if annual_series is not None and len(annual_series):
+        # over a long run the seasonal swing (~2 K) fills the axes as one band; the annual
+        # mean, at each year's middle, is what shows a drift or a jump
+        ax.plot(
+            np.arange(len(annual_series)) + 0.5,
+            annual_series,
+            color="C3",
+            lw=1.5,
+            marker="." if len(annual_series) <= 50 else None,
+            label="annual mean",
+        )
+        ax.legend(loc="best", fontsize="small")
     ax.set(
         xlabel="years after spin-up",
         ylabel="global mean T (°C)",
-        title="Global-mean surface temperature (monthly)",
+        title="Global-mean surface temperature (monthly and annual mean)",
     )
     fig.tight_layout()
     fig.savefig(folder / "global_mean.png", dpi=100)
@@ -1277,5 +1290,6 @@ def analyse(ctx: StepContext, *, source: str = "simulate") -> dict[str, xr.Datas
         zonal_values[-1],
         amplitude.values,
         grid,
+        annual_series=annual_global.values,
     )
     return out
