@@ -226,6 +226,9 @@ def submit_cmd(
     name, wall = record["workflow"]["name"], record["wall_seconds"]
     earlier = record.get("finished", began) < began
     earlier_note = " (an earlier attempt: nothing ran now)" if earlier else ""
+    attempts, all_wall = record.get("attempts", 1), record.get("wall_seconds_all", wall)
+    if not earlier and attempts > 1:  # a resume: the run's whole time too
+        earlier_note = f" (this attempt; {all_wall:.1f} s in its {attempts} attempts)"
     out.print(f"[green]completed[/] {name} in {wall:.1f} s{earlier_note}")
     out.print(f"outputs:  {run}", markup=False)
     out.print(f"record:   {run}/run.json", markup=False)

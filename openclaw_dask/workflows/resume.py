@@ -106,6 +106,8 @@ RECORD_PARTS: dict[str, tuple[type, ...]] = {
     "dropped_steps": (dict,),
     # the summary of a resume with nothing left to run: the completed attempt's
     "wall_seconds": (int, float),
+    # every attempt's together, the earlier ones' carried on
+    "wall_seconds_all": (int, float),
     "finished": (int, float),
     "steps.*.files": (dict,),
     "steps.*.metrics": (dict,),

@@ -442,6 +442,8 @@ def run_workflow(
         made = run_dir is None or outermost is not None
         directory = _new_run_dir(workflow, run_dir)
     attempt = previous.get("attempts", 0) + 1
+    # the earlier attempts' time (a record from before wall_seconds_all: its last attempt's)
+    earlier_wall = previous.get("wall_seconds_all", previous.get("wall_seconds", 0.0))
     steps, moved = move_dropped(previous, dropped, attempt)
     record: dict[str, Any] = {
         "workflow": {
@@ -614,6 +616,7 @@ def run_workflow(
             raise
         finally:
             record["wall_seconds"] = time.perf_counter() - t0
+            record["wall_seconds_all"] = earlier_wall + record["wall_seconds"]
             record["finished"] = time.time()
             html = record["performance_report"]
             if html and not Path(html).exists():  # not written: the run's cluster was gone

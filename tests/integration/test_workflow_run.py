@@ -1174,6 +1174,7 @@ def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Pat
     ], dry.stdout
     # the --set values of the interrupted run come along, and so does its workflow file: the
     # hint's command alone continues it
+    first_wall = record_of(run_dir)["wall_seconds"]
     resumed = submit("--resume", str(run_dir), "--no-report")
     assert resumed.returncode == 0, resumed.stderr
     assert "field: completed in an earlier attempt, skipped\n" in resumed.stderr
@@ -1182,6 +1183,13 @@ def test_ctrl_c_stops_the_whole_run_quietly_and_resume_finishes_it(tmp_path: Pat
     )
     rec = record_of(run_dir)
     assert rec["status"] == "completed" and rec["attempts"] == 2
+    # the summary's time is this attempt's, and the run's whole time is said beside it (a
+    # resume of a 150-year run said its 129 s alone, the first attempt's ~100 s left out)
+    assert rec["wall_seconds_all"] == pytest.approx(first_wall + rec["wall_seconds"])
+    assert (
+        f"completed example-smoothing in {rec['wall_seconds']:.1f} s (this attempt; "
+        f"{rec['wall_seconds_all']:.1f} s in its 2 attempts)"
+    ) in resumed.stdout, resumed.stdout
     assert rec["steps"]["diffuse"]["resumed_from_step"] >= 200
     assert rec["workflow"]["params"]["steps"] == 800
     assert rec["config"]["values"]["distributed"]["sync_interval"] == 100
