@@ -201,7 +201,11 @@ class IterativeSteps:
             store = f"state-{s + n}.zarr"
             writes = [
                 zarrio.write(
-                    ds, self.run_dir / f"{name}.zarr", self.config, append_dim=op.append_dim
+                    ds,
+                    self.run_dir / f"{name}.zarr",
+                    self.config,
+                    append_dim=op.append_dim,
+                    period=op.record_period,
                 )
                 for name, ds in records.items()
             ]
