@@ -47,17 +47,40 @@ def regular_chunks(ds: xr.Dataset) -> xr.Dataset:
     """Rechunk dask variables so all chunks but the last along each dim have one size.
 
     Zarr chunks are regular; a dask chunk that straddled two Zarr chunks would be written by
-    two tasks. Dimensions keep their largest chunk size.
+    two tasks. Each dask variable is made regular on its own, keeping its largest chunk size
+    along each of its dims, and one whose chunks are regular already is left as it is: every
+    variable is its own Zarr array with chunks of its own (:func:`encoding`). Variables that
+    are not dask arrays yet are chunked as before, along the dims the dask variables have, at
+    their largest chunk size.
+
+    The dataset's largest chunk of a dim had been applied to every variable: a 16 KiB
+    ``weight(time)`` in one chunk beside a ``temperature(time, y, x)`` in 32 MiB chunks made
+    the temperature one chunk of the whole array (1 GiB at 512 x 512 x 512), and the step
+    failed with Dask's "has 1.00 GiB worth of input dependencies" on a 512 MiB budget.
     """
     sizes: dict[str, int] = {}
-    for var in ds.variables.values():
+    own: dict[str, xr.Variable] = {}
+    for name, var in ds.variables.items():
         if var.chunks is None:
             continue
         for dim, chunks in zip(var.dims, var.chunks, strict=True):
             sizes[dim] = max(sizes.get(dim, 0), max(chunks))
+        if not all(_regular(chunks) for chunks in var.chunks):
+            largest = {dim: max(c) for dim, c in zip(var.dims, var.chunks, strict=True)}
+            own[str(name)] = var.chunk(largest)
+        else:
+            own[str(name)] = var
     if not sizes:
         return ds
-    return ds.chunk(sizes)
+    out = ds.chunk(sizes)  # (the variables that are not dask arrays: as before)
+    coords = {n: v for n, v in own.items() if n in ds.coords}
+    data = {n: v for n, v in own.items() if n not in ds.coords}
+    return out.assign_coords(coords).assign(data)
+
+
+def _regular(chunks: tuple[int, ...]) -> bool:
+    """Whether ``chunks`` of a dim are as Zarr stores them: one size, the last no larger."""
+    return all(c == chunks[0] for c in chunks[:-1]) and chunks[-1] <= chunks[0]
 
 
 #: What a variable's own ``.encoding`` says that a write keeps: how its values are stored

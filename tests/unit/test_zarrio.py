@@ -231,3 +231,38 @@ def test_appended_records_keep_the_store_s_chunks_and_each_task_writes_one(
     zarrio.write(_months(2, 5), old, config, append_dim="time", period=12).compute()
     assert zarr.open_array(old / "T", mode="r").chunks == (1, 4)
     assert (zarr.open_array(old / "T", mode="r")[:, 0] == np.arange(7)).all()
+
+
+def test_each_variable_keeps_its_own_chunks_when_written(tmp_path: Path) -> None:
+    """A small variable in one chunk along a dim does not make a big one a single chunk.
+
+    The dataset's largest chunk of each dim had been applied to every variable: an op that
+    returned ``temperature(time, y, x)`` in 32 MiB chunks beside a ``weight(time)`` in one
+    chunk had its temperature written as one chunk of the whole array (1 GiB), which no
+    worker of a 512 MiB budget could hold (out-of-core audit, 2026-12-06). Irregular chunks
+    are still made regular, per variable, keeping its largest chunk.
+    """
+    import dask.array as da
+
+    config = load_config(overrides={"storage.codec": "lz4"}, use_search_path=False)
+    big = da.arange(8 * 3 * 2, dtype=np.float64).reshape(8, 3, 2).rechunk((2, 3, 2))
+    weight = da.from_array(np.linspace(0.5, 1.5, 8), chunks=8)
+    uneven = da.arange(8.0, chunks=((3, 2, 3),))
+    ds = xr.Dataset(
+        {
+            "temperature": (("time", "y", "x"), big),
+            "weight": (("time",), weight),
+            "uneven": (("time",), uneven),
+        }
+    )
+    regular = zarrio.regular_chunks(ds)
+    assert regular["temperature"].data.chunks == big.chunks  # as the op made them
+    assert regular["weight"].data.chunks == ((8,),)
+    assert regular["uneven"].data.chunks == ((3, 3, 2),)
+    zarrio.write(ds, tmp_path / "out.zarr", config).compute()
+    group = zarr.open_group(tmp_path / "out.zarr", mode="r", zarr_format=3)
+    assert group["temperature"].chunks == (2, 3, 2)
+    assert group["weight"].chunks == (8,)
+    assert group["uneven"].chunks == (3,)
+    np.testing.assert_array_equal(group["temperature"][:], big.compute())
+    np.testing.assert_array_equal(group["uneven"][:], np.arange(8.0))
