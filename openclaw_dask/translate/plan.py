@@ -218,6 +218,12 @@ def common_dask_config(config: Config, env: Mapping[str, Any]) -> tuple[dict[str
         "distributed.comm.zstd.level": v["distributed.compression_level"],
         "distributed.nanny.pre-spawn-environ": dict(env),
         **QUIET_MONITORS,
+        # an op's rechunk by tasks, not peer-to-peer: a step's outputs are xarray's delayed
+        # Zarr writes, and dask cannot run a P2P rechunk wrapped in a delayed ("Cannot block
+        # reusing for graphs including a P2PBarrierTask"; the step failed with "_finalize_store
+        # ... cancelled for reason: lost dependencies" whatever the memory). A raw dask:
+        # array.rechunk.method: p2p is laid on top, as any raw key
+        "array.rechunk.method": "tasks",
     }
     for part in ("target", "spill", "pause", "terminate"):
         out[f"distributed.worker.memory.{part}"] = v[f"memory.spill.{part}"]

@@ -793,6 +793,26 @@ def test_a_resume_runs_again_the_steps_after_one_whose_outputs_changed(
     assert field.attrs["units"] == "K" and bool((doubled == 3.0 * field).all())
 
 
+def test_an_op_s_all_to_all_rechunk_is_written(tmp_path: Path, shared_scheduler: str) -> None:
+    """A pixel-major rechunk in a user op: dask's P2P rechunk cannot run inside the delayed
+    Zarr write xarray returns, and every such step failed ("_finalize_store ... cancelled for
+    reason: lost dependencies", whatever the memory); the plan's rechunks are by tasks."""
+    wf = tmp_path / "columns.yaml"
+    wf.write_text(
+        "name: columns\nsteps:\n"
+        "  field:\n    op: example.field\n    with: {size: 256, chunk: 8}\n"
+        "    outputs: [field.zarr]\n"
+        "  columns:\n    op: tests.integration.user_ops:columns\n    needs: [field]\n"
+        "    outputs: [columns.zarr]\n"
+    )
+    run_dir = tmp_path / "run"
+    rec = run_workflow(wf, address=shared_scheduler, overrides=QUIET[1:], run_dir=run_dir)
+    assert rec["status"] == "completed"
+    columns = xr.open_zarr(run_dir / "columns.zarr")["temperature"]
+    assert columns.chunks == ((256,), (8,) * 32)  # (dask's choice for it: P2P)
+    assert (columns == xr.open_zarr(run_dir / "field.zarr")["temperature"]).all()
+
+
 #: the steps an edited workflow is made of, by name: ``base`` is ``field`` renamed
 EDITED_STEPS = {
     "field": "op: example.field\n    with: {size: 16, chunk: 8}\n    outputs: [field.zarr]",

@@ -427,3 +427,9 @@ class RecordsLosingAVariable(_CountsSteps):
         if step0 == 0:
             rec["peak"] = ("time", [3.0])
         return state, {"nothing": rec.chunk()}
+
+
+def columns(ctx: StepContext) -> dict[str, xr.Dataset]:
+    """A user op that rechunks its input from rows to columns (an all-to-all rechunk, as a
+    time series per pixel needs)."""
+    return {"columns": ctx.input("field").chunk({"y": -1, "x": 8})}
