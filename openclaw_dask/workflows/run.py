@@ -29,7 +29,12 @@ from openclaw_dask.config import Config, ConfigError
 from openclaw_dask.config.errors import did_you_mean
 from openclaw_dask.runtime import counter, stall
 from openclaw_dask.runtime.cluster import ClusterLostError, cluster_gone
-from openclaw_dask.runtime.oom import PauseWatch, out_of_memory
+from openclaw_dask.runtime.oom import (
+    PauseWatch,
+    WorkersOutOfMemoryError,
+    memory_restarts,
+    out_of_memory,
+)
 from openclaw_dask.runtime.stall import StallWatch
 from openclaw_dask.translate import ClusterPlan
 from openclaw_dask.workflows import strictjson, zarrio
@@ -186,17 +191,23 @@ class Run(IterativeSteps):
 
         A ``KilledWorker`` is not run again: Dask has already run that task again on other
         workers (``allowed-failures``), so the task itself kills them (out of memory, a crash
-        in its code), and the step fails with that, as before.
+        in its code), and the step fails with that, as before. Nor is a step whose workers
+        were restarted for memory, or whose task needs more than a worker's budget
+        (``MemoryError``): the same chunks would need the same memory again (an audit's
+        rechunk ran three times before failing as out of memory).
         """
         client = ctx.client
         recoveries: list[dict[str, Any]] = []
         while True:
-            before = worker_addresses(client)
+            before, began = worker_addresses(client), time.time()
             try:
                 self._map_once(step, ctx, progress, bar)
                 return
             except Exception as exc:
-                lost = [] if isinstance(exc, KilledWorker) else lost_workers(client, before, exc)
+                again = not isinstance(exc, KilledWorker | MemoryError)
+                lost = lost_workers(client, before, exc) if again else []
+                if lost and memory_restarts(client, began - 1.0):
+                    raise
                 if not lost:
                     raise
                 if len(recoveries) >= MAX_RECOVERIES:
@@ -317,6 +328,12 @@ class Run(IterativeSteps):
                     if gone or isinstance(exc, LOST_WORK):
                         limit = self.plan.layout.get("memory_limit")
                         error = out_of_memory(client, rec["started"] - 1.0, limit) or error
+                    elif isinstance(exc, MemoryError) and "memory_limit" in str(exc):
+                        # the scheduler's refusal of a task whose inputs exceed a worker's
+                        # budget: its figures are what to raise the budget to
+                        error = WorkersOutOfMemoryError(
+                            f"a task needs more memory than a worker's budget: {exc}"
+                        )
                     if self.watch is not None and self.watch.error is not None:
                         # it cancelled the step's futures: whatever the op raised came of that
                         error = self.watch.error

@@ -577,6 +577,37 @@ def test_workers_restarted_for_memory_are_named_with_their_budget(tmp_path: Path
     rec = record_of(run_dir)
     assert rec["steps"]["field"]["status"] == "completed"
     assert rec["steps"]["hungry"]["error"].startswith("WorkersOutOfMemoryError: workers ran out")
+    # the same tasks would need the same memory again: the step is not run again
+    assert "recoveries" not in rec["steps"]["hungry"] and "running the step again" not in (
+        result.stderr
+    )
+
+
+def test_a_task_refused_as_bigger_than_a_worker_says_its_figures_with_the_memory_advice(
+    tmp_path: Path,
+) -> None:
+    """The scheduler's MemoryError for a task whose inputs exceed a worker's budget had been
+    said as the op's own error ("fix the step"), or, where workers were also restarted for
+    memory, the step ran again three times and then said memory without the task's figures;
+    the figures are said, with the budget keys, and the step is not run again."""
+    wf = tmp_path / "big.yaml"
+    wf.write_text(
+        HUNGRY_WORKFLOW.replace("user_ops:hungry", "user_ops:needs_more").replace(
+            "    with: {megabytes: 600}\n", ""
+        )
+    )
+    run_dir = tmp_path / "run"
+    result = submit(str(wf), "--no-report", "--run-dir", str(run_dir), *QUIET)
+    assert result.returncode == 1, result.stderr
+    said = " ".join(result.stderr.split())
+    assert (
+        "failed: step 'hungry': a task needs more memory than a worker's budget: Task "
+        "('rechunk-merge-1', 0) has 512.00 MiB worth of input dependencies, but worker "
+        "tcp://127.0.0.1:1 has memory_limit set to 256.00 MiB."
+    ) in said, said
+    assert "give each worker more memory (memory.per_thread_pool_size" in said
+    assert "running the step again" not in said and "Traceback" not in said
+    assert "recoveries" not in record_of(run_dir)["steps"]["hungry"]
 
 
 @pytest.mark.parametrize("op", ["leaky", "leaky_sum"])

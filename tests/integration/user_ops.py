@@ -433,3 +433,19 @@ def columns(ctx: StepContext) -> dict[str, xr.Dataset]:
     """A user op that rechunks its input from rows to columns (an all-to-all rechunk, as a
     time series per pixel needs)."""
     return {"columns": ctx.input("field").chunk({"y": -1, "x": 8})}
+
+
+def _refused_for_memory(block: np.ndarray) -> np.ndarray:
+    # the scheduler's own words when a task's inputs exceed a worker's budget (it raises
+    # this MemoryError for the task before it runs)
+    raise MemoryError(
+        "Task ('rechunk-merge-1', 0) has 512.00 MiB worth of input dependencies, but worker "
+        "tcp://127.0.0.1:1 has memory_limit set to 256.00 MiB."
+    )
+
+
+def needs_more(ctx: StepContext) -> dict[str, xr.Dataset]:
+    """A user op whose task is refused by the scheduler as needing more than a worker has."""
+    field = ctx.input("field")["temperature"]
+    data = field.data.map_blocks(_refused_for_memory, dtype=float)
+    return {"nothing": field.copy(data=data).to_dataset()}
