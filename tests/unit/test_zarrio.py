@@ -266,3 +266,23 @@ def test_each_variable_keeps_its_own_chunks_when_written(tmp_path: Path) -> None
     assert group["uneven"].chunks == (3,)
     np.testing.assert_array_equal(group["temperature"][:], big.compute())
     np.testing.assert_array_equal(group["uneven"][:], np.arange(8.0))
+
+
+def test_checksums_read_a_store_chunked_whole_along_its_first_dim_in_bounded_slabs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A time series per pixel (chunks whole along time) had been read and copied whole: 2.55
+    GB resident for a 1 GiB array. The slabs stay within SLAB_BYTES; the hash is the one of
+    any slab size."""
+    values = np.arange(64 * 6 * 4, dtype=float).reshape(64, 6, 4)
+    path = tmp_path / "pixels.zarr"
+    config = load_config(use_search_path=False)
+    ds = xr.Dataset({"t": (("time", "y", "x"), values)}).chunk({"time": -1, "y": 2})
+    zarrio.write(ds, path, config).compute()
+    whole = zarrio.checksums(path)
+    read: list[int] = []
+    value_bytes = zarrio._value_bytes
+    monkeypatch.setattr(zarrio, "SLAB_BYTES", 10 * 6 * 4 * 8)  # ten rows of the 64
+    monkeypatch.setattr(zarrio, "_value_bytes", lambda v: read.append(v.nbytes) or value_bytes(v))
+    assert zarrio.checksums(path) == whole
+    assert max(read) == 10 * 6 * 4 * 8 and sum(read) == values.nbytes
