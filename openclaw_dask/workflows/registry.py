@@ -87,12 +87,16 @@ class RunFacts:
         cluster's as it runs), for ``describe``; ``None`` where they are known only once it
         runs (a scheduler given by address, SSH nodes that each decide their own), and always
         for ``check_run``, which runs before the plan.
+    free_bytes
+        The free space of the disk the run directory is (or will be) on, for ``describe``;
+        ``None`` where unknown, and always for ``check_run``.
     """
 
     config: Any
     steps: Mapping[str, Any]
     threads: int | None = None
     processes: int | None = None
+    free_bytes: int | None = None
 
 
 #: ``check_run(args, run) -> {argument: problem}``: a check that needs the config or the

@@ -200,6 +200,17 @@ def _discard(directory: Path, made: bool, outermost: Path | None = None) -> None
                 break
 
 
+def free_bytes(path: str | os.PathLike[str]) -> int | None:
+    """The free space of the disk ``path`` is on, or would be made on (its nearest existing
+    parent's); ``None`` where it cannot be read."""
+    for folder in (Path(path), *Path(path).absolute().parents):
+        if _there(folder):
+            with contextlib.suppress(OSError):
+                return shutil.disk_usage(folder).free
+            return None
+    return None
+
+
 def _outermost_missing(path: str | os.PathLike[str]) -> Path | None:
     """The outermost of ``path`` and its parents that does not exist yet (``None``: it exists)."""
     missing = None

@@ -102,6 +102,7 @@ from openclaw_dask.workflows.rundir import (
     _outermost_missing,
     check_run_dir,
     check_runs_folder,
+    free_bytes,
     keep_sources,
     report_path,
 )
@@ -370,7 +371,8 @@ def run_workflow(
     # plan knows them (a scheduler given by address has its own)
     known = plan.backend != "attach" or bool(running)
     workers = (plan.layout.get("threads"), plan.layout.get("processes")) if known else (None, None)
-    sizes = step_sizes(workflow, cfg, settled, workers)
+    where = resume_path if resume is not None else run_dir or Path("runs") / workflow.name
+    sizes = step_sizes(workflow, cfg, settled, workers, free_bytes(where))
     beside = None if running else cluster_up_beside(cfg, backend)
     if beside:
         plan.notes.append(beside)

@@ -570,6 +570,7 @@ def step_sizes(
     config: Any,
     settled: Collection[str] = (),
     workers: tuple[int | None, int | None] = (None, None),
+    free_bytes: int | None = None,
 ) -> dict[str, str]:
     """What each step's op says of its size before it runs (its ``describe`` hook).
 
@@ -577,7 +578,8 @@ def step_sizes(
     arguments it accepts. Each op gets its step's arguments with its defaults for those left
     out and a :class:`RunFacts`; the ``settled`` steps, which a resume skips or continues, are
     not described, as :func:`run_problems` does not check them. ``workers`` is the planned
-    cluster's (threads, processes), ``None`` each where unknown (:class:`RunFacts`).
+    cluster's (threads, processes), ``None`` each where unknown (:class:`RunFacts`), and
+    ``free_bytes`` the run directory's disk's free space.
 
     Returns
     -------
@@ -586,7 +588,7 @@ def step_sizes(
         op whose ``describe`` raised says so in its text (a user op's broken hook must not
         stop a run it would not have changed).
     """
-    facts = RunFacts(config, workflow.steps, *workers)
+    facts = RunFacts(config, workflow.steps, *workers, free_bytes)
     sizes = {}
     for step in workflow.order:
         spec = workflow.steps[step]

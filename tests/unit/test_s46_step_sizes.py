@@ -265,3 +265,23 @@ def test_a_resume_whose_land_mask_is_gone_says_no_size_rather_than_a_failure(
     # the analysis reads only the model's months: it still says its size (session 48)
     assert list(sizes) == ["analyse"]
     assert "describe failed" not in sizes["analyse"]
+
+
+def test_outputs_larger_than_the_free_disk_are_said_before_the_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`--dry-run --set params.resolution=0.1 params.years=292271` had printed 165.36 TiB of
+    monthly.zarr beside 69 GB free without a word; the dry run (and the run's start) says so
+    when the outputs and two checkpoints, before compression, exceed the run directory's
+    disk's free space (its nearest existing folder's: ./runs does not exist yet)."""
+    from openclaw_dask.workflows import runner
+
+    monkeypatch.setattr(runner, "free_bytes", lambda where: 10**6)  # 24 2° months: 3.1 MB
+    simulate = dry_sizes(monkeypatch, tmp_path)["simulate"]
+    assert "note: its outputs and checkpoints take up to " in simulate, simulate
+    assert f"more than the {format_bytes(10**6)} free on the run directory's disk" in simulate
+    monkeypatch.setattr(runner, "free_bytes", lambda where: 10**15)
+    assert "note: its outputs" not in dry_sizes(monkeypatch, tmp_path)["simulate"]
+    from openclaw_dask.workflows.rundir import free_bytes
+
+    assert free_bytes(tmp_path / "runs" / "x") == free_bytes(tmp_path) > 0

@@ -873,6 +873,16 @@ class EnergyBalanceModel(IterativeOp):
             ),
             RATE_HINT,
         ]
+        states = sum(v.nbytes for v in state.data_vars.values())
+        need = monthly + state[["T"]].nbytes + 2 * states  # (two checkpoints at a time)
+        if run.free_bytes is not None and need > run.free_bytes:
+            lines.append(
+                f"note: its outputs and checkpoints take up to {format_bytes(need)} before "
+                f"compression, more than the {format_bytes(run.free_bytes)} free on the run "
+                "directory's disk: a full disk stops the run (what it wrote is kept: free "
+                "space, then --resume), or set fewer params.years or a coarser "
+                "params.resolution"
+            )
         if interval < batch and windows > 1:
             # each window is a graph submitted, persisted and checkpointed: at 2° on the 2-core
             # VM, 10-step windows ran a model year in 93 s against 5.6 s at 5000 (session 47)
