@@ -57,6 +57,19 @@ from openclaw_dask.workflows.spec import StepSpec, Workflow
 LOST_WORK = (ClusterLostError, KilledWorker, CancelledError)
 
 
+def _earlier_attempts(before: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A step's record of the attempts before this one that did not complete it: theirs
+    carried on, and the last one's status, error and times. A resume after an out-of-memory
+    failure, with a larger budget, had cleared the step's error, and nothing said why the run
+    took two attempts."""
+    kept = before.get("earlier_attempts")
+    earlier = list(kept) if isinstance(kept, list) else []
+    if before.get("status") in ("failed", "interrupted", "rejected"):
+        keys = ("status", "error", "started", "wall_seconds")
+        earlier.append({key: before[key] for key in keys if key in before})
+    return earlier
+
+
 class StepFailedError(Exception):
     """A step's op raised: the run is marked failed (exit code 1)."""
 
@@ -289,6 +302,9 @@ class Run(IterativeSteps):
                 rec.update(
                     op=step.op, status="running", fingerprint=fingerprint, started=time.time()
                 )
+                earlier = _earlier_attempts(before)
+                if earlier:  # what the attempts before this one ended with (a resume's fix)
+                    rec["earlier_attempts"] = earlier
                 if step.info.code is not None:  # a user op's: a resume compares it
                     rec["code"] = step.info.code
                 self.save()

@@ -23,6 +23,7 @@ cluster; the run itself is :class:`~openclaw_dask.workflows.run.Run`, its iterat
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import threading
@@ -61,6 +62,7 @@ from openclaw_dask.runtime.oom import PauseWatch
 from openclaw_dask.runtime.stall import StallWatch
 from openclaw_dask.runtime.terminal import interrupts
 from openclaw_dask.translate import ClusterPlan, plan_cluster
+from openclaw_dask.translate.plan import flatten
 from openclaw_dask.workflows import lock as run_dir_lock
 from openclaw_dask.workflows.cluster_runs import register_run, runs_text
 from openclaw_dask.workflows.fingerprint import code_changed as code_changed
@@ -121,6 +123,24 @@ def split_overrides(overrides: Sequence[str] | None) -> tuple[list[str], dict[st
         else:
             config.append(item)
     return config, params
+
+
+def _config_changes(previous: Mapping[str, Any], cfg: Config, attempt: int) -> dict[str, Any]:
+    """``{"changed": [...]}``: every attempt's changes of the config's values (the earlier
+    attempts' carried on), or nothing. A resume may change what does not change a result (a
+    memory budget, the threads): ``config.values`` is the last attempt's alone, and the budget
+    an earlier attempt failed with had been lost."""
+    old = previous.get("config")
+    old = old if isinstance(old, Mapping) else {}
+    earlier = old.get("changed") if isinstance(old.get("changed"), list) else []
+    was = flatten(old["values"]) if isinstance(old.get("values"), Mapping) else {}
+    now = flatten(json.loads(json.dumps(cfg.to_nested(), default=str)))
+    said = [
+        f"attempt {attempt}: {key}: {was.get(key)!r} -> {now.get(key)!r}"
+        for key in sorted(set(was) | set(now))
+        if was and was.get(key) != now.get(key)
+    ]
+    return {"changed": [*earlier, *said]} if earlier or said else {}
 
 
 def _op_module_edits(
@@ -469,6 +489,7 @@ def run_workflow(
             "fingerprint": cfg.fingerprint()[0],
             "values": cfg.to_nested(),
             "sources": cfg.sources,
+            **_config_changes(previous, cfg, attempt),
         },
         "versions": versions,
         # every attempt's changes (the versions above are the last attempt's alone)

@@ -607,7 +607,21 @@ def test_a_task_refused_as_bigger_than_a_worker_says_its_figures_with_the_memory
     ) in said, said
     assert "give each worker more memory (memory.per_thread_pool_size" in said
     assert "running the step again" not in said and "Traceback" not in said
-    assert "recoveries" not in record_of(run_dir)["steps"]["hungry"]
+    first = record_of(run_dir)
+    assert "recoveries" not in first["steps"]["hungry"]
+    # the resume with a larger budget (failing the same way here) keeps what the first attempt
+    # ended with and the budget it had: both had been replaced by the last attempt's
+    budget = ["--set", "memory.per_thread_pool_size=600MB"]
+    again = submit("--resume", str(run_dir), "--no-report", *budget)
+    assert again.returncode == 1, again.stderr
+    rec = record_of(run_dir)
+    [earlier] = rec["steps"]["hungry"]["earlier_attempts"]
+    assert earlier["status"] == "failed" and earlier["error"] == first["steps"]["hungry"]["error"]
+    assert earlier["error"].startswith("WorkersOutOfMemoryError: a task needs more memory")
+    was = first["config"]["values"]["memory"]["per_thread_pool_size"]
+    assert rec["config"]["changed"] == [
+        f"attempt 2: memory.per_thread_pool_size: {was!r} -> 600000000"
+    ], rec["config"]
 
 
 @pytest.mark.parametrize("op", ["leaky", "leaky_sum"])
