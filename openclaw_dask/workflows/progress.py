@@ -10,6 +10,7 @@ an iterative step says its progress in a line a minute instead (:class:`Progress
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -157,15 +158,21 @@ class ProgressNews:
 
     Without a terminal (a batch job's log, ``nohup``) there is no progress bar, and a run at
     0.25° that takes days said nothing until it ended; these lines give the step, the rate and
-    the time left, measured over this attempt.
+    the time left, measured over the last :attr:`recent` seconds (or the attempt so far): a
+    rate over the whole attempt kept its start-up and any change of pace long after (an audit's
+    "11 min left" at 26 % and again at 37 %).
     """
 
     #: seconds between two lines
     every = 60.0
+    #: seconds of the past that the rate is measured over
+    recent = 600.0
 
     def __init__(self, name: str, start: int, total: int) -> None:
         self.name, self.start, self.total = name, start, total
         self.t0 = self.last = time.monotonic()
+        #: (time, steps done) of the lines said, from the attempt's start
+        self.seen: deque[tuple[float, int]] = deque([(self.t0, start)])
 
     def line(self, done: int) -> str | None:
         """The line for ``done`` steps, or None when the last one is recent."""
@@ -173,7 +180,12 @@ class ProgressNews:
         if now - self.last < self.every or done <= self.start:
             return None
         self.last = now
-        per_second = (done - self.start) / max(now - self.t0, 1e-9)
+        # from the latest point at least `recent` seconds back (the start, until then)
+        while len(self.seen) > 1 and now - self.seen[1][0] >= self.recent:
+            self.seen.popleft()
+        since, then = self.seen[0]
+        self.seen.append((now, done))
+        per_second = max(done - then, 0) / max(now - since, 1e-9) or 1e-9
         left = (self.total - done) / per_second
         return (
             f"{self.name}: step {done:,} of {self.total:,} ({100 * done / self.total:.1f} %), "

@@ -692,3 +692,22 @@ def test_a_name_zarr_cannot_hold_as_written_is_refused_before_the_write(bad: str
             f"op returned output 'out' with variable or dimension names {bad!r}, which a Zarr "
             "store cannot hold as written"
         )
+
+
+def test_progress_news_measures_the_rate_over_the_recent_past(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rate of the last ten minutes, not of the whole attempt: a run that slowed (or a
+    slow start) kept the attempt's average long after (an audit's "11 min left" at 26 % and
+    again at 37 %)."""
+    clock = [0.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    news = runner.ProgressNews("simulate", 0, 100_000)
+    said = []
+    for minute, done in [(1, 10_000), (5, 50_000), (10, 60_000), (15, 65_000), (20, 70_000)]:
+        clock[0] = 60.0 * minute
+        said.append(news.line(done))
+    # the first ten minutes from the start: 10,000 a minute, then 6,000; then the last ten
+    assert "10,000 steps/min" in said[0] and "6,000 steps/min" in said[2]
+    assert "1,500 steps/min" in said[3] and "about 23 min left" in said[3], said[3]
+    assert "1,000 steps/min" in said[4] and "about 30 min left" in said[4], said[4]
