@@ -22,8 +22,8 @@ visit each node of ``distributed.nodes`` with the same asyncssh options the clus
    have. The workers' own check (:class:`~openclaw_dask.runtime.plugins.NumericsCheck`) would
    refuse them after the scheduler started; this names the node before anything starts.
 7. the entry's ``resources`` fit what the probe found there: its worker threads its cores,
-   ``resources.memory`` its memory, ``resources.gpus`` its NVIDIA GPUs (and entries that log
-   in to one machine, together).
+   ``resources.memory`` its memory (and entries that log in to one machine, together); a
+   ``resources.gpus`` beyond the NVIDIA GPUs found there is warned of.
 
 Every failing node becomes one :class:`~openclaw_dask.config.errors.Problem` that starts with
 ``node HOST:PORT`` (``node HOST:PORT (python P)`` where entries give one host several pythons:
@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import getpass
 import json
+import logging
 import os
 import shlex
 import socket
@@ -54,6 +55,8 @@ from openclaw_dask.config.layout import MAX_THREADS_PER_CORE
 from openclaw_dask.config.validate import locate
 from openclaw_dask.runtime.plugins import common_kind
 from openclaw_dask.translate.ssh import connect_options, node_threads
+
+logger = logging.getLogger("openclaw_dask.runtime")
 
 #: Seconds allowed for the TCP connection and the SSH handshake of one node.
 CONNECT_TIMEOUT = 10.0
@@ -506,7 +509,6 @@ def check_nodes(config: Config) -> dict[str, dict[str, Any]]:
         for why in (
             too_many_threads_there(config, nodes[i], facts),
             too_much_memory_there(config, nodes[i], facts),
-            too_many_gpus_there(nodes[i], facts),
         ):
             if why:
                 where = f"distributed.nodes[{i}]"
@@ -524,6 +526,8 @@ def check_nodes(config: Config) -> dict[str, dict[str, Any]]:
         problems.append(locate(where, config.sources, f"node {label}: {why}", config.line_of))
     if problems:
         raise ConfigError(problems)
+    for why in gpu_warnings(config, targets, found):
+        logger.warning("%s", why)
     return found
 
 
@@ -581,35 +585,60 @@ def too_much_memory_there(
 
 
 def too_many_gpus_there(node: dict[str, Any], facts: dict[str, Any] | None) -> str | None:
-    """Why ``node``'s ``resources.gpus`` is refused on the GPUs its probe found, or ``None``.
+    """Why ``node``'s ``resources.gpus`` is more than the GPUs its probe found, or ``None``.
 
     The node's workers advertise that many ``GPU`` resources to the scheduler, which then
     sends a task that asks for one to a node without it, where it fails in CUDA after the
     cluster has started. The probe counts NVIDIA GPUs as the workers would see them: NVML
     where nvidia-ml-py is installed, else the driver's ``/proc/driver/nvidia/gpus`` (no
     driver: none), cut to ``CUDA_VISIBLE_DEVICES`` where the login sets it. No count (not
-    Linux, and no NVML): no check.
+    Linux, and no NVML): no word. A warning, not a refusal: a container may hide the
+    driver's list from a login whose workers still reach the GPUs.
     """
     wanted, there = node["resources"]["gpus"], (facts or {}).get("gpus")
     if not wanted or not isinstance(there, int) or wanted <= there:
         return None
     visible = (facts or {}).get("cuda_visible_devices")
     seen = "" if visible is None else f" (its CUDA_VISIBLE_DEVICES={visible!r})"
-    fix = f"use at most {there}" if there else "use 0 (a node without GPUs)"
+    fix = f"at most {there}" if there else "0 for a node without GPUs"
     return (
         f"node {node['host']}:{node['ssh_port']}: resources.gpus is {wanted} but the node has "
-        f"{there} NVIDIA GPU(s) its workers can use{seen}: {fix}"
+        f"{there} NVIDIA GPU(s) its workers can use{seen}: a task that asks for a GPU may be "
+        f"sent there and fail; {fix}"
     )
+
+
+def gpu_warnings(
+    config: Config, targets: Sequence[NodeTarget], found: dict[str, dict[str, Any]]
+) -> list[str]:
+    """What is said of the nodes' ``resources.gpus`` against the GPUs their probes found: an
+    entry's beyond its node's (:func:`too_many_gpus_there`), and entries that log in to one
+    machine advertising more together than it has."""
+    nodes, said = config["distributed.nodes"], []
+    for target in targets:
+        facts = found.get(target.label)
+        own = [w for i in target.indices if (w := too_many_gpus_there(nodes[i], facts))]
+        said += own
+        gpus = sum(nodes[i]["resources"]["gpus"] for i in target.indices)
+        there = (facts or {}).get("gpus")
+        if not own and len(target.indices) > 1 and isinstance(there, int) and gpus > there:
+            entries = " and ".join(f"distributed.nodes[{i}]" for i in target.indices)
+            said.append(
+                f"node {target.label}: {entries} are one machine, and together advertise "
+                f"{gpus} GPUs (resources.gpus) of its {there}: a task that asks for a GPU may "
+                f"wait for one that is not there; at most {there} in all"
+            )
+    return said
 
 
 def shared_machine_problem(
     config: Config, target: NodeTarget, facts: dict[str, Any] | None
 ) -> str | None:
     """Why the entries of ``distributed.nodes`` that log in to one machine (``target``) are
-    refused together, or ``None``: their worker threads beyond the per-core bound, their
-    ``resources.gpus`` or ``resources.memory`` adding up past the machine's. Each entry alone
-    had been checked, so two entries of 16 threads and 20 GiB each ran 32 threads and 40 GiB
-    of budgets on a 2-core, 25 GB machine."""
+    refused together, or ``None``: their worker threads beyond the per-core bound, or their
+    ``resources.memory`` adding up past the machine's. Each entry alone had been checked, so
+    two entries of 16 threads and 20 GiB each ran 32 threads and 40 GiB of budgets on a
+    2-core, 25 GB machine."""
     if len(target.indices) < 2 or not facts:
         return None
     nodes = [config["distributed.nodes"][i] for i in target.indices]
@@ -624,13 +653,6 @@ def shared_machine_problem(
                 f"{MAX_THREADS_PER_CORE * cores} ({MAX_THREADS_PER_CORE} per core) in all, or "
                 "one entry for the machine"
             )
-    gpus, found = sum(n["resources"]["gpus"] for n in nodes), facts.get("gpus")
-    if isinstance(found, int) and gpus > found:
-        return (
-            f"node {target.label}: {entries} are one machine, and together advertise {gpus} "
-            f"GPUs (resources.gpus) of its {found}: at most {found} in all, or one entry for "
-            "the machine"
-        )
     budgets = [int(n["resources"]["memory"]) for n in nodes if n["resources"]["memory"]]
     if isinstance(ram, int) and ram > 0 and sum(budgets) > ram:
         return (
