@@ -219,9 +219,7 @@ class Run(IterativeSteps):
             except Exception as exc:
                 again = not isinstance(exc, KilledWorker | MemoryError)
                 lost = lost_workers(client, before, exc) if again else []
-                if lost and memory_restarts(client, began - 1.0):
-                    raise
-                if not lost:
+                if not lost or memory_restarts(client, began - 1.0):
                     raise
                 if len(recoveries) >= MAX_RECOVERIES:
                     raise WorkersLostError(
