@@ -171,10 +171,6 @@ class IterativeOp:
     outputs: tuple[str, ...] = ()
     #: Dimension along which emitted records are appended.
     append_dim: str = "time"
-    #: A Zarr chunk of the records holds a whole number of these along ``append_dim`` where
-    #: one fits its size (12 for monthly records: a year), else a divisor of it (see
-    #: :func:`~openclaw_dask.workflows.zarrio.records_per_chunk`).
-    record_period: int = 1
     #: Arguments whose value names a step the op reads (checked against ``needs:``).
     step_args: tuple[str, ...] = ()
     #: The ``with:`` arguments that start the op where a completed run of its workflow ended

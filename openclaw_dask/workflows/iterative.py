@@ -201,11 +201,7 @@ class IterativeSteps:
             store = f"state-{s + n}.zarr"
             writes = [
                 zarrio.write(
-                    ds,
-                    self.run_dir / f"{name}.zarr",
-                    self.config,
-                    append_dim=op.append_dim,
-                    period=op.record_period,
+                    ds, self.run_dir / f"{name}.zarr", self.config, append_dim=op.append_dim
                 )
                 for name, ds in records.items()
             ]

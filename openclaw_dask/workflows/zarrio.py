@@ -105,46 +105,14 @@ def encoding(ds: xr.Dataset, config: Config) -> dict[str, dict[str, Any]]:
     return out
 
 
-#: The bytes a Zarr chunk of appended records holds at most, uncompressed (one record at
-#: least): each window rewrites the chunk its first records complete, so a chunk costs its
-#: size again a window, and a reader takes a task a chunk. One record a chunk had made 1,800
-#: files of 127 kB for 150 years of the 2° climate's months, and its analysis 10,257 tasks
-#: (55 s, where reading the values took 7.7).
-RECORD_CHUNK_BYTES = 2 * 2**20
-
-
-def records_per_chunk(ds: xr.Dataset, dim: str, period: int = 1) -> int:
-    """How many records along ``dim`` a new store's chunks hold: as many as fit
-    :data:`RECORD_CHUNK_BYTES` in ``ds``'s largest variable, a whole number of ``period``
-    where one fits (monthly records: whole years, which annual means read whole), else the
-    largest divisor of ``period`` that fits; one at least."""
-    per = max(v.nbytes // max(v.sizes[dim], 1) for v in ds.variables.values() if dim in v.dims)
-    fit = max(1, RECORD_CHUNK_BYTES // max(per, 1))
-    if fit >= period:
-        return fit - fit % period
-    return max(d for d in range(1, period + 1) if period % d == 0 and d <= fit)
-
-
-def write(
-    ds: xr.Dataset,
-    path: Path,
-    config: Config,
-    append_dim: str | None = None,
-    period: int = 1,
-) -> Any:
+def write(ds: xr.Dataset, path: Path, config: Config, append_dim: str | None = None) -> Any:
     """Lazily write ``ds`` to a zarr v3 store; returns the delayed write.
 
-    With ``append_dim``, ``ds`` holds records along that dimension: a new store is chunked
-    along it by :func:`records_per_chunk` (with ``period``), and records written to an existing
-    store are appended (a store made before keeps its chunks), in tasks that each write within
-    one of its chunks.
+    With ``append_dim`` and an existing store, ``ds`` is appended along that dimension.
     """
     ds = regular_chunks(ds)
-    records = bool(append_dim) and append_dim in ds.dims
     try:
         if append_dim and path.exists():
-            # each task writes within one of the store's chunks, the first filling the chunk
-            # the store's last records began (xarray's alignment)
             return ds.to_zarr(
                 path,
                 mode="a",
@@ -152,26 +120,14 @@ def write(
                 compute=False,
                 zarr_format=3,
                 consolidated=False,
-                align_chunks=records,
             )
-        enc = encoding(ds, config)
-        if records:
-            along = records_per_chunk(ds, str(append_dim), period)
-            for name, var in ds.variables.items():  # numpy coordinates too (time)
-                if append_dim in var.dims:
-                    shape = var.chunks or tuple((n,) for n in var.shape)
-                    enc[str(name)]["chunks"] = tuple(
-                        along if d == append_dim else c[0]
-                        for d, c in zip(var.dims, shape, strict=True)
-                    )
         return ds.to_zarr(
             path,
             mode="w",
-            encoding=enc,
+            encoding=encoding(ds, config),
             compute=False,
             zarr_format=3,
             consolidated=False,
-            align_chunks=records,
         )
     except ValueError as exc:
         said = str(exc)

@@ -185,54 +185,6 @@ def test_a_variable_of_python_objects_is_named_in_the_refusal(tmp_path: Path) ->
     )
 
 
-def _months(first: int, count: int, cells: int = 4) -> xr.Dataset:
-    """``count`` monthly records from month ``first``, one dask chunk each, as a window of the
-    climate model emits them (a numpy time coordinate)."""
-    values = np.arange(first, first + count, dtype=float)[:, None] * np.ones(cells)
-    ds = xr.Dataset(
-        {"T": (("time", "x"), values)}, coords={"time": np.arange(first, first + count)}
-    )
-    return ds.chunk({"time": 1})
-
-
-def test_records_are_chunked_by_size_in_whole_periods() -> None:
-    """A chunk holds as many records as fit the bytes, whole years of months where a year
-    fits, else a divisor of the year (a reader's annual mean never splits a chunk)."""
-    record = zarrio.RECORD_CHUNK_BYTES // 100  # 100 records fit
-    ds = xr.Dataset({"T": (("time", "x"), np.zeros((2, record // 8)))})
-    assert zarrio.records_per_chunk(ds, "time") == 100
-    assert zarrio.records_per_chunk(ds, "time", 12) == 96
-    big = xr.Dataset({"T": (("time", "x"), np.zeros((1, zarrio.RECORD_CHUNK_BYTES // 40)))})
-    assert zarrio.records_per_chunk(big, "time", 12) == 4  # 5 fit: 4 divides a year
-    huge = xr.Dataset({"T": (("time", "x"), np.zeros((1, zarrio.RECORD_CHUNK_BYTES // 4)))})
-    assert zarrio.records_per_chunk(huge, "time", 12) == 1
-
-
-def test_appended_records_keep_the_store_s_chunks_and_each_task_writes_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Windows of 7, 3, 1 and 30 months appended as a run appends them: the store's chunks
-    stay whole years (each window's records had made chunks of one month, 1,800 files for 150
-    years and a 10,257-task analysis; the time coordinate's chunk was the first window's
-    length), and no two tasks write one chunk (xarray refuses a write that would)."""
-    monkeypatch.setattr(zarrio, "RECORD_CHUNK_BYTES", 14 * 4 * 8)  # 14 records of 4 floats
-    config = load_config(use_search_path=False)
-    path, start = tmp_path / "monthly.zarr", 0
-    for count in (7, 3, 1, 30):
-        zarrio.write(_months(start, count), path, config, append_dim="time", period=12).compute()
-        start += count
-    group = zarr.open_group(path, mode="r")
-    assert group["T"].chunks == (12, 4) and group["time"].chunks == (12,)
-    assert (group["T"][:, 0] == np.arange(41)).all() and (group["time"][:] == np.arange(41)).all()
-    assert len(list((path / "T" / "c").iterdir())) == 4  # 41 months: 4 chunk files
-    # a store made before (a month a chunk) keeps its chunks on a resume
-    old = tmp_path / "old.zarr"
-    _months(0, 2).to_zarr(old, zarr_format=3, consolidated=False)
-    zarrio.write(_months(2, 5), old, config, append_dim="time", period=12).compute()
-    assert zarr.open_array(old / "T", mode="r").chunks == (1, 4)
-    assert (zarr.open_array(old / "T", mode="r")[:, 0] == np.arange(7)).all()
-
-
 def test_each_variable_keeps_its_own_chunks_when_written(tmp_path: Path) -> None:
     """A small variable in one chunk along a dim does not make a big one a single chunk.
 

@@ -777,7 +777,6 @@ class EnergyBalanceModel(IterativeOp):
     #: a run's final.zarr is in equilibrium: no spin-up again
     start_from_run: ClassVar[Mapping[str, Any]] = {"initial": "{run}", "spinup_years": 0}
     append_dim = "time"
-    record_period = 12  # monthly.zarr's chunks hold whole years where one fits
     optimize_graphs = False  # keeps the bands' home-worker restrictions (see ``advance``)
 
     @staticmethod
