@@ -200,9 +200,12 @@ def consolidate(path: Path) -> None:
         zarr.consolidate_metadata(str(path), zarr_format=3)
 
 
-def open_output(path: Path) -> xr.Dataset:
-    """Open an output lazily (dask arrays)."""
-    return xr.open_zarr(path, consolidated=False, zarr_format=3)
+def open_output(path: Path, chunks: Mapping[str, int] | None = None) -> xr.Dataset:
+    """Open an output lazily (dask arrays), in the store's chunks or, along the dimensions
+    ``chunks`` names, in dask chunks of that length (a task then reads several of the
+    store's chunks)."""
+    given = {"chunks": dict(chunks)} if chunks else {}  # (xarray's default: the store's)
+    return xr.open_zarr(path, consolidated=False, zarr_format=3, **given)
 
 
 def truncate(path: Path, dim: str, length: int) -> None:

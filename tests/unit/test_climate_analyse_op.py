@@ -17,8 +17,10 @@ import pytest
 import xarray as xr
 
 from openclaw_dask.config import load_config
+from openclaw_dask.workflows import zarrio
 from openclaw_dask.workflows.climate import LatLonGrid
 from openclaw_dask.workflows.context import StepContext
+from openclaw_dask.workflows.ops import climate as climate_ops
 from openclaw_dask.workflows.ops.climate import TIME_ATTRS, analyse
 
 PEAK, WIDTH = 0.2, 0.65  # in x = sin(lat): T = 20 - 30 ((x - PEAK) / WIDTH)^2
@@ -63,3 +65,28 @@ def test_analyse_keeps_each_hemisphere_its_own(tmp_path: Path) -> None:
     top = cols[rows <= rows.min() + 1]
     where = (top.mean() - cols.min()) / (cols.max() - cols.min())
     assert 0.53 < where < 0.6, where
+
+
+def test_analyse_reads_whole_years_a_task_from_a_store_of_a_month_a_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model writes a month a chunk: read so, 150 years at 2° were a graph of 10,257 tasks
+    (22-34 s); whole years a task, up to READ_BYTES, and a year larger than that as stored."""
+    grid = LatLonGrid(4.0)
+    months = xr.concat([_monthly(grid)] * 10, dim="time")  # 10 years
+    months["time"] = ("time", np.arange(120) * 30.0 + 15, TIME_ATTRS)
+    months.chunk(time=1).to_zarr(tmp_path / "monthly.zarr", zarr_format=3, consolidated=False)
+    stored = zarrio.open_output(tmp_path / "monthly.zarr")
+    assert stored["T"].chunks[0] == (1,) * 120
+
+    year = 12 * grid.size * 8
+    monkeypatch.setattr(climate_ops, "READ_BYTES", 4 * year + 1)
+    read = climate_ops._by_years(stored)
+    assert read["T"].chunks[0] == (48, 48, 24)  # whole years, 4 a task
+    assert read["T"].chunks[1:] == stored["T"].chunks[1:]
+    np.testing.assert_array_equal(read["T"].values, months["T"].values)
+
+    monkeypatch.setattr(climate_ops, "READ_BYTES", year - 1)  # a year is larger: as stored
+    assert climate_ops._by_years(stored) is stored
+    in_memory = _monthly(grid)  # not read from a store: as it is
+    assert climate_ops._by_years(in_memory) is in_memory
