@@ -19,7 +19,10 @@ fi
 stamp=.venv-ucx/.openclaw-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  .venv-ucx/bin/python -m pip install -q -e ".[ucx]"
+  .venv-ucx/bin/python -m pip install -q --no-compile -e ".[ucx]"
+  # byte-compiled on every core, not in pip's one process (as setup-env.sh)
+  .venv-ucx/bin/python -m compileall -qq -j 0 "$(.venv-ucx/bin/python -c \
+    'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true
   echo "$want" > "$stamp"
 fi
 .venv-ucx/bin/python -c "import distributed_ucxx, ucxx" \

@@ -5,8 +5,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
-
 from openclaw_dask.runtime.state import read_state
 from tests.integration.test_cluster_cli import sh
 
@@ -19,12 +17,9 @@ distributed:
 """
 
 
-@pytest.mark.parametrize("command", [("cluster", "status"), ("memory", "compact")])
-def test_a_tcp_address_with_a_tls_config_is_bad_input_at_once(
-    tmp_path: Path, command: tuple[str, ...]
-) -> None:
+def test_a_tcp_address_with_a_tls_config_is_bad_input_at_once(tmp_path: Path) -> None:
     """It waited 20 s, then ended in Dask's 'encryption required' RuntimeError, exit 1, with
-    a traceback from the client's finaliser under it."""
+    a traceback from the client's finaliser under it. (Both commands on one cluster.)"""
     made = sh("certs", "create", str(tmp_path / "certs"))
     assert made.returncode == 0, made.stderr
     config = tmp_path / "tls.config"
@@ -35,19 +30,20 @@ def test_a_tcp_address_with_a_tls_config_is_bad_input_at_once(
         state = read_state()
         assert state and state["address"].startswith("tls://")
         plain = "tcp://" + state["address"].removeprefix("tls://")
-        started = time.monotonic()
-        wrong = sh(*command, "--address", plain, "--config", str(config))
-        took = time.monotonic() - started
-        assert wrong.returncode == 2, wrong.stderr
-        assert wrong.stderr.splitlines()[0] == (
-            f"error: --address: {plain} is reached over tcp, but {config} sets "
-            "distributed.communication_backend: tls: give its tls:// address, or a config of "
-            "the tcp transport"
-        )
-        assert "Traceback" not in wrong.stderr
-        assert took < 15, took  # refused before connecting, not after Dask's 20 s timeout
-        right = sh(*command, "--address", state["address"], "--config", str(config))
-        assert right.returncode == 0, right.stderr
+        for command in (("cluster", "status"), ("memory", "compact")):
+            started = time.monotonic()
+            wrong = sh(*command, "--address", plain, "--config", str(config))
+            took = time.monotonic() - started
+            assert wrong.returncode == 2, (command, wrong.stderr)
+            assert wrong.stderr.splitlines()[0] == (
+                f"error: --address: {plain} is reached over tcp, but {config} sets "
+                "distributed.communication_backend: tls: give its tls:// address, or a config "
+                "of the tcp transport"
+            )
+            assert "Traceback" not in wrong.stderr
+            assert took < 15, took  # refused before connecting, not after Dask's 20 s timeout
+            right = sh(*command, "--address", state["address"], "--config", str(config))
+            assert right.returncode == 0, (command, right.stderr)
     finally:
         down = sh("cluster", "down")
     assert down.returncode == 0, down.stderr
