@@ -90,3 +90,8 @@ def test_analyse_reads_whole_years_a_task_from_a_store_of_a_month_a_chunk(
     assert climate_ops._by_years(stored) is stored
     in_memory = _monthly(grid)  # not read from a store: as it is
     assert climate_ops._by_years(in_memory) is in_memory
+    # another model's store in chunks of 5 months: 48 months a task would split them
+    monkeypatch.setattr(climate_ops, "READ_BYTES", 4 * year + 1)
+    months.chunk(time=5).to_zarr(tmp_path / "fives.zarr", zarr_format=3, consolidated=False)
+    fives = zarrio.open_output(tmp_path / "fives.zarr")
+    assert climate_ops._by_years(fives) is fives

@@ -1221,13 +1221,15 @@ READ_BYTES = 16 * 2**20
 def _by_years(monthly: xr.Dataset) -> xr.Dataset:
     """``monthly`` opened again from its store in chunks of as many whole years as
     :data:`READ_BYTES` holds (a task reads several of the store's chunks); as it is where a
-    year is larger, or it is not read from a store."""
+    year is larger, it is not read from a store, or its chunks (another model's) would be
+    split (which xarray warns of)."""
     source = monthly.encoding.get("source")
     T = monthly["T"]
-    years = READ_BYTES // max(12 * T.isel(time=0).nbytes, 1)
-    if source is None or years < 1 or T.chunks is None or T.chunks[0][0] >= 12 * years:
+    months = 12 * int(READ_BYTES // max(12 * T.isel(time=0).nbytes, 1))
+    stored = T.chunks[0][0] if T.chunks else None
+    if source is None or stored is None or months <= stored or months % stored:
         return monthly
-    return zarrio.open_output(Path(source), {"time": 12 * int(years)})
+    return zarrio.open_output(Path(source), {"time": months})
 
 
 @register(
