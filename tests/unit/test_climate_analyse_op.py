@@ -95,3 +95,17 @@ def test_analyse_reads_whole_years_a_task_from_a_store_of_a_month_a_chunk(
     months.chunk(time=5).to_zarr(tmp_path / "fives.zarr", zarr_format=3, consolidated=False)
     fives = zarrio.open_output(tmp_path / "fives.zarr")
     assert climate_ops._by_years(fives) is fives
+
+
+def test_a_store_of_no_months_is_said_as_less_than_a_year(tmp_path: Path) -> None:
+    """Reading whole years a task had first measured a month by its first one: IndexError."""
+    grid = LatLonGrid(4.0)
+    # (no time coordinate: xarray cannot decode an empty one)
+    empty = _monthly(grid).isel(time=slice(0, 0)).drop_vars("time")
+    empty.to_zarr(tmp_path / "monthly.zarr", zarr_format=3, consolidated=False)
+    inputs = {"simulate": {"monthly": zarrio.open_output(tmp_path / "monthly.zarr")}}
+    ctx = StepContext(
+        "analyse", load_config(None, use_search_path=False), None, tmp_path, {}, inputs
+    )
+    with pytest.raises(ValueError, match="less than one model year of monthly means"):
+        analyse(ctx)

@@ -1225,9 +1225,10 @@ def _by_years(monthly: xr.Dataset) -> xr.Dataset:
     split (which xarray warns of)."""
     source = monthly.encoding.get("source")
     T = monthly["T"]
-    months = 12 * int(READ_BYTES // max(12 * T.isel(time=0).nbytes, 1))
-    stored = T.chunks[0][0] if T.chunks else None
-    if source is None or stored is None or months <= stored or months % stored:
+    # (a month's bytes from the shape: a store of no months is said as such by the caller)
+    months = 12 * int(READ_BYTES // max(12 * math.prod(T.shape[1:]) * T.dtype.itemsize, 1))
+    stored = T.chunks[0][0] if T.chunks else 0
+    if source is None or not stored or months <= stored or months % stored:
         return monthly
     return zarrio.open_output(Path(source), {"time": months})
 
